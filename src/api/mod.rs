@@ -1,0 +1,1 @@
+//! Custom resource types for group `bind.unkin.net`, version `v1alpha1`.

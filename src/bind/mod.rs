@@ -1,0 +1,1 @@
+//! Pure BIND knowledge: rendering, command lines, parsers. No Kubernetes in here.

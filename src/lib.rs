@@ -1,0 +1,7 @@
+//! bind-operator library: the CRD types (`api`), pure BIND knowledge (`bind`),
+//! and the in-process Kubernetes API and local runtime (`local`). The binary in
+//! `main.rs` only wires these together.
+
+pub mod api;
+pub mod bind;
+pub mod local;

@@ -1,0 +1,1 @@
+//! Local mode: the in-memory Kubernetes API and the local runtime.

@@ -1,0 +1,3 @@
+//! The `bind-operator` binary: parses flags and wires the library together.
+
+fn main() {}
