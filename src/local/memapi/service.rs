@@ -62,7 +62,7 @@ impl tower::Service<Request<kube::client::Body>> for MemService {
     }
 }
 
-fn header_str<'a>(parts: &'a http::request::Parts, name: header::HeaderName) -> &'a str {
+fn header_str(parts: &http::request::Parts, name: header::HeaderName) -> &str {
     parts
         .headers
         .get(name)
