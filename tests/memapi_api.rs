@@ -130,16 +130,39 @@ async fn unregistered_custom_kind_is_not_found() {
     // Creating the CRD through the API makes the kind served, as on a cluster.
     let crds: Api<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition> =
         Api::all(api.client());
-    crds.create(
-        &PostParams::default(),
-        &<Widget as kube::CustomResourceExt>::crd(),
-    )
-    .await
-    .unwrap();
+    assert!(api.resource("test.memapi.dev/v1", "Widget").is_none());
+    let crd = <Widget as kube::CustomResourceExt>::crd();
+    let crd_name = crd.name_any();
+    crds.create(&PostParams::default(), &crd).await.unwrap();
+    let established = kube::runtime::wait::await_condition(
+        crds.clone(),
+        &crd_name,
+        kube::runtime::wait::conditions::is_crd_established(),
+    );
+    support::within("crd established", established)
+        .await
+        .unwrap();
     widgets
         .create(&PostParams::default(), &widget("w", 1))
         .await
         .unwrap();
+    let info = api
+        .resource("test.memapi.dev/v1", "Widget")
+        .expect("served after the crd");
+    assert_eq!(
+        (
+            info.plural.as_str(),
+            info.namespaced,
+            info.status_subresource
+        ),
+        ("widgets", true, true)
+    );
+    // Deleting the CRD removes its instances and stops serving the kind.
+    crds.delete(&crd.name_any(), &DeleteParams::default())
+        .await
+        .unwrap();
+    assert!(api.raw_list("test.memapi.dev/v1", "widgets").is_empty());
+    assert_eq!(api_err(widgets.get("w").await).0, 404);
 }
 
 #[tokio::test]

@@ -166,6 +166,20 @@ async fn controller_runs_finalizer_apply_status_update_and_cascade() {
     assert_eq!(api.writes(), 0, "no reconcile loop on a converged object");
     assert_eq!(api.resource_version(), rv);
 
+    // `owns`: an edit to the child wakes the owner, which repairs it.
+    cms.patch(
+        "w-cfg",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"data": {"size": "99"}})),
+    )
+    .await
+    .unwrap();
+    eventually("child repaired", || {
+        let cm: ConfigMap = api.get(Some("ns1"), "w-cfg")?;
+        (cm.data?["size"] == "1").then_some(())
+    })
+    .await;
+
     // Spec update: a new generation is reconciled and reaches the child.
     widgets
         .patch(
