@@ -211,7 +211,7 @@ impl Default for BindClusterSpec {
 
 /// Kubernetes image pull policy.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
-#[schemars(transform = super::common::drop_type_description)]
+#[schemars(transform = super::common::drop_type_description, extend("maxLength" = 12))]
 pub enum ImagePullPolicy {
     /// Pull on every pod start.
     Always,
@@ -235,7 +235,7 @@ impl ImagePullPolicy {
 /// BIND `dnssec-validation` setting.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "lowercase")]
-#[schemars(transform = super::common::drop_type_description)]
+#[schemars(transform = super::common::drop_type_description, extend("maxLength" = 4))]
 pub enum DnssecValidation {
     /// Validate with the built-in root trust anchor.
     Auto,
@@ -258,7 +258,7 @@ impl DnssecValidation {
 
 /// Kubernetes Service type of the DNS Service.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default, JsonSchema)]
-#[schemars(transform = super::common::drop_type_description)]
+#[schemars(transform = super::common::drop_type_description, extend("maxLength" = 12))]
 pub enum ServiceType {
     /// Reachable inside the cluster only.
     #[default]
@@ -271,7 +271,7 @@ pub enum ServiceType {
 
 /// How external traffic reaches the pods of a NodePort/LoadBalancer Service.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
-#[schemars(transform = super::common::drop_type_description)]
+#[schemars(transform = super::common::drop_type_description, extend("maxLength" = 7))]
 pub enum ExternalTrafficPolicy {
     /// Any node forwards to any pod (source IP is lost).
     Cluster,
