@@ -20,23 +20,22 @@ enum Command {
     /// Print the CustomResourceDefinitions of all four kinds as one
     /// multi-document YAML (pipe into `kubectl apply -f -`).
     Crds {
-        /// Instead of printing, write one file per kind plus all.yaml into
-        /// this directory (repeatable; regenerates the committed `crds/`).
-        #[arg(long, value_name = "DIR")]
-        write: Vec<PathBuf>,
+        /// Instead of printing, rewrite the committed CRD files (crds/ and the
+        /// Helm chart's crds/) under this repository root.
+        #[arg(long, value_name = "REPO_ROOT")]
+        regenerate: Option<PathBuf>,
     },
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Crds { write } if write.is_empty() => bind_operator::api::crdgen::all_yaml()
+        Command::Crds { regenerate: None } => bind_operator::api::crdgen::all_yaml()
             .map_err(|e| error_chain(&e))
             .and_then(|yaml| write_stdout(&yaml)),
-        Command::Crds { write } => write
-            .iter()
-            .try_for_each(|dir| bind_operator::api::crdgen::write_dir(dir))
-            .map_err(|e| error_chain(&e)),
+        Command::Crds {
+            regenerate: Some(root),
+        } => bind_operator::api::crdgen::regenerate(&root).map_err(|e| error_chain(&e)),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
