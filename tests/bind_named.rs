@@ -40,8 +40,7 @@ impl Cluster {
         let mut secondary = with_secondary.then(|| Pod::new(tmp.path(), &config, 1));
         let xfer = harness::random_key("xfer", TsigAlgorithm::HmacSha256);
         let update = harness::random_key("update.key", TsigAlgorithm::HmacSha512);
-        let rndc = harness::random_key("rndc", TsigAlgorithm::HmacSha256).secret;
-        let cfg = harness::small_config(primary.endpoint(), &xfer, &update, rndc);
+        let cfg = harness::small_config(primary.endpoint(), &xfer, &update);
         let files = render_cluster(&cfg).unwrap();
         harness::write_mount(&config, &files);
         primary.start();

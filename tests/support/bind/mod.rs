@@ -13,7 +13,8 @@ use std::process::{Child, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
 use base64::Engine as _;
-use bind_operator::bind::commands::{self, Command};
+use bind_operator::bind::commands::Command;
+use bind_operator::bind::entrypoint::render_rndc_key;
 use bind_operator::bind::layout::{PodLayout, mount};
 use bind_operator::bind::render::{ClusterConfig, DnssecValidation, RenderedFiles};
 use bind_operator::bind::{Endpoint, KeyName, TsigAlgorithm, TsigKey, TsigSecret, ZoneName};
@@ -145,12 +146,7 @@ pub fn fixed_secret(seed: u8, len: usize) -> TsigSecret {
 }
 
 /// A minimal authoritative cluster config with a transfer key and an update key.
-pub fn small_config(
-    primary: Endpoint,
-    xfer: &TsigKey,
-    update: &TsigKey,
-    rndc: TsigSecret,
-) -> ClusterConfig {
+pub fn small_config(primary: Endpoint, xfer: &TsigKey, update: &TsigKey) -> ClusterConfig {
     ClusterConfig {
         recursion: false,
         allow_query: vec![],
@@ -165,17 +161,17 @@ pub fn small_config(
         transfer_key: xfer.name.clone(),
         primary_endpoint: primary,
         keys: vec![xfer.clone(), update.clone()],
-        rndc_algorithm: TsigAlgorithm::HmacSha256,
-        rndc_secret: rndc,
     }
 }
 
-/// A config directory as kubelet would project it.
+/// A config directory as kubelet would project it, with a fresh rndc key.
 pub fn write_mount(dir: &Path, files: &RenderedFiles) {
     fs::create_dir_all(dir).unwrap();
     for (name, text) in files.files() {
         fs::write(dir.join(name), text).unwrap();
     }
+    let rndc = random_key("rndc", TsigAlgorithm::HmacSha256);
+    fs::write(dir.join(mount::RNDC_KEY), render_rndc_key(rndc.algorithm, &rndc.secret)).unwrap();
 }
 
 /// One BIND pod: its dirs, ports and (once started) its named process.
