@@ -8,8 +8,9 @@
 use std::collections::BTreeMap;
 
 use bind_operator::api::{
-    BindCluster, BindClusterSpec, BindTSIGKey, BindTSIGKeySpec, BindZone, BindZoneSpec, CatalogSpec, DNSRecord,
-    DNSRecordSpec, ForwardZone, RecordType, SoaSpec, View, ZonePrimary, ZoneRecord, ZoneType,
+    BindCluster, BindClusterSpec, BindTSIGKey, BindTSIGKeySpec, BindZone, BindZoneSpec,
+    CatalogSpec, DNSRecord, DNSRecordSpec, ForwardZone, RecordType, SoaSpec, View, ZonePrimary,
+    ZoneRecord, ZoneType,
 };
 use bind_operator::bind::render::render_cluster;
 use bind_operator::bind::{Endpoint, Ttl, ZoneName};
@@ -102,8 +103,14 @@ fn cluster_err(cluster: &BindCluster) -> Option<ConfigError> {
 fn assert_rejected(what: &str, field: &str, err: Option<ConfigError>) {
     let err = err.unwrap_or_else(|| panic!("{what}: hostile value was accepted"));
     let msg = err.to_string();
-    assert!(msg.contains(field), "{what}: error does not name {field}: {msg}");
-    assert!(!msg.contains('\n'), "{what}: error message carries a raw newline: {msg:?}");
+    assert!(
+        msg.contains(field),
+        "{what}: error does not name {field}: {msg}"
+    );
+    assert!(
+        !msg.contains('\n'),
+        "{what}: error message carries a raw newline: {msg:?}"
+    );
 }
 
 #[test]
@@ -128,10 +135,18 @@ fn hostile_cluster_fields_are_rejected() {
                 forward_only: false,
             }]
         }),
-        ("spec.views[0].name", |s, p| s.views = vec![view(p, vec![], vec![])]),
-        ("spec.views[0].matchClients", |s, p| s.views = vec![view("v".into(), vec![p], vec![])]),
-        ("spec.views[0].matchDestinations", |s, p| s.views = vec![view("v".into(), vec![], vec![p])]),
-        ("spec.catalog.zoneName", |s, p| s.catalog.as_mut().unwrap().zone_name = Some(p)),
+        ("spec.views[0].name", |s, p| {
+            s.views = vec![view(p, vec![], vec![])]
+        }),
+        ("spec.views[0].matchClients", |s, p| {
+            s.views = vec![view("v".into(), vec![p], vec![])]
+        }),
+        ("spec.views[0].matchDestinations", |s, p| {
+            s.views = vec![view("v".into(), vec![], vec![p])]
+        }),
+        ("spec.catalog.zoneName", |s, p| {
+            s.catalog.as_mut().unwrap().zone_name = Some(p)
+        }),
     ];
     for (field, mutate) in cases {
         for p in payloads() {
@@ -158,7 +173,11 @@ fn hostile_key_names_and_material_are_rejected_without_echoing_material() {
     for p in payloads() {
         let mut k = key_obj("k");
         k.spec.key_name = Some(p.clone());
-        assert_rejected(&format!("keyName {p:?}"), "spec.keyName", tsig_key(&k, MATERIAL).err());
+        assert_rejected(
+            &format!("keyName {p:?}"),
+            "spec.keyName",
+            tsig_key(&k, MATERIAL).err(),
+        );
         let err = tsig_key(&key_obj("k"), &p).unwrap_err().to_string();
         assert!(err.contains("secret") && !err.contains(MARK), "{err}");
     }
@@ -248,7 +267,10 @@ fn hostile_zone_fields_are_rejected() {
     }
     // Values with a newline would start a new nsupdate command.
     let mut z = base_zone();
-    z.spec.records = vec![record("txt".into(), vec![format!("ok\nupdate add {MARK}.example.com. 1 A 1.2.3.4")])];
+    z.spec.records = vec![record(
+        "txt".into(),
+        vec![format!("ok\nupdate add {MARK}.example.com. 1 A 1.2.3.4")],
+    )];
     assert_rejected("record value with newline", "spec.records[0]", zone_err(&z));
     assert!(zone_err(&base_zone()).is_none());
 }
@@ -269,14 +291,29 @@ fn hostile_dnsrecords_are_rejected_and_quotes_in_txt_stay_data() {
         status: None,
     };
     for p in payloads() {
-        assert!(record_change(&rec(&p, RecordType::A, "192.0.2.1"), &zone, ttl).is_err(), "name {p:?}");
-        for t in [RecordType::A, RecordType::CNAME, RecordType::MX, RecordType::SRV, RecordType::CAA, RecordType::HTTPS] {
-            assert!(record_change(&rec("x", t, &p), &zone, ttl).is_err(), "{t:?} value {p:?}");
+        assert!(
+            record_change(&rec(&p, RecordType::A, "192.0.2.1"), &zone, ttl).is_err(),
+            "name {p:?}"
+        );
+        for t in [
+            RecordType::A,
+            RecordType::CNAME,
+            RecordType::MX,
+            RecordType::SRV,
+            RecordType::CAA,
+            RecordType::HTTPS,
+        ] {
+            assert!(
+                record_change(&rec("x", t, &p), &zone, ttl).is_err(),
+                "{t:?} value {p:?}"
+            );
         }
     }
     // A TXT value may contain quotes and semicolons: it is quoted and escaped.
     let c = record_change(&rec("x", RecordType::TXT, "a\"; include \"b"), &zone, ttl).unwrap();
-    let bind_operator::bind::nsupdate::RrsetChange::Replace { values, .. } = c else { panic!() };
+    let bind_operator::bind::nsupdate::RrsetChange::Replace { values, .. } = c else {
+        panic!()
+    };
     assert_eq!(values[0].to_string(), r#""a\"; include \"b""#);
 }
 
@@ -294,13 +331,20 @@ fn hostile_manifests_render_nothing() {
         ("forwarders", "forwarders: [PAYLOAD]"),
         ("validateExcept", "validateExcept: [PAYLOAD]"),
         ("views", "views: [{name: PAYLOAD}]"),
-        ("catalog", "catalog: {zoneName: PAYLOAD, transferKeyRef: xfer}"),
+        (
+            "catalog",
+            "catalog: {zoneName: PAYLOAD, transferKeyRef: xfer}",
+        ),
     ]);
     for (i, (_, field)) in fields.iter().enumerate() {
         for (j, p) in payloads().iter().enumerate() {
             let quoted = serde_json::to_string(p).unwrap();
             let spec = field.replace("PAYLOAD", &quoted);
-            let catalog = if spec.starts_with("catalog") { "" } else { "\n  catalog: {transferKeyRef: xfer}" };
+            let catalog = if spec.starts_with("catalog") {
+                ""
+            } else {
+                "\n  catalog: {transferKeyRef: xfer}"
+            };
             docs.push(format!(
                 "apiVersion: bind.unkin.net/v1alpha1\nkind: BindCluster\nmetadata: {{name: c{i}-{j}, namespace: ns}}\nspec:\n  {spec}{catalog}\n"
             ));
@@ -310,14 +354,13 @@ fn hostile_manifests_render_nothing() {
     let report = render_dir(
         dir.path(),
         out.path(),
-        &RenderOptions {
-            primary: primary(),
-        },
+        &RenderOptions { primary: primary() },
     )
     .unwrap();
     assert!(!report.success());
     // Each hostile cluster is refused, at admission or at validation.
-    let refused = report.manifest_errors.len() + report.clusters.iter().filter(|c| c.result.is_err()).count();
+    let refused =
+        report.manifest_errors.len() + report.clusters.iter().filter(|c| c.result.is_err()).count();
     assert_eq!(refused, fields.len() * payloads().len(), "{report:#?}");
     for entry in walk(out.path()) {
         let text = std::fs::read_to_string(&entry).unwrap();
@@ -337,4 +380,3 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     }
     out
 }
-

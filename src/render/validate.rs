@@ -385,10 +385,21 @@ pub fn zone_config(
 /// apex NS (which CEL cannot see) is refused by the batch builder with
 /// [`crate::bind::nsupdate::BatchError::ApexNsRecord`]; check it early with
 /// [`is_apex_ns`].
-pub fn record_change(record: &DNSRecord, zone: &ZoneName, default_ttl: Ttl) -> Result<RrsetChange, ConfigError> {
+pub fn record_change(
+    record: &DNSRecord,
+    zone: &ZoneName,
+    default_ttl: Ttl,
+) -> Result<RrsetChange, ConfigError> {
     let spec = &record.spec;
-    RrsetChange::parse_replace(zone, &spec.name, spec.type_.as_str(), spec.ttl.map(i64::from), default_ttl, &spec.values)
-        .map_err(|e| invalid("DNSRecord", &record.metadata)(e.at("spec")))
+    RrsetChange::parse_replace(
+        zone,
+        &spec.name,
+        spec.type_.as_str(),
+        spec.ttl.map(i64::from),
+        default_ttl,
+        &spec.values,
+    )
+    .map_err(|e| invalid("DNSRecord", &record.metadata)(e.at("spec")))
 }
 
 /// True when a validated change addresses the zone's apex NS RRset.
