@@ -1,7 +1,9 @@
 //! bind-operator library: the CRD types (`api`), pure BIND knowledge (`bind`),
-//! and the in-process Kubernetes API and local runtime (`local`). The binary in
+//! CRD-to-BIND validation and offline rendering (`render`), and the
+//! in-process Kubernetes API and local runtime (`local`). The binary in
 //! `main.rs` only wires these together.
 
 pub mod api;
 pub mod bind;
 pub mod local;
+pub mod render;
