@@ -10,6 +10,7 @@ use std::time::Duration;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::{Client, Resource};
 
+use super::bindcluster::NotifyMemo;
 use super::exec::PodExecutor;
 use super::names::{EVENT_REPORTER, FIELD_MANAGER};
 use super::network::Network;
@@ -40,6 +41,9 @@ pub struct Context {
     pub stores: Stores,
     /// The field manager of every server-side apply.
     pub field_manager: &'static str,
+    /// What each primary's NOTIFY list is known to be (saves an exec per
+    /// reconcile).
+    pub notify_memo: NotifyMemo,
 }
 
 impl Context {
@@ -60,6 +64,7 @@ impl Context {
             network,
             stores,
             field_manager: FIELD_MANAGER,
+            notify_memo: NotifyMemo::default(),
         }
     }
 

@@ -14,6 +14,9 @@
 //!
 //! Touches the cluster. Never logs, returns or records key material.
 
+pub mod apply;
+pub mod bindcluster;
+pub mod bindtsigkey;
 pub mod context;
 pub mod error;
 pub mod exec;
@@ -51,21 +54,12 @@ pub async fn run(
     let (stores, streams) = stores::watch_all(&client);
     let ctx = Arc::new(Context::new(client, executor, network, stores));
     let controllers: Vec<BoxFuture<'static, ()>> = vec![
-        // The BindTSIGKey and BindCluster controllers land here next.
-        {
-            let s = shutdown.clone();
-            async move {
-                tokio::select! {
-                    () = streams.drive() => {},
-                    () = s => {},
-                }
-            }
-            .boxed()
-        },
-        // Issue 6: the BindZone and DNSRecord controllers plug in here:
-        // `bindzone::controller(ctx.clone(), streams.zones, shutdown.clone()).boxed()`.
+        bindtsigkey::controller(ctx.clone(), shutdown.clone()).boxed(),
+        bindcluster::controller(ctx.clone(), streams.into(), shutdown.clone()).boxed(),
+        // Issue 6: the BindZone and DNSRecord controllers plug in here, e.g.
+        // `bindzone::controller(ctx.clone(), zone_streams, shutdown.clone()).boxed()`
+        // (take their streams out of `streams` before it is consumed above).
     ];
-    let _ = &ctx;
     futures::future::join_all(controllers).await;
     tracing::info!("controllers stopped");
 }

@@ -1,0 +1,464 @@
+//! BindCluster reconciler. The driver reads like its pipeline:
+//! read related (keys, rndc Secret, pods: caches + Secret reads) ->
+//! Services (build, apply) -> primary address (network seam) -> validate
+//! into `bind::` types -> render -> ConfigMap, keys Secret, StatefulSet
+//! (build, apply) -> per-pod reconfig and NOTIFY list (executor) -> status
+//! and Events.
+//!
+//! Touches the cluster. Children are server-side applied with one field
+//! manager and only when they changed; a converged cluster costs no write
+//! and no exec. Key material never reaches logs, Events, status or errors.
+
+pub mod build;
+pub mod read;
+pub mod reconfig;
+pub mod statefulset;
+pub mod status;
+pub mod validate;
+
+use std::future::Future;
+use std::sync::Arc;
+
+use futures::StreamExt as _;
+use k8s_openapi::api::core::v1::{Pod, Secret, Service};
+use kube::api::{Api, PartialObjectMeta};
+use kube::runtime::Controller;
+use kube::runtime::controller::Action;
+use kube::runtime::events::EventType;
+use kube::runtime::reflector::{ObjectRef, Store};
+use k8s_openapi::NamespaceResourceScope;
+use kube::{Resource, ResourceExt as _};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use super::Shutdown;
+use super::apply::{applied_hash, apply, apply_status, stamp};
+use super::bindtsigkey::material::{self, MaterialError};
+use super::context::{Context, REQUEUE_LONG, REQUEUE_SHORT};
+use super::error::{Categorized, error_policy, report};
+use super::exec::PodRef;
+use super::names::{LABEL_CLUSTER, pod_ordinal, primary_pod_name, primary_service_name};
+use super::network::NetworkError;
+use super::stores::Streams;
+use crate::api::{BindCluster, BindClusterStatus, BindTSIGKey, CONDITION_READY, find_condition};
+use crate::bind::render::{RenderError, render_cluster};
+use build::RNDC_ALGORITHM;
+use reconfig::{PodView, Wanted, reconfig_pods, sync_notify_targets};
+
+pub use read::{ClusterKeys, cluster_keys, ensure_rndc_secret};
+pub use reconfig::NotifyMemo;
+
+/// Event reason for each pod that loaded a new config.
+pub const REASON_RECONFIGURED: &str = "Reconfigured";
+/// Event reason when the primary's NOTIFY list was rewritten.
+pub const REASON_NOTIFY_UPDATED: &str = "NotifyTargetsUpdated";
+
+/// What can stop a BindCluster reconcile early.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("failed to {action} {object}: {source}")]
+    Kube {
+        action: &'static str,
+        object: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("invalid cluster spec: {message}")]
+    InvalidSpec { message: String },
+    #[error(transparent)]
+    Key(#[from] MaterialError),
+    #[error("failed to find transfer key {key}: no BindTSIGKey of that name is loaded by this cluster")]
+    TransferKeyNotFound { key: String },
+    #[error("failed to read rndc secret {secret}: it lacks valid key material (delete it to generate a new one)")]
+    RndcSecretInvalid { secret: String },
+    #[error(transparent)]
+    PrimaryAddress(#[from] NetworkError),
+}
+
+impl Categorized for Error {
+    fn category(&self) -> &'static str {
+        match self {
+            Error::Kube { .. } => "KubeApiFailed",
+            Error::InvalidSpec { .. } => "InvalidSpec",
+            Error::Key(e) => e.category(),
+            Error::TransferKeyNotFound { .. } => "TransferKeyNotFound",
+            Error::RndcSecretInvalid { .. } => "InvalidRndcSecret",
+            Error::PrimaryAddress(_) => "PrimaryAddressUnknown",
+        }
+    }
+
+    fn is_transient(&self) -> bool {
+        match self {
+            Error::Kube { .. } | Error::PrimaryAddress(_) => true,
+            Error::Key(e) => e.is_transient(),
+            Error::InvalidSpec { .. }
+            | Error::TransferKeyNotFound { .. }
+            | Error::RndcSecretInvalid { .. } => false,
+        }
+    }
+}
+
+impl From<RenderError> for Error {
+    fn from(e: RenderError) -> Self {
+        Error::InvalidSpec {
+            message: e.to_string(),
+        }
+    }
+}
+
+/// The BindCluster controller, fed by the shared streams: its own objects,
+/// its children (owner references), the BindTSIGKeys it loads, its pods,
+/// and Secrets (its own, and those holding its keys' material).
+pub fn controller(
+    ctx: Arc<Context>,
+    streams: ClusterStreams,
+    shutdown: Shutdown,
+) -> impl Future<Output = ()> {
+    let clusters = ctx.stores.clusters.clone();
+    let keys = ctx.stores.keys.clone();
+    let clusters_for_keys = clusters.clone();
+    let clusters_for_secrets = clusters.clone();
+    Controller::for_stream(streams.clusters, clusters)
+        .owns_stream(streams.statefulsets)
+        .owns_stream(streams.configmaps)
+        .owns_stream(streams.services)
+        .watches_stream(streams.keys, move |key| {
+            clusters_loading(&clusters_for_keys, &key)
+        })
+        .watches_stream(streams.pods, |pod| cluster_of_pod(&pod))
+        .watches_stream(streams.secrets, move |secret| {
+            clusters_using_secret(&clusters_for_secrets, &keys, &secret)
+        })
+        .graceful_shutdown_on(shutdown)
+        .run(reconcile, error_policy::<BindCluster, Error>, ctx)
+        .for_each(|_| futures::future::ready(()))
+}
+
+/// The streams [`controller`] consumes (taken from [`Streams`]).
+pub struct ClusterStreams {
+    pub clusters: super::stores::Trigger<BindCluster>,
+    pub keys: super::stores::Trigger<BindTSIGKey>,
+    pub pods: super::stores::Trigger<Pod>,
+    pub statefulsets: super::stores::Trigger<k8s_openapi::api::apps::v1::StatefulSet>,
+    pub configmaps: super::stores::Trigger<k8s_openapi::api::core::v1::ConfigMap>,
+    pub services: super::stores::Trigger<Service>,
+    pub secrets: super::stores::Trigger<PartialObjectMeta<Secret>>,
+}
+
+impl From<Streams> for ClusterStreams {
+    fn from(s: Streams) -> Self {
+        ClusterStreams {
+            clusters: s.clusters,
+            keys: s.keys,
+            pods: s.pods,
+            statefulsets: s.statefulsets,
+            configmaps: s.configmaps,
+            services: s.services,
+            secrets: s.secrets,
+        }
+    }
+}
+
+/// Clusters that load `key` (its clusterRef, or every cluster in the
+/// namespace for a shared key).
+pub fn clusters_loading(clusters: &Store<BindCluster>, key: &BindTSIGKey) -> Vec<ObjectRef<BindCluster>> {
+    let ns = key.namespace();
+    match &key.spec.cluster_ref {
+        Some(c) => vec![ObjectRef::new(c).within(ns.as_deref().unwrap_or_default())],
+        None => clusters
+            .state()
+            .iter()
+            .filter(|c| c.namespace() == ns)
+            .map(|c| ObjectRef::from_obj(c.as_ref()))
+            .collect(),
+    }
+}
+
+/// The cluster a pod belongs to, by its label.
+pub fn cluster_of_pod(pod: &Pod) -> Option<ObjectRef<BindCluster>> {
+    let cluster = pod.labels().get(LABEL_CLUSTER)?;
+    Some(ObjectRef::new(cluster).within(&pod.namespace()?))
+}
+
+/// Clusters that own `secret`, or load a key whose material it holds.
+pub fn clusters_using_secret(
+    clusters: &Store<BindCluster>,
+    keys: &Store<BindTSIGKey>,
+    secret: &PartialObjectMeta<Secret>,
+) -> Vec<ObjectRef<BindCluster>> {
+    let ns = secret.namespace().unwrap_or_default();
+    let mut out: Vec<ObjectRef<BindCluster>> = secret
+        .owner_references()
+        .iter()
+        .filter(|o| o.kind == BindCluster::kind(&()) && o.api_version == BindCluster::api_version(&()))
+        .map(|o| ObjectRef::new(&o.name).within(&ns))
+        .collect();
+    let name = secret.name_any();
+    for key in keys.state() {
+        if key.namespace().as_deref() == Some(ns.as_str()) && material::secret_location(&key).0 == name {
+            out.extend(clusters_loading(clusters, &key));
+        }
+    }
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    out.dedup();
+    out
+}
+
+/// Reconciles one BindCluster.
+pub async fn reconcile(cluster: Arc<BindCluster>, ctx: Arc<Context>) -> Result<Action, Error> {
+    if cluster.meta().deletion_timestamp.is_some() {
+        // Children go with it (owner references); BIND state lives in pods.
+        return Ok(Action::await_change());
+    }
+    ctx.stores.wait_until_ready().await;
+    match converge(&cluster, &ctx).await {
+        Ok(action) => Ok(action),
+        Err(e) if e.is_transient() => {
+            report(&ctx, cluster.as_ref(), "Reconcile", &e).await;
+            Err(e)
+        }
+        Err(e) => {
+            // A problem with the spec or what it names: say so, change
+            // nothing that is serving, wait for a change.
+            let ready = ready_pods(&ctx, &cluster);
+            let status = status::failed_status(&cluster, ready, e.category(), e.to_string());
+            write_status(&ctx, &cluster, status).await?;
+            report(&ctx, cluster.as_ref(), "Reconcile", &e).await;
+            Ok(Action::requeue(REQUEUE_LONG))
+        }
+    }
+}
+
+fn ready_pods(ctx: &Context, cluster: &BindCluster) -> i32 {
+    let n = read::cluster_pods(&ctx.stores.pods, cluster)
+        .iter()
+        .filter(|p| read::pod_ready(p))
+        .count();
+    i32::try_from(n).unwrap_or(i32::MAX)
+}
+
+async fn converge(cluster: &BindCluster, ctx: &Context) -> Result<Action, Error> {
+    let name = cluster.name_any();
+    let ns = cluster.namespace().unwrap_or_default();
+
+    // Read what the cluster refers to.
+    let rndc = ensure_rndc_secret(ctx, cluster).await?;
+    let keys = cluster_keys(ctx, cluster, &rndc).await?;
+
+    // Services first: the primary Service's address goes into named.conf.
+    let mut primary_service = None;
+    for desired in [
+        build::dns_service(cluster),
+        build::headless_service(cluster),
+        build::primary_service(cluster),
+    ] {
+        let live = apply_child(ctx, &ctx.stores.services, desired, |_, _| true).await?;
+        if live.name_any() == primary_service_name(&name) {
+            primary_service = Some(live);
+        }
+    }
+    let primary_service = primary_service.expect("the primary Service is among the applied");
+    let primary_pod = PodRef::new(&ns, primary_pod_name(&name));
+    let primary_endpoint = ctx.network.primary_endpoint(&primary_pod, &primary_service)?;
+
+    // Validate and render (pure).
+    let all_keys = keys.all();
+    let cfg = validate::cluster_config(
+        cluster,
+        validate::Inputs {
+            keys: &all_keys,
+            transfer_key: &keys.transfer.name,
+            primary_endpoint,
+            rndc_algorithm: RNDC_ALGORITHM,
+            rndc_secret: &rndc.rndc,
+        },
+    )
+    .map_err(|e| Error::InvalidSpec {
+        message: e.to_string(),
+    })?;
+    let files = render_cluster(&cfg)?;
+
+    // The rest of the children.
+    apply_child(ctx, &ctx.stores.configmaps, build::configmap(cluster, &files), |live, desired| {
+        live.data == desired.data
+    })
+    .await?;
+    apply_secret(ctx, build::keys_secret(cluster, &files)).await?;
+    apply_child(
+        ctx,
+        &ctx.stores.statefulsets,
+        statefulset::statefulset(cluster, &files.entrypoint),
+        |_, _| true,
+    )
+    .await?;
+
+    // Per-pod reconfig.
+    let pods = read::cluster_pods(&ctx.stores.pods, cluster);
+    let views: Vec<PodView> = pods
+        .iter()
+        .map(|p| PodView {
+            pod: PodRef::new(&ns, p.name_any()),
+            ready: read::pod_ready(p),
+            primary: pod_ordinal(&name, &p.name_any()) == Some(0),
+        })
+        .collect();
+    let wanted = Wanted {
+        primary_conf: &files.named_conf_primary,
+        secondary_conf: &files.named_conf_secondary,
+        keys_conf: &files.keys_conf,
+    };
+    let previous = cluster
+        .status
+        .as_ref()
+        .map(|s| s.applied_config.clone())
+        .unwrap_or_default();
+    let mut outcome = reconfig_pods(ctx.executor.as_ref(), &views, &wanted, &previous).await;
+    for (pod, hash) in &outcome.reconfigured {
+        tracing::info!(namespace = %ns, cluster = %name, pod = %pod, config = %&hash[..12], "reconfigured");
+        ctx.publish_event(
+            cluster,
+            EventType::Normal,
+            REASON_RECONFIGURED,
+            "Reconfig",
+            format!("pod {pod} loaded config {}", &hash[..12]),
+        )
+        .await;
+    }
+
+    // The primary NOTIFYs every secondary, once it runs the wanted config.
+    let primary = pods
+        .iter()
+        .find(|p| pod_ordinal(&name, &p.name_any()) == Some(0));
+    if let Some(primary) = primary
+        && read::pod_ready(primary)
+        && outcome.applied.get(&primary.name_any()) == Some(&wanted.hash_for(true))
+    {
+        let targets: Vec<_> = pods
+            .iter()
+            .filter(|p| {
+                p.meta().deletion_timestamp.is_none()
+                    && pod_ordinal(&name, &p.name_any()).is_some_and(|o| o > 0)
+            })
+            .filter_map(|p| ctx.network.pod_dns_endpoint(p))
+            .collect();
+        match sync_notify_targets(
+            ctx.executor.as_ref(),
+            &ctx.notify_memo,
+            &primary_pod,
+            primary.uid().as_deref().unwrap_or_default(),
+            &targets,
+            &keys.transfer.name,
+        )
+        .await
+        {
+            Ok(true) => {
+                ctx.publish_event(
+                    cluster,
+                    EventType::Normal,
+                    REASON_NOTIFY_UPDATED,
+                    "Notify",
+                    format!("primary now notifies {} secondaries", targets.len()),
+                )
+                .await;
+            }
+            Ok(false) => {}
+            Err(e) => outcome.exec_errors.push(e),
+        }
+    }
+
+    // Status and Events.
+    let ready = ready_pods(ctx, cluster);
+    let new_status = status::converged_status(cluster, ready, &outcome);
+    let (applied, reason, message) = outcome.condition();
+    if !applied && outcome.requeue() == Some(REQUEUE_LONG) {
+        tracing::warn!(namespace = %ns, cluster = %name, reason, message = %message, "config apply failed");
+        ctx.publish_event(cluster, EventType::Warning, reason, "Reconfig", message)
+            .await;
+    }
+    let is_ready = find_condition(&new_status.conditions, CONDITION_READY)
+        .is_some_and(|c| c.status == "True");
+    write_status(ctx, cluster, new_status).await?;
+    Ok(match outcome.requeue() {
+        Some(d) => Action::requeue(d),
+        None if !is_ready => Action::requeue(REQUEUE_SHORT),
+        None => Action::await_change(),
+    })
+}
+
+/// Writes status only when it differs from what is stored.
+async fn write_status(ctx: &Context, cluster: &BindCluster, status: BindClusterStatus) -> Result<(), Error> {
+    if cluster.status.as_ref() == Some(&status) {
+        return Ok(());
+    }
+    let api: Api<BindCluster> = Api::namespaced(ctx.client.clone(), &cluster.namespace().unwrap_or_default());
+    let value = serde_json::to_value(&status).expect("status serialises");
+    apply_status(&api, &cluster.name_any(), value)
+        .await
+        .map_err(|source| Error::Kube {
+            action: "write status of",
+            object: format!("bindcluster {}", cluster.name_any()),
+            source,
+        })?;
+    Ok(())
+}
+
+/// Applies `desired` unless the cached live object was applied from the
+/// same content (and `same` agrees, for drift the hash cannot see).
+/// Returns the live object.
+async fn apply_child<K>(
+    ctx: &Context,
+    store: &Store<K>,
+    mut desired: K,
+    same: impl Fn(&K, &K) -> bool,
+) -> Result<K, Error>
+where
+    K: Resource<DynamicType = (), Scope = NamespaceResourceScope>
+        + Clone
+        + Serialize
+        + DeserializeOwned
+        + std::fmt::Debug,
+{
+    let hash = stamp(&mut desired);
+    let ns = desired.namespace().unwrap_or_default();
+    let name = desired.name_any();
+    let key = ObjectRef::new(&name).within(&ns);
+    if let Some(live) = store.get(&key)
+        && applied_hash(live.as_ref()) == Some(hash.as_str())
+        && same(&live, &desired)
+    {
+        return Ok(live.as_ref().clone());
+    }
+    let api: Api<K> = Api::namespaced(ctx.client.clone(), &ns);
+    let live = apply(&api, &name, &desired)
+        .await
+        .map_err(|source| Error::Kube {
+            action: "apply",
+            object: format!("{} {name}", K::kind(&()).to_lowercase()),
+            source,
+        })?;
+    tracing::info!(namespace = %ns, kind = %K::kind(&()), name = %name, "applied");
+    Ok(live)
+}
+
+/// [`apply_child`] for Secrets, whose cache holds metadata only.
+async fn apply_secret(ctx: &Context, mut desired: Secret) -> Result<(), Error> {
+    let hash = stamp(&mut desired);
+    let ns = desired.namespace().unwrap_or_default();
+    let name = desired.name_any();
+    let key = ObjectRef::new(&name).within(&ns);
+    if let Some(live) = ctx.stores.secrets.get(&key)
+        && applied_hash(live.as_ref()) == Some(hash.as_str())
+    {
+        return Ok(());
+    }
+    let api: Api<Secret> = Api::namespaced(ctx.client.clone(), &ns);
+    apply(&api, &name, &desired)
+        .await
+        .map_err(|source| Error::Kube {
+            action: "apply",
+            object: format!("secret {name}"),
+            source,
+        })?;
+    tracing::info!(namespace = %ns, kind = "Secret", name = %name, "applied");
+    Ok(())
+}
