@@ -20,19 +20,17 @@ use crate::bind::render::RenderedFiles;
 use crate::bind::{TsigAlgorithm, TsigSecret};
 use crate::controller::apply::owner_ref;
 use crate::controller::names::{
-    self, LABEL_POD_NAME, cluster_labels, configmap_name, dns_service_name,
-    headless_service_name, keys_secret_name, pod_selector, primary_pod_name,
-    primary_service_name, rndc_secret_name,
+    self, LABEL_POD_NAME, cluster_labels, configmap_name, dns_service_name, headless_service_name,
+    keys_secret_name, pod_selector, primary_pod_name, primary_service_name, rndc_secret_name,
 };
 
 /// Data keys of the rndc Secret: the mounted key clause, and the raw
 /// material the operator reads back (generated once, kept).
 pub const RNDC_DATA_KEY_FILE: &str = mount::RNDC_KEY;
 pub const RNDC_DATA_SECRET: &str = "rndc-secret";
-/// The transfer key the operator generates when the cluster names none.
-pub const RNDC_DATA_TRANSFER_SECRET: &str = "transfer-secret";
-/// The rndc control key's algorithm.
+/// The rndc control key's algorithm and size (its HMAC's output size).
 pub const RNDC_ALGORITHM: TsigAlgorithm = TsigAlgorithm::HmacSha256;
+const RNDC_KEY_BYTES: usize = 32;
 
 /// Object metadata of a child: name, namespace, labels, owner.
 pub fn child_meta(cluster: &BindCluster, name: String) -> ObjectMeta {
@@ -88,13 +86,12 @@ pub fn dns_service(cluster: &BindCluster) -> Service {
             load_balancer_class: svc.load_balancer_class.clone(),
             load_balancer_source_ranges: (!svc.load_balancer_source_ranges.is_empty())
                 .then(|| svc.load_balancer_source_ranges.clone()),
-            external_traffic_policy: svc
-                .external_traffic_policy
-                .filter(|_| external)
-                .map(|p| match p {
+            external_traffic_policy: svc.external_traffic_policy.filter(|_| external).map(|p| {
+                match p {
                     ExternalTrafficPolicy::Cluster => "Cluster".to_string(),
                     ExternalTrafficPolicy::Local => "Local".to_string(),
-                }),
+                }
+            }),
             ..Default::default()
         }),
         status: None,
@@ -169,7 +166,7 @@ pub fn keys_secret(cluster: &BindCluster, files: &RenderedFiles) -> Secret {
 }
 
 /// The rndc Secret: created once with fresh material and then only read.
-pub fn rndc_secret(cluster: &BindCluster, rndc: &TsigSecret, transfer: &TsigSecret) -> Secret {
+pub fn rndc_secret(cluster: &BindCluster, rndc: &TsigSecret) -> Secret {
     Secret {
         metadata: child_meta(cluster, rndc_secret_name(&cluster.name_any())),
         type_: Some("Opaque".into()),
@@ -182,10 +179,6 @@ pub fn rndc_secret(cluster: &BindCluster, rndc: &TsigSecret, transfer: &TsigSecr
                 RNDC_DATA_SECRET.to_string(),
                 ByteString(rndc.expose_base64().as_bytes().to_vec()),
             ),
-            (
-                RNDC_DATA_TRANSFER_SECRET.to_string(),
-                ByteString(transfer.expose_base64().as_bytes().to_vec()),
-            ),
         ])),
         ..Default::default()
     }
@@ -194,7 +187,6 @@ pub fn rndc_secret(cluster: &BindCluster, rndc: &TsigSecret, transfer: &TsigSecr
 /// Material read back from an existing rndc Secret.
 pub struct RndcMaterial {
     pub rndc: TsigSecret,
-    pub transfer: TsigSecret,
 }
 
 impl std::fmt::Debug for RndcMaterial {
@@ -212,21 +204,16 @@ pub fn read_rndc_secret(secret: &Secret) -> Option<RndcMaterial> {
     };
     Some(RndcMaterial {
         rndc: get(RNDC_DATA_SECRET)?,
-        transfer: get(RNDC_DATA_TRANSFER_SECRET)?,
     })
 }
 
 /// Fresh material for a new rndc Secret.
 pub fn generate_rndc_material() -> RndcMaterial {
     use rand::RngCore as _;
-    let gen_secret = || {
-        let mut bytes = [0u8; 32];
-        rand::rng().fill_bytes(&mut bytes);
-        TsigSecret::from_bytes(&bytes).expect("32 bytes is not empty")
-    };
+    let mut bytes = [0u8; RNDC_KEY_BYTES];
+    rand::rng().fill_bytes(&mut bytes);
     RndcMaterial {
-        rndc: gen_secret(),
-        transfer: gen_secret(),
+        rndc: TsigSecret::from_bytes(&bytes).expect("the key is not empty"),
     }
 }
 

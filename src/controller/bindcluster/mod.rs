@@ -14,19 +14,18 @@ pub mod read;
 pub mod reconfig;
 pub mod statefulset;
 pub mod status;
-pub mod validate;
 
 use std::future::Future;
 use std::sync::Arc;
 
 use futures::StreamExt as _;
+use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::core::v1::{Pod, Secret, Service};
 use kube::api::{Api, PartialObjectMeta};
 use kube::runtime::Controller;
 use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
 use kube::runtime::reflector::{ObjectRef, Store};
-use k8s_openapi::NamespaceResourceScope;
 use kube::{Resource, ResourceExt as _};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -42,7 +41,7 @@ use super::network::NetworkError;
 use super::stores::Streams;
 use crate::api::{BindCluster, BindClusterStatus, BindTSIGKey, CONDITION_READY, find_condition};
 use crate::bind::render::{RenderError, render_cluster};
-use build::RNDC_ALGORITHM;
+use crate::render::validate::{ConfigError, cluster_config};
 use reconfig::{PodView, Wanted, reconfig_pods, sync_notify_targets};
 
 pub use read::{ClusterKeys, cluster_keys, ensure_rndc_secret};
@@ -67,9 +66,11 @@ pub enum Error {
     InvalidSpec { message: String },
     #[error(transparent)]
     Key(#[from] MaterialError),
-    #[error("failed to find transfer key {key}: no BindTSIGKey of that name is loaded by this cluster")]
-    TransferKeyNotFound { key: String },
-    #[error("failed to read rndc secret {secret}: it lacks valid key material (delete it to generate a new one)")]
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error(
+        "failed to read rndc secret {secret}: it lacks valid key material (delete it to generate a new one)"
+    )]
     RndcSecretInvalid { secret: String },
     #[error(transparent)]
     PrimaryAddress(#[from] NetworkError),
@@ -81,7 +82,7 @@ impl Categorized for Error {
             Error::Kube { .. } => "KubeApiFailed",
             Error::InvalidSpec { .. } => "InvalidSpec",
             Error::Key(e) => e.category(),
-            Error::TransferKeyNotFound { .. } => "TransferKeyNotFound",
+            Error::Config(_) => "InvalidSpec",
             Error::RndcSecretInvalid { .. } => "InvalidRndcSecret",
             Error::PrimaryAddress(_) => "PrimaryAddressUnknown",
         }
@@ -91,9 +92,7 @@ impl Categorized for Error {
         match self {
             Error::Kube { .. } | Error::PrimaryAddress(_) => true,
             Error::Key(e) => e.is_transient(),
-            Error::InvalidSpec { .. }
-            | Error::TransferKeyNotFound { .. }
-            | Error::RndcSecretInvalid { .. } => false,
+            Error::InvalidSpec { .. } | Error::Config(_) | Error::RndcSecretInvalid { .. } => false,
         }
     }
 }
@@ -161,7 +160,10 @@ impl From<Streams> for ClusterStreams {
 
 /// Clusters that load `key` (its clusterRef, or every cluster in the
 /// namespace for a shared key).
-pub fn clusters_loading(clusters: &Store<BindCluster>, key: &BindTSIGKey) -> Vec<ObjectRef<BindCluster>> {
+pub fn clusters_loading(
+    clusters: &Store<BindCluster>,
+    key: &BindTSIGKey,
+) -> Vec<ObjectRef<BindCluster>> {
     let ns = key.namespace();
     match &key.spec.cluster_ref {
         Some(c) => vec![ObjectRef::new(c).within(ns.as_deref().unwrap_or_default())],
@@ -190,12 +192,16 @@ pub fn clusters_using_secret(
     let mut out: Vec<ObjectRef<BindCluster>> = secret
         .owner_references()
         .iter()
-        .filter(|o| o.kind == BindCluster::kind(&()) && o.api_version == BindCluster::api_version(&()))
+        .filter(|o| {
+            o.kind == BindCluster::kind(&()) && o.api_version == BindCluster::api_version(&())
+        })
         .map(|o| ObjectRef::new(&o.name).within(&ns))
         .collect();
     let name = secret.name_any();
     for key in keys.state() {
-        if key.namespace().as_deref() == Some(ns.as_str()) && material::secret_location(&key).0 == name {
+        if key.namespace().as_deref() == Some(ns.as_str())
+            && material::secret_location(&key).0 == name
+        {
             out.extend(clusters_loading(clusters, &key));
         }
     }
@@ -242,8 +248,8 @@ async fn converge(cluster: &BindCluster, ctx: &Context) -> Result<Action, Error>
     let ns = cluster.namespace().unwrap_or_default();
 
     // Read what the cluster refers to.
-    let rndc = ensure_rndc_secret(ctx, cluster).await?;
-    let keys = cluster_keys(ctx, cluster, &rndc).await?;
+    ensure_rndc_secret(ctx, cluster).await?;
+    let keys = cluster_keys(ctx, cluster).await?;
 
     // Services first: the primary Service's address goes into named.conf.
     let mut primary_service = None;
@@ -259,29 +265,21 @@ async fn converge(cluster: &BindCluster, ctx: &Context) -> Result<Action, Error>
     }
     let primary_service = primary_service.expect("the primary Service is among the applied");
     let primary_pod = PodRef::new(&ns, primary_pod_name(&name));
-    let primary_endpoint = ctx.network.primary_endpoint(&primary_pod, &primary_service)?;
+    let primary_endpoint = ctx
+        .network
+        .primary_endpoint(&primary_pod, &primary_service)?;
 
     // Validate and render (pure).
-    let all_keys = keys.all();
-    let cfg = validate::cluster_config(
-        cluster,
-        validate::Inputs {
-            keys: &all_keys,
-            transfer_key: &keys.transfer.name,
-            primary_endpoint,
-            rndc_algorithm: RNDC_ALGORITHM,
-            rndc_secret: &rndc.rndc,
-        },
-    )
-    .map_err(|e| Error::InvalidSpec {
-        message: e.to_string(),
-    })?;
+    let cfg = cluster_config(cluster, &keys.as_loaded(), primary_endpoint)?;
     let files = render_cluster(&cfg)?;
 
     // The rest of the children.
-    apply_child(ctx, &ctx.stores.configmaps, build::configmap(cluster, &files), |live, desired| {
-        live.data == desired.data
-    })
+    apply_child(
+        ctx,
+        &ctx.stores.configmaps,
+        build::configmap(cluster, &files),
+        |live, desired| live.data == desired.data,
+    )
     .await?;
     apply_secret(ctx, build::keys_secret(cluster, &files)).await?;
     apply_child(
@@ -347,7 +345,7 @@ async fn converge(cluster: &BindCluster, ctx: &Context) -> Result<Action, Error>
             &primary_pod,
             primary.uid().as_deref().unwrap_or_default(),
             &targets,
-            &keys.transfer.name,
+            &cfg.transfer_key,
         )
         .await
         {
@@ -375,8 +373,8 @@ async fn converge(cluster: &BindCluster, ctx: &Context) -> Result<Action, Error>
         ctx.publish_event(cluster, EventType::Warning, reason, "Reconfig", message)
             .await;
     }
-    let is_ready = find_condition(&new_status.conditions, CONDITION_READY)
-        .is_some_and(|c| c.status == "True");
+    let is_ready =
+        find_condition(&new_status.conditions, CONDITION_READY).is_some_and(|c| c.status == "True");
     write_status(ctx, cluster, new_status).await?;
     Ok(match outcome.requeue() {
         Some(d) => Action::requeue(d),
@@ -386,11 +384,16 @@ async fn converge(cluster: &BindCluster, ctx: &Context) -> Result<Action, Error>
 }
 
 /// Writes status only when it differs from what is stored.
-async fn write_status(ctx: &Context, cluster: &BindCluster, status: BindClusterStatus) -> Result<(), Error> {
+async fn write_status(
+    ctx: &Context,
+    cluster: &BindCluster,
+    status: BindClusterStatus,
+) -> Result<(), Error> {
     if cluster.status.as_ref() == Some(&status) {
         return Ok(());
     }
-    let api: Api<BindCluster> = Api::namespaced(ctx.client.clone(), &cluster.namespace().unwrap_or_default());
+    let api: Api<BindCluster> =
+        Api::namespaced(ctx.client.clone(), &cluster.namespace().unwrap_or_default());
     let value = serde_json::to_value(&status).expect("status serialises");
     apply_status(&api, &cluster.name_any(), value)
         .await

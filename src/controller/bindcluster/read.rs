@@ -5,48 +5,55 @@
 //! Touches the cluster (Secret reads; one create of the rndc Secret).
 //! Returned key material lives only in redacting types.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Pod, Secret};
 use kube::api::{Api, PostParams};
-use kube::runtime::reflector::Store;
+use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Resource as _, ResourceExt as _};
 
 use super::Error;
-use super::build::{RndcMaterial, generate_rndc_material, read_rndc_secret, rndc_secret};
-use super::validate::default_transfer_key_name;
+use super::build::{generate_rndc_material, read_rndc_secret, rndc_secret};
 use crate::api::{BindCluster, BindTSIGKey};
-use crate::bind::{TsigAlgorithm, TsigKey};
+use crate::bind::TsigKey;
 use crate::controller::bindtsigkey::material;
 use crate::controller::context::Context;
 use crate::controller::names::{LABEL_CLUSTER, rndc_secret_name};
+use crate::render::validate::LoadedKey;
 
-/// The keys a cluster loads, resolved.
+/// The keys a cluster loads, resolved: each BindTSIGKey with its key.
 pub struct ClusterKeys {
-    /// BindTSIGKey name -> key, for every key the cluster loads.
-    pub by_object: BTreeMap<String, TsigKey>,
-    /// The key signing transfers and NOTIFY inside the cluster (a loaded
-    /// BindTSIGKey, or the operator's generated one).
-    pub transfer: TsigKey,
-    /// Whether `transfer` is the generated key (it is then not one of
-    /// `by_object` and must be added to keys.conf).
-    pub transfer_generated: bool,
+    pub loaded: Vec<(Arc<BindTSIGKey>, TsigKey)>,
 }
 
 impl ClusterKeys {
-    /// Every key keys.conf must hold.
-    pub fn all(&self) -> Vec<TsigKey> {
-        let mut keys: Vec<TsigKey> = self.by_object.values().cloned().collect();
-        if self.transfer_generated {
-            keys.push(self.transfer.clone());
-        }
-        keys
+    /// The form the shared validation takes.
+    pub fn as_loaded(&self) -> Vec<LoadedKey<'_>> {
+        self.loaded
+            .iter()
+            .map(|(object, key)| LoadedKey {
+                object: object.as_ref(),
+                key: key.clone(),
+            })
+            .collect()
+    }
+
+    /// The key a `*KeyRef` (a BindTSIGKey's name) names, if loaded.
+    pub fn by_ref(&self, object_name: &str) -> Option<&TsigKey> {
+        self.loaded
+            .iter()
+            .find(|(o, _)| o.name_any() == object_name)
+            .map(|(_, k)| k)
+    }
+
+    /// The cluster's transfer key (spec.catalog.transferKeyRef), if loaded.
+    pub fn transfer(&self, cluster: &BindCluster) -> Option<&TsigKey> {
+        self.by_ref(cluster.transfer_key_ref()?)
     }
 }
 
-/// Whether `key` is loaded by `cluster`: same namespace, and naming the
-/// cluster or none (a shared key).
+/// Whether `key` is loaded by `cluster`: same namespace, naming the cluster
+/// or none (a shared key), and not being deleted.
 pub fn loads(cluster: &BindCluster, key: &BindTSIGKey) -> bool {
     key.namespace() == cluster.namespace()
         && key.meta().deletion_timestamp.is_none()
@@ -59,7 +66,11 @@ pub fn loads(cluster: &BindCluster, key: &BindTSIGKey) -> bool {
 
 /// The BindTSIGKeys a cluster loads, by name, from the cache.
 pub fn loaded_keys(keys: &Store<BindTSIGKey>, cluster: &BindCluster) -> Vec<Arc<BindTSIGKey>> {
-    let mut out: Vec<_> = keys.state().into_iter().filter(|k| loads(cluster, k)).collect();
+    let mut out: Vec<_> = keys
+        .state()
+        .into_iter()
+        .filter(|k| loads(cluster, k))
+        .collect();
     out.sort_by_key(|k| k.name_any());
     out
 }
@@ -71,8 +82,7 @@ pub fn cluster_pods(pods: &Store<Pod>, cluster: &BindCluster) -> Vec<Arc<Pod>> {
         .state()
         .into_iter()
         .filter(|p| {
-            p.namespace() == cluster.namespace()
-                && p.labels().get(LABEL_CLUSTER) == Some(&name)
+            p.namespace() == cluster.namespace() && p.labels().get(LABEL_CLUSTER) == Some(&name)
         })
         .collect();
     out.sort_by_key(|p| p.name_any());
@@ -89,73 +99,58 @@ pub fn pod_ready(pod: &Pod) -> bool {
             .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
 }
 
-/// Reads the rndc Secret, creating it with fresh material the first time.
-/// Never regenerates an existing one.
-pub async fn ensure_rndc_secret(ctx: &Context, cluster: &BindCluster) -> Result<RndcMaterial, Error> {
+/// Makes sure the rndc Secret exists, creating it with fresh material the
+/// first time. Never regenerates an existing one (named and rndc in the
+/// pods read it from the mount; the operator never needs the material).
+pub async fn ensure_rndc_secret(ctx: &Context, cluster: &BindCluster) -> Result<(), Error> {
     let name = rndc_secret_name(&cluster.name_any());
-    let api: Api<Secret> = Api::namespaced(ctx.client.clone(), &cluster.namespace().unwrap_or_default());
-    let kube_err = |source| Error::Kube {
+    let ns = cluster.namespace().unwrap_or_default();
+    if ctx
+        .stores
+        .secrets
+        .get(&ObjectRef::new(&name).within(&ns))
+        .is_some()
+    {
+        return Ok(());
+    }
+    let api: Api<Secret> = Api::namespaced(ctx.client.clone(), &ns);
+    let existing = api.get_opt(&name).await.map_err(|source| Error::Kube {
         action: "read",
         object: format!("secret {name}"),
         source,
-    };
-    if let Some(existing) = api.get_opt(&name).await.map_err(kube_err)? {
-        return read_rndc_secret(&existing).ok_or(Error::RndcSecretInvalid { secret: name });
+    })?;
+    if let Some(existing) = existing {
+        return read_rndc_secret(&existing)
+            .map(|_| ())
+            .ok_or(Error::RndcSecretInvalid { secret: name });
     }
     let material = generate_rndc_material();
-    let secret = rndc_secret(cluster, &material.rndc, &material.transfer);
-    api.create(&PostParams::default(), &secret)
-        .await
-        .map_err(|source| Error::Kube {
-            action: "create",
-            object: format!("secret {name}"),
-            source,
-        })?;
+    api.create(
+        &PostParams::default(),
+        &rndc_secret(cluster, &material.rndc),
+    )
+    .await
+    .map_err(|source| Error::Kube {
+        action: "create",
+        object: format!("secret {name}"),
+        source,
+    })?;
     tracing::info!(
         namespace = cluster.namespace().unwrap_or_default(),
         cluster = cluster.name_any(),
         secret = %name,
         "generated rndc secret"
     );
-    Ok(material)
+    Ok(())
 }
 
-/// Resolves every key the cluster loads and its transfer key. Public for
-/// the zone reconcilers (they sign with these keys).
-pub async fn cluster_keys(
-    ctx: &Context,
-    cluster: &BindCluster,
-    rndc: &RndcMaterial,
-) -> Result<ClusterKeys, Error> {
-    let mut by_object = BTreeMap::new();
+/// Resolves every key the cluster loads (one Secret read each). Public for
+/// the zone reconcilers, which sign with these keys.
+pub async fn cluster_keys(ctx: &Context, cluster: &BindCluster) -> Result<ClusterKeys, Error> {
+    let mut loaded = Vec::new();
     for key in loaded_keys(&ctx.stores.keys, cluster) {
         let resolved = material::fetch(&ctx.client, &key).await?;
-        by_object.insert(key.name_any(), resolved);
+        loaded.push((key, resolved));
     }
-    let transfer_ref = cluster
-        .spec
-        .catalog
-        .as_ref()
-        .and_then(|c| c.transfer_key_ref.clone());
-    let (transfer, transfer_generated) = match transfer_ref {
-        Some(r) => match by_object.get(&r) {
-            Some(k) => (k.clone(), false),
-            None => return Err(Error::TransferKeyNotFound { key: r }),
-        },
-        None => (
-            TsigKey {
-                name: default_transfer_key_name(cluster).map_err(|e| Error::InvalidSpec {
-                    message: e.to_string(),
-                })?,
-                algorithm: TsigAlgorithm::HmacSha256,
-                secret: rndc.transfer.clone(),
-            },
-            true,
-        ),
-    };
-    Ok(ClusterKeys {
-        by_object,
-        transfer,
-        transfer_generated,
-    })
+    Ok(ClusterKeys { loaded })
 }

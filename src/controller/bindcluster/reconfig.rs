@@ -12,6 +12,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 use std::time::Duration;
 
+use crate::api::{REASON_APPLIED, REASON_EXEC_FAILED, REASON_PROPAGATING, REASON_RECONFIG_FAILED};
 use crate::bind::commands::{
     checkconf, config_hash, read_mounted_config, read_notify_targets, reconfig,
     render_notify_targets, write_notify_targets,
@@ -20,9 +21,6 @@ use crate::bind::parse::parse_checkconf;
 use crate::bind::{Endpoint, KeyName};
 use crate::controller::context::{REQUEUE_LONG, REQUEUE_SHORT};
 use crate::controller::exec::{PodExecutor, PodRef};
-use crate::api::{
-    REASON_APPLIED, REASON_EXEC_FAILED, REASON_PROPAGATING, REASON_RECONFIG_FAILED,
-};
 
 /// One pod as the reconfig step sees it.
 #[derive(Debug, Clone)]
@@ -85,7 +83,11 @@ impl Outcome {
                 format!("awaiting config on {}", self.waiting.join(", ")),
             )
         } else {
-            (true, REASON_APPLIED, "every pod loaded the wanted config".into())
+            (
+                true,
+                REASON_APPLIED,
+                "every pod loaded the wanted config".into(),
+            )
         }
     }
 
@@ -211,7 +213,10 @@ pub async fn sync_notify_targets(
         return Ok(false);
     }
     executor
-        .exec(primary, &write_notify_targets(&layout, targets, transfer_key))
+        .exec(
+            primary,
+            &write_notify_targets(&layout, targets, transfer_key),
+        )
         .await
         .map_err(|e| format!("{}: {e}", primary.name))?;
     memo.set(primary, primary_uid, wanted);

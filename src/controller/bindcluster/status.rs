@@ -19,7 +19,11 @@ pub const REASON_PODS_NOT_READY: &str = "PodsNotReady";
 pub const REASON_CONFIG_NOT_APPLIED: &str = "ConfigNotApplied";
 
 /// Status after a reconcile that got as far as the reconfig step.
-pub fn converged_status(cluster: &BindCluster, ready_replicas: i32, outcome: &Outcome) -> BindClusterStatus {
+pub fn converged_status(
+    cluster: &BindCluster,
+    ready_replicas: i32,
+    outcome: &Outcome,
+) -> BindClusterStatus {
     let generation = cluster.metadata.generation;
     let mut status = cluster.status.clone().unwrap_or_default();
     status.observed_generation = generation;
@@ -28,7 +32,14 @@ pub fn converged_status(cluster: &BindCluster, ready_replicas: i32, outcome: &Ou
     let (ok, reason, message) = outcome.condition();
     set_condition(
         &mut status.conditions,
-        new_condition(CONDITION_CONFIG_APPLIED, ok, reason, message, generation, now()),
+        new_condition(
+            CONDITION_CONFIG_APPLIED,
+            ok,
+            reason,
+            message,
+            generation,
+            now(),
+        ),
     );
     let replicas = cluster.spec.replicas;
     let (ready, reason, message) = if ready_replicas < replicas {
@@ -44,7 +55,11 @@ pub fn converged_status(cluster: &BindCluster, ready_replicas: i32, outcome: &Ou
             "some pods have not loaded the wanted config".to_string(),
         )
     } else {
-        (true, REASON_READY, format!("{ready_replicas}/{replicas} pods ready"))
+        (
+            true,
+            REASON_READY,
+            format!("{ready_replicas}/{replicas} pods ready"),
+        )
     };
     set_condition(
         &mut status.conditions,

@@ -14,8 +14,9 @@ use kube::{Client, ResourceExt as _};
 use rand::RngCore as _;
 
 use crate::api::{BindTSIGKey, DEFAULT_SECRET_KEY, TsigAlgorithm as ApiAlgorithm};
-use crate::bind::{KeyName, TsigAlgorithm, TsigKey, TsigSecret};
+use crate::bind::{KeyName, TsigKey, TsigSecret};
 use crate::controller::names::generated_tsig_secret_name;
+use crate::render::validate as crd;
 
 /// Why a key's material cannot be used. Permanent until the key or its
 /// Secret changes, except [`MaterialError::Kube`].
@@ -29,7 +30,9 @@ pub enum MaterialError {
         secret: String,
         data_key: String,
     },
-    #[error("failed to read key {data_key} of secret {secret} for tsig key {key}: not base64 key material")]
+    #[error(
+        "failed to read key {data_key} of secret {secret} for tsig key {key}: not base64 key material"
+    )]
     InvalidSecret {
         key: String,
         secret: String,
@@ -77,32 +80,15 @@ pub fn secret_location(key: &BindTSIGKey) -> (String, String) {
 
 /// The key's name inside BIND: `spec.keyName`, else metadata.name.
 pub fn key_name(key: &BindTSIGKey) -> Result<KeyName, MaterialError> {
-    let text = key
-        .spec
-        .key_name
-        .clone()
-        .unwrap_or_else(|| key.name_any());
-    KeyName::parse(&text).map_err(|e| MaterialError::InvalidKeyName {
+    crd::key_name(key).map_err(|e| MaterialError::InvalidKeyName {
         key: key.name_any(),
         reason: e.to_string(),
     })
 }
 
-/// The API algorithm as the BIND layer's type.
-pub fn algorithm(a: ApiAlgorithm) -> TsigAlgorithm {
-    match a {
-        ApiAlgorithm::HmacSha256 => TsigAlgorithm::HmacSha256,
-        ApiAlgorithm::HmacSha384 => TsigAlgorithm::HmacSha384,
-        ApiAlgorithm::HmacSha512 => TsigAlgorithm::HmacSha512,
-        ApiAlgorithm::HmacSha224 => TsigAlgorithm::HmacSha224,
-        ApiAlgorithm::HmacSha1 => TsigAlgorithm::HmacSha1,
-        ApiAlgorithm::HmacMd5 => TsigAlgorithm::HmacMd5,
-    }
-}
-
 /// Builds the validated key from the Secret that holds its material.
 pub fn from_secret(key: &BindTSIGKey, secret: &Secret) -> Result<TsigKey, MaterialError> {
-    let name = key_name(key)?;
+    key_name(key)?;
     let (secret_name, data_key) = secret_location(key);
     let raw = secret
         .data
@@ -127,12 +113,8 @@ pub fn from_secret(key: &BindTSIGKey, secret: &Secret) -> Result<TsigKey, Materi
         data_key: data_key.clone(),
     };
     let text = String::from_utf8(raw).map_err(|_| invalid())?;
-    let secret = TsigSecret::from_base64(&text).map_err(|_| invalid())?;
-    Ok(TsigKey {
-        name,
-        algorithm: algorithm(key.spec.algorithm),
-        secret,
-    })
+    // The name is valid (checked above), so only the material can fail.
+    crd::tsig_key(key, &text).map_err(|_| invalid())
 }
 
 /// Reads the key's Secret and builds the validated key.

@@ -21,14 +21,12 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::{Controller, watcher};
 use kube::{Resource as _, ResourceExt as _};
 
+use super::Shutdown;
 use super::apply::{apply_status, now, owner_ref};
 use super::context::{Context, REQUEUE_LONG};
 use super::error::{Categorized, error_policy, report};
 use super::names::{LABEL_MANAGED_BY, MANAGER};
-use super::Shutdown;
-use crate::api::{
-    BindTSIGKey, BindTSIGKeyStatus, CONDITION_READY, new_condition, set_condition,
-};
+use crate::api::{BindTSIGKey, BindTSIGKeyStatus, CONDITION_READY, new_condition, set_condition};
 use material::MaterialError;
 
 /// Ready reason when the material resolves.
@@ -81,7 +79,10 @@ impl Categorized for Error {
 /// being deleted, re-reconciles the keys that use it).
 pub fn controller(ctx: Arc<Context>, shutdown: Shutdown) -> impl Future<Output = ()> {
     let client = ctx.client.clone();
-    let ctrl = Controller::new(Api::<BindTSIGKey>::all(client.clone()), watcher::Config::default());
+    let ctrl = Controller::new(
+        Api::<BindTSIGKey>::all(client.clone()),
+        watcher::Config::default(),
+    );
     let keys = ctrl.store();
     ctrl.watches(
         Api::<PartialObjectMeta<Secret>>::all(client),
@@ -119,9 +120,14 @@ pub async fn reconcile(key: Arc<BindTSIGKey>, ctx: Arc<Context>) -> Result<Actio
         Ok(_) => None,
     };
     let secret_name = material::secret_location(&key).0;
-    let status = desired_status(&key, failure.map(|e| (e.category(), e.to_string())), &secret_name);
+    let status = desired_status(
+        &key,
+        failure.map(|e| (e.category(), e.to_string())),
+        &secret_name,
+    );
     if key.status.as_ref() != Some(&status) {
-        let api: Api<BindTSIGKey> = Api::namespaced(ctx.client.clone(), &key.namespace().unwrap_or_default());
+        let api: Api<BindTSIGKey> =
+            Api::namespaced(ctx.client.clone(), &key.namespace().unwrap_or_default());
         let value = serde_json::to_value(&status).expect("status serialises");
         apply_status(&api, &key.name_any(), value)
             .await
