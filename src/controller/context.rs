@@ -7,6 +7,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use k8s_openapi::api::core::v1::ObjectReference;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::{Client, Resource};
 
@@ -81,6 +82,24 @@ impl Context {
     ) where
         K: Resource<DynamicType = ()>,
     {
+        self.publish_related_event(obj, None, type_, reason, action, note)
+            .await;
+    }
+
+    /// [`Context::publish_event`] naming a second object the Event is
+    /// about (e.g. the pod a cluster reconfigured). Events with the same
+    /// reason on the same pair are folded into one series by the recorder.
+    pub async fn publish_related_event<K>(
+        &self,
+        obj: &K,
+        related: Option<ObjectReference>,
+        type_: EventType,
+        reason: &str,
+        action: &str,
+        note: String,
+    ) where
+        K: Resource<DynamicType = ()>,
+    {
         let mut note = note;
         if note.len() > MAX_EVENT_NOTE {
             let mut end = MAX_EVENT_NOTE;
@@ -94,7 +113,7 @@ impl Context {
             reason: reason.to_string(),
             note: Some(note),
             action: action.to_string(),
-            secondary: None,
+            secondary: related,
         };
         if let Err(e) = self.recorder.publish(&ev, &obj.object_ref(&())).await {
             tracing::warn!(reason, error = %e, "failed to publish event");

@@ -313,8 +313,13 @@ async fn converge(cluster: &BindCluster, ctx: &Context) -> Result<Action, Error>
     let mut outcome = reconfig_pods(ctx.executor.as_ref(), &views, &wanted, &previous).await;
     for (pod, hash) in &outcome.reconfigured {
         tracing::info!(namespace = %ns, cluster = %name, pod = %pod, config = %&hash[..12], "reconfigured");
-        ctx.publish_event(
+        let related = pods
+            .iter()
+            .find(|p| p.name_any() == *pod)
+            .map(|p| p.object_ref(&()));
+        ctx.publish_related_event(
             cluster,
+            related,
             EventType::Normal,
             REASON_RECONFIGURED,
             "Reconfig",
