@@ -225,15 +225,13 @@ fn versions(h: &Harness) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
     let rv = |o: Option<String>| o.unwrap_or_default();
     out.insert("cluster".into(), rv(h.get_cluster("c").resource_version()));
-    for n in ["c-config"] {
-        out.insert(
-            n.into(),
-            rv(h.api
-                .get::<ConfigMap>(Some(NS), n)
-                .unwrap()
-                .resource_version()),
-        );
-    }
+    out.insert(
+        "c-config".into(),
+        rv(h.api
+            .get::<ConfigMap>(Some(NS), "c-config")
+            .unwrap()
+            .resource_version()),
+    );
     for n in ["c-keys", "c-rndc"] {
         out.insert(
             n.into(),

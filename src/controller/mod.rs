@@ -54,12 +54,30 @@ pub async fn run(
     let shutdown: Shutdown = shutdown.boxed().shared();
     let (stores, streams) = stores::watch_all(&client);
     let ctx = Arc::new(Context::new(client, executor, network, stores));
+    let Streams {
+        clusters,
+        keys,
+        pods,
+        statefulsets,
+        configmaps,
+        services,
+        secrets,
+    } = streams;
+    let cluster_streams = bindcluster::ClusterStreams {
+        clusters,
+        keys,
+        pods,
+        statefulsets,
+        configmaps,
+        services,
+        secrets,
+    };
     let controllers: Vec<BoxFuture<'static, ()>> = vec![
         bindtsigkey::controller(ctx.clone(), shutdown.clone()).boxed(),
-        bindcluster::controller(ctx.clone(), streams.into(), shutdown.clone()).boxed(),
+        bindcluster::controller(ctx.clone(), cluster_streams, shutdown.clone()).boxed(),
         // Issue 6: the BindZone and DNSRecord controllers plug in here, e.g.
-        // `bindzone::controller(ctx.clone(), zone_streams, shutdown.clone()).boxed()`
-        // (take their streams out of `streams` before it is consumed above).
+        // `bindzone::controller(ctx.clone(), zone_streams, shutdown.clone()).boxed()`,
+        // with their streams added to `Streams` (and stores to `Stores`).
     ];
     futures::future::join_all(controllers).await;
     tracing::info!("controllers stopped");

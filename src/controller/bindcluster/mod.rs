@@ -38,7 +38,6 @@ use super::error::{Categorized, error_policy, report};
 use super::exec::PodRef;
 use super::names::{LABEL_CLUSTER, pod_ordinal, primary_pod_name, primary_service_name};
 use super::network::NetworkError;
-use super::stores::Streams;
 use crate::api::{BindCluster, BindClusterStatus, BindTSIGKey, CONDITION_READY, find_condition};
 use crate::bind::render::{RenderError, render_cluster};
 use crate::render::validate::{ConfigError, cluster_config};
@@ -79,6 +78,7 @@ pub enum Error {
 impl Categorized for Error {
     fn category(&self) -> &'static str {
         match self {
+            Error::Kube { source, .. } if rejected(source) => "ApplyRejected",
             Error::Kube { .. } => "KubeApiFailed",
             Error::InvalidSpec { .. } => "InvalidSpec",
             Error::Key(e) => e.category(),
@@ -90,11 +90,18 @@ impl Categorized for Error {
 
     fn is_transient(&self) -> bool {
         match self {
-            Error::Kube { .. } | Error::PrimaryAddress(_) => true,
+            Error::Kube { source, .. } => !rejected(source),
+            Error::PrimaryAddress(_) => true,
             Error::Key(e) => e.is_transient(),
             Error::InvalidSpec { .. } | Error::Config(_) | Error::RndcSecretInvalid { .. } => false,
         }
     }
+}
+
+/// The API server refused the object itself (422 Invalid, e.g. a change
+/// to an immutable StatefulSet field): retrying unchanged cannot help.
+fn rejected(e: &kube::Error) -> bool {
+    matches!(e, kube::Error::Api(s) if s.code == 422)
 }
 
 impl From<RenderError> for Error {
@@ -142,20 +149,6 @@ pub struct ClusterStreams {
     pub configmaps: super::stores::Trigger<k8s_openapi::api::core::v1::ConfigMap>,
     pub services: super::stores::Trigger<Service>,
     pub secrets: super::stores::Trigger<PartialObjectMeta<Secret>>,
-}
-
-impl From<Streams> for ClusterStreams {
-    fn from(s: Streams) -> Self {
-        ClusterStreams {
-            clusters: s.clusters,
-            keys: s.keys,
-            pods: s.pods,
-            statefulsets: s.statefulsets,
-            configmaps: s.configmaps,
-            services: s.services,
-            secrets: s.secrets,
-        }
-    }
 }
 
 /// Clusters that load `key` (its clusterRef, or every cluster in the

@@ -194,6 +194,25 @@ impl Harness {
         }
     }
 
+    /// Helpers over an API whose controllers run elsewhere (`run`): the
+    /// context's stores are not driven, so only the object helpers apply.
+    pub fn detached(api: MemApi, exec: FakeExec) -> Self {
+        let client = api.client();
+        let (stores, _streams) = stores::watch_all(&client);
+        let ctx = Arc::new(Context::new(
+            client.clone(),
+            Arc::new(exec.clone()),
+            Arc::new(FixedNetwork),
+            stores,
+        ));
+        Harness {
+            api,
+            client,
+            exec,
+            ctx,
+        }
+    }
+
     pub fn stores(&self) -> &Stores {
         &self.ctx.stores
     }
