@@ -54,8 +54,12 @@ enum Command {
         #[arg(long)]
         log_json: bool,
         /// Serve GET /healthz and /readyz on this address (e.g. 0.0.0.0:8080).
-        #[arg(long, value_name = "ADDR")]
+        #[arg(long, value_name = "ADDR", env = "BIND_OPERATOR_HEALTH_ADDR")]
         health_addr: Option<std::net::SocketAddr>,
+        /// Reconcile only while holding a Lease in POD_NAMESPACE (for more
+        /// than one replica).
+        #[arg(long, env = "BIND_OPERATOR_LEADER_ELECTION")]
+        leader_election: bool,
     },
 }
 
@@ -78,11 +82,13 @@ fn main() -> ExitCode {
             log_level,
             log_json,
             health_addr,
+            leader_election,
         } => bind_operator::controller::manager::run_blocking(
             bind_operator::controller::manager::Options {
                 log_filter: log_level,
                 log_json,
                 health_addr,
+                leader_election,
             },
         )
         .map_err(|e| error_chain(&e)),

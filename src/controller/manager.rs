@@ -4,18 +4,23 @@
 //! with the pods/exec executor and the cluster network until SIGINT or
 //! SIGTERM.
 //!
-//! Touches the cluster. No leader election: run one replica (the
-//! Deployment in deploy/ does); two would reconcile the same objects twice
-//! (harmless for applies, but doubles exec calls).
+//! With leader election on, only the holder of a Lease runs controllers;
+//! a leader that loses its Lease stops and the process exits with an error
+//! (its pod restarts as a candidate).
+//!
+//! Touches the cluster.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use futures::FutureExt as _;
+use futures::future::BoxFuture;
 use kube::Client;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpListener;
 use tracing_subscriber::EnvFilter;
 
+use super::leader::{Elector, LeaderError, Timing};
 use super::{ClusterNetwork, KubeExecutor};
 
 /// Flags of `bind-operator run`.
@@ -26,6 +31,8 @@ pub struct Options {
     pub log_json: bool,
     /// Where to answer `GET /healthz` and `/readyz`, if anywhere.
     pub health_addr: Option<SocketAddr>,
+    /// Run controllers only while holding the leader Lease.
+    pub leader_election: bool,
 }
 
 /// Why the manager could not run.
@@ -37,6 +44,8 @@ pub enum ManagerError {
     Runtime(#[source] std::io::Error),
     #[error("failed to build a Kubernetes client (in-cluster config or KUBECONFIG)")]
     Client(#[source] kube::Error),
+    #[error(transparent)]
+    Leader(#[from] LeaderError),
     #[error("failed to listen on {addr} for health checks")]
     Health {
         addr: SocketAddr,
@@ -81,15 +90,84 @@ pub async fn run_manager(opts: Options) -> Result<(), ManagerError> {
             .map_err(|source| ManagerError::Health { addr, source })?;
         tokio::spawn(serve_health(listener));
     }
-    tracing::info!("starting controllers");
-    super::run(
+    let stop = shutdown_signal().boxed().shared();
+    let controllers = |shutdown: BoxFuture<'static, ()>| {
+        super::run(
+            client.clone(),
+            Arc::new(KubeExecutor::new(client.clone())),
+            Arc::new(ClusterNetwork),
+            shutdown,
+        )
+    };
+    if !opts.leader_election {
+        tracing::info!("starting controllers");
+        controllers(stop.boxed()).await;
+        return Ok(());
+    }
+    let elector = Elector::new(
         client.clone(),
-        Arc::new(KubeExecutor::new(client)),
-        Arc::new(ClusterNetwork),
-        shutdown_signal(),
-    )
-    .await;
-    Ok(())
+        &own_namespace(),
+        &own_identity(),
+        Timing::default(),
+    );
+    tokio::select! {
+        () = elector.acquire() => {},
+        () = stop.clone() => return Ok(()),
+    }
+    tracing::info!("starting controllers");
+    let (lost_tx, lost_rx) = tokio::sync::oneshot::channel();
+    let keeper = {
+        let elector = elector.clone();
+        tokio::spawn(async move {
+            let _ = lost_tx.send(elector.keep().await);
+        })
+    };
+    let lost = Arc::new(std::sync::Mutex::new(None));
+    let lost_slot = lost.clone();
+    let until = async move {
+        tokio::select! {
+            () = stop => {},
+            r = lost_rx => {
+                if let Ok(e) = r {
+                    tracing::error!(error = %e, "lost leadership; stopping");
+                    *lost_slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
+                }
+            }
+        }
+    };
+    controllers(until.boxed()).await;
+    keeper.abort();
+    let lost = lost.lock().unwrap_or_else(|p| p.into_inner()).take();
+    match lost {
+        Some(e) => Err(e.into()),
+        None => {
+            elector.release().await;
+            Ok(())
+        }
+    }
+}
+
+/// The candidate's identity: the pod name (downward API), else the host
+/// name.
+fn own_identity() -> String {
+    std::env::var("POD_NAME")
+        .ok()
+        .filter(|s| !s.is_empty())
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .unwrap_or_else(|| "bind-operator".into())
+}
+
+/// Where the Lease lives: the operator's own namespace.
+fn own_namespace() -> String {
+    std::env::var("POD_NAMESPACE")
+        .ok()
+        .filter(|s| !s.is_empty())
+        .or_else(|| {
+            std::fs::read_to_string("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+                .ok()
+                .map(|s| s.trim().to_string())
+        })
+        .unwrap_or_else(|| "default".into())
 }
 
 /// Resolves on SIGINT or SIGTERM (what Kubernetes sends on pod stop).

@@ -20,6 +20,7 @@ pub mod bindtsigkey;
 pub mod context;
 pub mod error;
 pub mod exec;
+pub mod leader;
 pub mod manager;
 pub mod names;
 pub mod network;

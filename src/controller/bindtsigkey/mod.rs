@@ -14,12 +14,12 @@ use std::sync::Arc;
 
 use futures::StreamExt as _;
 use k8s_openapi::api::core::v1::Secret;
+use kube::ResourceExt as _;
 use kube::api::{Api, ObjectMeta, PartialObjectMeta, PostParams};
 use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::{Controller, watcher};
-use kube::{Resource as _, ResourceExt as _};
 
 use super::Shutdown;
 use super::apply::{apply_status, now, owner_ref};
@@ -251,6 +251,5 @@ async fn ensure_material(key: &BindTSIGKey, ctx: &Context) -> Result<(), Error> 
         ),
     )
     .await;
-    let _ = key.object_ref(&());
     Ok(())
 }
