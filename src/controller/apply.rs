@@ -6,9 +6,12 @@
 //! Touches the cluster. Callers hand it whole desired objects built by pure
 //! functions; it never builds or inspects key material itself.
 
+use k8s_openapi::NamespaceResourceScope;
+use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{OwnerReference, Time};
-use kube::api::{Api, Patch, PatchParams};
-use kube::{Resource, ResourceExt as _};
+use kube::api::{Api, PartialObjectMeta, Patch, PatchParams};
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::{Client, Resource, ResourceExt as _};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use sha2::{Digest as _, Sha256};
@@ -86,4 +89,59 @@ where
 /// Now, for a condition's `lastTransitionTime` (kept unless it flips).
 pub fn now() -> Time {
     Time(jiff::Timestamp::now())
+}
+
+/// Applies `desired` unless the cached live object was applied from the
+/// same content (its hash annotation) and `same` agrees (for drift the
+/// hash cannot see, e.g. a hand-edited ConfigMap). Returns the live object.
+pub async fn apply_if_changed<K>(
+    client: &Client,
+    store: &Store<K>,
+    mut desired: K,
+    same: impl Fn(&K, &K) -> bool,
+) -> Result<K, kube::Error>
+where
+    K: Resource<DynamicType = (), Scope = NamespaceResourceScope>
+        + Clone
+        + Serialize
+        + DeserializeOwned
+        + std::fmt::Debug,
+{
+    let hash = stamp(&mut desired);
+    let ns = desired.namespace().unwrap_or_default();
+    let name = desired.name_any();
+    if let Some(live) = store.get(&ObjectRef::new(&name).within(&ns))
+        && applied_hash(live.as_ref()) == Some(hash.as_str())
+        && same(&live, &desired)
+    {
+        return Ok(live.as_ref().clone());
+    }
+    let live = apply(&Api::namespaced(client.clone(), &ns), &name, &desired).await?;
+    tracing::info!(namespace = %ns, kind = %K::kind(&()), name = %name, "applied");
+    Ok(live)
+}
+
+/// [`apply_if_changed`] for Secrets, whose cache holds metadata only (so
+/// only the hash annotation is compared).
+pub async fn apply_secret_if_changed(
+    client: &Client,
+    secrets: &Store<PartialObjectMeta<Secret>>,
+    mut desired: Secret,
+) -> Result<(), kube::Error> {
+    let hash = stamp(&mut desired);
+    let ns = desired.namespace().unwrap_or_default();
+    let name = desired.name_any();
+    if let Some(live) = secrets.get(&ObjectRef::new(&name).within(&ns))
+        && applied_hash(live.as_ref()) == Some(hash.as_str())
+    {
+        return Ok(());
+    }
+    apply(
+        &Api::<Secret>::namespaced(client.clone(), &ns),
+        &name,
+        &desired,
+    )
+    .await?;
+    tracing::info!(namespace = %ns, kind = "Secret", name = %name, "applied");
+    Ok(())
 }

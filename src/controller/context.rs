@@ -24,6 +24,9 @@ pub const REQUEUE_SHORT: Duration = Duration::from_secs(5);
 /// reconfig failed, bad spec): long enough that a failure cannot hot-loop.
 pub const REQUEUE_LONG: Duration = Duration::from_secs(120);
 
+/// The `action` of an apply failure in error messages.
+pub const REQUEST_KIND_APPLY: &str = "apply";
+
 /// Longest Event note (the API limit is 1 KiB).
 const MAX_EVENT_NOTE: usize = 1000;
 

@@ -14,34 +14,29 @@ pub mod read;
 pub mod reconfig;
 pub mod statefulset;
 pub mod status;
+mod steps;
 
 use std::future::Future;
 use std::sync::Arc;
 
 use futures::StreamExt as _;
-use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::core::v1::{Pod, Secret, Service};
 use kube::api::{Api, PartialObjectMeta};
 use kube::runtime::Controller;
 use kube::runtime::controller::Action;
-use kube::runtime::events::EventType;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Resource, ResourceExt as _};
-use serde::Serialize;
-use serde::de::DeserializeOwned;
 
 use super::Shutdown;
-use super::apply::{applied_hash, apply, apply_status, stamp};
+use super::apply::apply_status;
 use super::bindtsigkey::material::{self, MaterialError};
-use super::context::{Context, REQUEUE_LONG, REQUEUE_SHORT};
+use super::context::{Context, REQUEUE_LONG};
 use super::error::{Categorized, error_policy, report};
-use super::exec::PodRef;
-use super::names::{LABEL_CLUSTER, pod_ordinal, primary_pod_name, primary_service_name};
+use super::names::LABEL_CLUSTER;
 use super::network::NetworkError;
-use crate::api::{BindCluster, BindClusterStatus, BindTSIGKey, CONDITION_READY, find_condition};
+use crate::api::{BindCluster, BindClusterStatus, BindTSIGKey};
 use crate::bind::render::{RenderError, render_cluster};
 use crate::render::validate::{ConfigError, cluster_config};
-use reconfig::{PodView, Wanted, reconfig_pods, sync_notify_targets};
 
 pub use read::{ClusterKeys, cluster_keys, ensure_rndc_secret};
 pub use reconfig::NotifyMemo;
@@ -219,7 +214,7 @@ pub async fn reconcile(cluster: Arc<BindCluster>, ctx: Arc<Context>) -> Result<A
         Err(e) => {
             // A problem with the spec or what it names: say so, change
             // nothing that is serving, wait for a change.
-            let ready = ready_pods(&ctx, &cluster);
+            let ready = read::ready_pod_count(&ctx.stores.pods, &cluster);
             let status = status::failed_status(&cluster, ready, e.category(), e.to_string());
             write_status(&ctx, &cluster, status).await?;
             report(&ctx, cluster.as_ref(), "Reconcile", &e).await;
@@ -228,161 +223,30 @@ pub async fn reconcile(cluster: Arc<BindCluster>, ctx: Arc<Context>) -> Result<A
     }
 }
 
-fn ready_pods(ctx: &Context, cluster: &BindCluster) -> i32 {
-    let n = read::cluster_pods(&ctx.stores.pods, cluster)
-        .iter()
-        .filter(|p| read::pod_ready(p))
-        .count();
-    i32::try_from(n).unwrap_or(i32::MAX)
-}
-
 async fn converge(cluster: &BindCluster, ctx: &Context) -> Result<Action, Error> {
-    let name = cluster.name_any();
-    let ns = cluster.namespace().unwrap_or_default();
-
     // Read what the cluster refers to.
     ensure_rndc_secret(ctx, cluster).await?;
     let keys = cluster_keys(ctx, cluster).await?;
-
     // Services first: the primary Service's address goes into named.conf.
-    let mut primary_service = None;
-    for desired in [
-        build::dns_service(cluster),
-        build::headless_service(cluster),
-        build::primary_service(cluster),
-    ] {
-        let live = apply_child(ctx, &ctx.stores.services, desired, |_, _| true).await?;
-        if live.name_any() == primary_service_name(&name) {
-            primary_service = Some(live);
-        }
-    }
-    let primary_service = primary_service.expect("the primary Service is among the applied");
-    let primary_pod = PodRef::new(&ns, primary_pod_name(&name));
+    let primary_service = steps::apply_services(ctx, cluster).await?;
     let primary_endpoint = ctx
         .network
-        .primary_endpoint(&primary_pod, &primary_service)?;
-
+        .primary_endpoint(&steps::primary_pod(cluster), &primary_service)?;
     // Validate and render (pure).
     let cfg = cluster_config(cluster, &keys.as_loaded(), primary_endpoint)?;
     let files = render_cluster(&cfg)?;
-
-    // The rest of the children.
-    apply_child(
-        ctx,
-        &ctx.stores.configmaps,
-        build::configmap(cluster, &files),
-        |live, desired| live.data == desired.data,
-    )
-    .await?;
-    apply_secret(ctx, build::keys_secret(cluster, &files)).await?;
-    apply_child(
-        ctx,
-        &ctx.stores.statefulsets,
-        statefulset::statefulset(cluster, &files.entrypoint),
-        |_, _| true,
-    )
-    .await?;
-
-    // Per-pod reconfig.
+    // The children that carry the rendered files and the pod template.
+    steps::apply_rendered(ctx, cluster, &files).await?;
+    // Per-pod reconfig, then the primary's NOTIFY list.
     let pods = read::cluster_pods(&ctx.stores.pods, cluster);
-    let views: Vec<PodView> = pods
-        .iter()
-        .map(|p| PodView {
-            pod: PodRef::new(&ns, p.name_any()),
-            ready: read::pod_ready(p),
-            primary: pod_ordinal(&name, &p.name_any()) == Some(0),
-        })
-        .collect();
-    let wanted = Wanted {
-        primary_conf: &files.named_conf_primary,
-        secondary_conf: &files.named_conf_secondary,
-        keys_conf: &files.keys_conf,
-    };
-    let previous = cluster
-        .status
-        .as_ref()
-        .map(|s| s.applied_config.clone())
-        .unwrap_or_default();
-    let mut outcome = reconfig_pods(ctx.executor.as_ref(), &views, &wanted, &previous).await;
-    for (pod, hash) in &outcome.reconfigured {
-        tracing::info!(namespace = %ns, cluster = %name, pod = %pod, config = %&hash[..12], "reconfigured");
-        let related = pods
-            .iter()
-            .find(|p| p.name_any() == *pod)
-            .map(|p| p.object_ref(&()));
-        ctx.publish_related_event(
-            cluster,
-            related,
-            EventType::Normal,
-            REASON_RECONFIGURED,
-            "Reconfig",
-            format!("pod {pod} loaded config {}", &hash[..12]),
-        )
-        .await;
-    }
-
-    // The primary NOTIFYs every secondary, once it runs the wanted config.
-    let primary = pods
-        .iter()
-        .find(|p| pod_ordinal(&name, &p.name_any()) == Some(0));
-    if let Some(primary) = primary
-        && read::pod_ready(primary)
-        && outcome.applied.get(&primary.name_any()) == Some(&wanted.hash_for(true))
-    {
-        let targets: Vec<_> = pods
-            .iter()
-            .filter(|p| {
-                p.meta().deletion_timestamp.is_none()
-                    && pod_ordinal(&name, &p.name_any()).is_some_and(|o| o > 0)
-            })
-            .filter_map(|p| ctx.network.pod_dns_endpoint(p))
-            .collect();
-        match sync_notify_targets(
-            ctx.executor.as_ref(),
-            &ctx.notify_memo,
-            &primary_pod,
-            primary.uid().as_deref().unwrap_or_default(),
-            &targets,
-            &cfg.transfer_key,
-        )
-        .await
-        {
-            Ok(true) => {
-                ctx.publish_event(
-                    cluster,
-                    EventType::Normal,
-                    REASON_NOTIFY_UPDATED,
-                    "Notify",
-                    format!("primary now notifies {} secondaries", targets.len()),
-                )
-                .await;
-            }
-            Ok(false) => {}
-            Err(e) => outcome.exec_errors.push(e),
-        }
-    }
-
-    // Status and Events.
-    let ready = ready_pods(ctx, cluster);
-    let new_status = status::converged_status(cluster, ready, &outcome);
-    let (applied, reason, message) = outcome.condition();
-    if !applied && outcome.requeue() == Some(REQUEUE_LONG) {
-        tracing::warn!(namespace = %ns, cluster = %name, reason, message = %message, "config apply failed");
-        ctx.publish_event(cluster, EventType::Warning, reason, "Reconfig", message)
-            .await;
-    }
-    let is_ready =
-        find_condition(&new_status.conditions, CONDITION_READY).is_some_and(|c| c.status == "True");
-    write_status(ctx, cluster, new_status).await?;
-    Ok(match outcome.requeue() {
-        Some(d) => Action::requeue(d),
-        None if !is_ready => Action::requeue(REQUEUE_SHORT),
-        None => Action::await_change(),
-    })
+    let mut outcome = steps::reconfigure(ctx, cluster, &pods, &files).await;
+    steps::notify(ctx, cluster, &pods, &files, &cfg.transfer_key, &mut outcome).await;
+    // Status, Events and when to look again.
+    steps::finish(ctx, cluster, &outcome).await
 }
 
 /// Writes status only when it differs from what is stored.
-async fn write_status(
+pub(super) async fn write_status(
     ctx: &Context,
     cluster: &BindCluster,
     status: BindClusterStatus,
@@ -400,66 +264,5 @@ async fn write_status(
             object: format!("bindcluster {}", cluster.name_any()),
             source,
         })?;
-    Ok(())
-}
-
-/// Applies `desired` unless the cached live object was applied from the
-/// same content (and `same` agrees, for drift the hash cannot see).
-/// Returns the live object.
-async fn apply_child<K>(
-    ctx: &Context,
-    store: &Store<K>,
-    mut desired: K,
-    same: impl Fn(&K, &K) -> bool,
-) -> Result<K, Error>
-where
-    K: Resource<DynamicType = (), Scope = NamespaceResourceScope>
-        + Clone
-        + Serialize
-        + DeserializeOwned
-        + std::fmt::Debug,
-{
-    let hash = stamp(&mut desired);
-    let ns = desired.namespace().unwrap_or_default();
-    let name = desired.name_any();
-    let key = ObjectRef::new(&name).within(&ns);
-    if let Some(live) = store.get(&key)
-        && applied_hash(live.as_ref()) == Some(hash.as_str())
-        && same(&live, &desired)
-    {
-        return Ok(live.as_ref().clone());
-    }
-    let api: Api<K> = Api::namespaced(ctx.client.clone(), &ns);
-    let live = apply(&api, &name, &desired)
-        .await
-        .map_err(|source| Error::Kube {
-            action: "apply",
-            object: format!("{} {name}", K::kind(&()).to_lowercase()),
-            source,
-        })?;
-    tracing::info!(namespace = %ns, kind = %K::kind(&()), name = %name, "applied");
-    Ok(live)
-}
-
-/// [`apply_child`] for Secrets, whose cache holds metadata only.
-async fn apply_secret(ctx: &Context, mut desired: Secret) -> Result<(), Error> {
-    let hash = stamp(&mut desired);
-    let ns = desired.namespace().unwrap_or_default();
-    let name = desired.name_any();
-    let key = ObjectRef::new(&name).within(&ns);
-    if let Some(live) = ctx.stores.secrets.get(&key)
-        && applied_hash(live.as_ref()) == Some(hash.as_str())
-    {
-        return Ok(());
-    }
-    let api: Api<Secret> = Api::namespaced(ctx.client.clone(), &ns);
-    apply(&api, &name, &desired)
-        .await
-        .map_err(|source| Error::Kube {
-            action: "apply",
-            object: format!("secret {name}"),
-            source,
-        })?;
-    tracing::info!(namespace = %ns, kind = "Secret", name = %name, "applied");
     Ok(())
 }

@@ -89,6 +89,15 @@ pub fn cluster_pods(pods: &Store<Pod>, cluster: &BindCluster) -> Vec<Arc<Pod>> {
     out
 }
 
+/// How many of the cluster's pods are Ready.
+pub fn ready_pod_count(pods: &Store<Pod>, cluster: &BindCluster) -> i32 {
+    let n = cluster_pods(pods, cluster)
+        .iter()
+        .filter(|p| pod_ready(p))
+        .count();
+    i32::try_from(n).unwrap_or(i32::MAX)
+}
+
 /// Whether a pod is Ready and not on its way out.
 pub fn pod_ready(pod: &Pod) -> bool {
     pod.meta().deletion_timestamp.is_none()
