@@ -216,8 +216,10 @@ pub async fn reconcile(cluster: Arc<BindCluster>, ctx: Arc<Context>) -> Result<A
             // nothing that is serving, wait for a change.
             let ready = read::ready_pod_count(&ctx.stores.pods, &cluster);
             let status = status::failed_status(&cluster, ready, e.category(), e.to_string());
-            write_status(&ctx, &cluster, status).await?;
-            report(&ctx, cluster.as_ref(), "Reconcile", &e).await;
+            // One Event per new problem, not one per look at the same one.
+            if write_status(&ctx, &cluster, status).await? {
+                report(&ctx, cluster.as_ref(), "Reconcile", &e).await;
+            }
             Ok(Action::requeue(REQUEUE_LONG))
         }
     }
@@ -245,14 +247,15 @@ async fn converge(cluster: &BindCluster, ctx: &Context) -> Result<Action, Error>
     steps::finish(ctx, cluster, &outcome).await
 }
 
-/// Writes status only when it differs from what is stored.
+/// Writes status only when it differs from what is stored; says whether
+/// it wrote.
 pub(super) async fn write_status(
     ctx: &Context,
     cluster: &BindCluster,
     status: BindClusterStatus,
-) -> Result<(), Error> {
+) -> Result<bool, Error> {
     if cluster.status.as_ref() == Some(&status) {
-        return Ok(());
+        return Ok(false);
     }
     let api: Api<BindCluster> =
         Api::namespaced(ctx.client.clone(), &cluster.namespace().unwrap_or_default());
@@ -264,5 +267,5 @@ pub(super) async fn write_status(
             object: format!("bindcluster {}", cluster.name_any()),
             source,
         })?;
-    Ok(())
+    Ok(true)
 }

@@ -125,7 +125,8 @@ pub async fn reconcile(key: Arc<BindTSIGKey>, ctx: Arc<Context>) -> Result<Actio
         failure.map(|e| (e.category(), e.to_string())),
         &secret_name,
     );
-    if key.status.as_ref() != Some(&status) {
+    let changed = key.status.as_ref() != Some(&status);
+    if changed {
         let api: Api<BindTSIGKey> =
             Api::namespaced(ctx.client.clone(), &key.namespace().unwrap_or_default());
         let value = serde_json::to_value(&status).expect("status serialises");
@@ -138,7 +139,10 @@ pub async fn reconcile(key: Arc<BindTSIGKey>, ctx: Arc<Context>) -> Result<Actio
     }
     match failure {
         Some(e) => {
-            report(&ctx, key.as_ref(), "ResolveKey", e).await;
+            // One Event per new problem, not one per look at the same one.
+            if changed {
+                report(&ctx, key.as_ref(), "ResolveKey", e).await;
+            }
             Ok(Action::requeue(REQUEUE_LONG))
         }
         None => Ok(Action::await_change()),
