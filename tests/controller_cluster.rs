@@ -347,7 +347,10 @@ async fn invalid_spec_reports_and_keeps_serving_config() {
     assert!(h.events().iter().any(|(r, _)| r == "InvalidSpec"));
     // Looking again at the same problem writes nothing (no status, no Event).
     h.api.reset_counts();
-    assert_eq!(h.reconcile_cluster("c").await, Action::requeue(REQUEUE_LONG));
+    assert_eq!(
+        h.reconcile_cluster("c").await,
+        Action::requeue(REQUEUE_LONG)
+    );
     assert_eq!(h.api.writes(), 0);
 
     // No transfer key: the same kind of answer.

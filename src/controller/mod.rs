@@ -1,16 +1,30 @@
 //! The controllers: one module per reconciler plus what they share.
 //!
-//! - [`context::Context`]: client, executor, network, event recorder, caches,
-//!   field manager and requeue delays.
-//! - [`exec::PodExecutor`]: "run this command in pod P" (pods/exec in a
-//!   cluster: [`exec::KubeExecutor`]; local processes in local mode).
+//! - [`context::Context`]: client, executor, network, event recorder,
+//!   caches ([`stores::Stores`]), field manager and requeue delays
+//!   ([`REQUEUE_SHORT`], [`REQUEUE_LONG`]).
+//! - [`exec::PodExecutor`]: "run this command in pod P". `layout(pod)` says
+//!   where BIND lives in that pod; reconcilers build every command from it
+//!   with `bind::commands`, so no argv is ever rewritten. In a cluster:
+//!   [`exec::KubeExecutor`] (pods/exec); local mode brings its own.
 //! - [`network::Network`]: where secondaries reach the primary and where a
 //!   pod answers DNS ([`network::ClusterNetwork`] in a cluster).
 //! - [`error::Categorized`]: the error-category pattern (category = Event
-//!   reason), with the shared `error_policy`.
-//! - [`stores`]: the reflector caches and the watch streams behind them.
+//!   reason and log label), with the shared `error_policy` and `report`.
+//! - [`apply`]: server-side apply with one field manager, skipped when the
+//!   cached child already carries the same content hash.
+//! - [`names`]: names, labels and annotations of everything we create (the
+//!   local runtime creates pods with the StatefulSet template's labels plus
+//!   `statefulset.kubernetes.io/pod-name`, as the StatefulSet controller does).
 //! - [`run`]: starts every controller; `bind-operator run` (a real API
-//!   server) and `bind-operator local` (the in-memory one) both call it.
+//!   server, via [`manager`]) and `bind-operator local` (the in-memory one)
+//!   both call it.
+//!
+//! Adding a controller (BindZone, DNSRecord): write `yourkind::controller(
+//! ctx, streams, shutdown) -> impl Future<Output = ()>` like
+//! [`bindcluster::controller`]; add the stores and streams it needs to
+//! [`stores::Stores`] / [`stores::Streams`] (each stream is consumed by one
+//! controller), and push it in [`run`] where marked.
 //!
 //! Touches the cluster. Never logs, returns or records key material.
 

@@ -38,8 +38,9 @@ use crate::api::{BindCluster, BindClusterStatus, BindTSIGKey};
 use crate::bind::render::{RenderError, render_cluster};
 use crate::render::validate::{ConfigError, cluster_config};
 
-pub use read::{ClusterKeys, cluster_keys, ensure_rndc_secret};
+pub use read::{ClusterKeys, cluster_keys, cluster_pods, ensure_rndc_secret, pod_ready};
 pub use reconfig::NotifyMemo;
+pub use steps::primary_pod;
 
 /// Event reason for each pod that loaded a new config.
 pub const REASON_RECONFIGURED: &str = "Reconfigured";
@@ -135,7 +136,7 @@ pub fn controller(
         .for_each(|_| futures::future::ready(()))
 }
 
-/// The streams [`controller`] consumes (taken from [`Streams`]).
+/// The streams [`controller`] consumes (taken from [`super::stores::Streams`]).
 pub struct ClusterStreams {
     pub clusters: super::stores::Trigger<BindCluster>,
     pub keys: super::stores::Trigger<BindTSIGKey>,
