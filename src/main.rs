@@ -43,6 +43,24 @@ enum Command {
         #[arg(long, value_name = "PORT", default_value_t = 53)]
         primary_port: u16,
     },
+    /// Run the controllers against the API server of the in-cluster
+    /// service account, or of KUBECONFIG / ~/.kube/config.
+    Run {
+        /// Log filter (tracing EnvFilter syntax: `info`,
+        /// `bind_operator=debug,kube=warn`, ...). RUST_LOG wins when set.
+        #[arg(long, value_name = "FILTER", default_value = "info")]
+        log_level: String,
+        /// Log as JSON lines instead of text.
+        #[arg(long)]
+        log_json: bool,
+        /// Serve GET /healthz and /readyz on this address (e.g. 0.0.0.0:8080).
+        #[arg(long, value_name = "ADDR", env = "BIND_OPERATOR_HEALTH_ADDR")]
+        health_addr: Option<std::net::SocketAddr>,
+        /// Reconcile only while holding a Lease in POD_NAMESPACE (for more
+        /// than one replica).
+        #[arg(long, env = "BIND_OPERATOR_LEADER_ELECTION")]
+        leader_election: bool,
+    },
 }
 
 fn main() -> ExitCode {
@@ -60,6 +78,20 @@ fn main() -> ExitCode {
             primary_address,
             primary_port,
         } => render(&dir, &out, primary_address, primary_port),
+        Command::Run {
+            log_level,
+            log_json,
+            health_addr,
+            leader_election,
+        } => bind_operator::controller::manager::run_blocking(
+            bind_operator::controller::manager::Options {
+                log_filter: log_level,
+                log_json,
+                health_addr,
+                leader_election,
+            },
+        )
+        .map_err(|e| error_chain(&e)),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
