@@ -2,6 +2,7 @@
 //! loaded from and kept in sync with (`manifests`, `manifest_dir`, `sync`),
 //! and what a session reports (`report`, `render`, `session`).
 
+mod builtin;
 pub mod manifest_dir;
 pub mod manifests;
 pub mod memapi;

@@ -59,7 +59,7 @@ pub struct LocalSession {
     mem: Option<MemApi>,
     sync: ManifestSync,
     status: StatusFile,
-    out: Box<dyn Write + Send>,
+    out: Box<dyn Write + Send + Sync>,
     last_table: Option<String>,
     last_errors: Vec<ManifestError>,
     last_pending: bool,
@@ -102,7 +102,7 @@ impl LocalSession {
     }
 
     /// Sends the table somewhere else than stdout.
-    pub fn with_output(mut self, out: impl Write + Send + 'static) -> Self {
+    pub fn with_output(mut self, out: impl Write + Send + Sync + 'static) -> Self {
         self.out = Box::new(out);
         self
     }

@@ -154,13 +154,22 @@ impl ManifestSync {
         self.rejected.retain(|k, _| desired.contains(k));
         for kind in ManifestKind::ALL {
             let batch = self.due_for_apply(&loaded, kind, resync, &mut report);
-            let results: Vec<_> = stream::iter(batch)
-                .map(|m| async move { (m, apply(client, m).await) })
+            // Futures built by a plain iterator and owning their inputs: a
+            // borrowing `StreamExt::map` closure makes the whole session
+            // future fail the `Send` check that `tokio::spawn` needs.
+            let applies = batch.into_iter().cloned().map(|m| {
+                let client = client.clone();
+                async move {
+                    let result = apply(&client, &m).await;
+                    (m, result)
+                }
+            });
+            let results: Vec<_> = stream::iter(applies)
                 .buffer_unordered(CONCURRENCY)
                 .collect()
                 .await;
             for (m, result) in results {
-                self.record_apply(m, result, &mut report);
+                self.record_apply(&m, result, &mut report);
             }
             if kind == ManifestKind::Namespace {
                 self.ensure_namespaces(client, &loaded, &mut report).await;
@@ -168,6 +177,10 @@ impl ManifestSync {
         }
         self.prune(client, &loaded, &mut report).await;
 
+        // Writes run concurrently; report them in a stable order.
+        report.created.sort();
+        report.updated.sort();
+        report.deleted.sort();
         report.errors.sort_by(|a, b| a.at.cmp(&b.at));
         self.errors = report.errors.clone();
         self.retry = report.pending;
@@ -318,10 +331,10 @@ impl ManifestSync {
         loaded: &Loaded,
         report: &mut SyncReport,
     ) {
-        let mut needed: BTreeMap<&str, &DocRef> = BTreeMap::new();
+        let mut needed: BTreeMap<String, DocRef> = BTreeMap::new();
         for m in &loaded.manifests {
             if let Some(ns) = &m.key.namespace {
-                needed.entry(ns.as_str()).or_insert(&m.at);
+                needed.entry(ns.clone()).or_insert_with(|| m.at.clone());
             }
         }
         let api: Api<Namespace> = Api::all(client.clone());
@@ -329,16 +342,16 @@ impl ManifestSync {
             let defined = self.tracked.contains_key(&ObjectKey {
                 kind: ManifestKind::Namespace,
                 namespace: None,
-                name: ns.to_owned(),
+                name: ns.clone(),
             });
-            if defined || self.namespaces.contains(ns) {
+            if defined || self.namespaces.contains(&ns) {
                 continue;
             }
             let mut object = Namespace::default();
-            object.metadata.name = Some(ns.to_owned());
+            object.metadata.name = Some(ns.clone());
             match api.create(&PostParams::default(), &object).await {
                 Err(kube::Error::Api(s)) if s.code == 409 => {}
-                Ok(_) => tracing::info!(namespace = ns, "created namespace"),
+                Ok(_) => tracing::info!(namespace = %ns, "created namespace"),
                 Err(e) => {
                     report.pending = true;
                     report.errors.push(ManifestError::new(
@@ -352,7 +365,7 @@ impl ManifestSync {
                     continue;
                 }
             }
-            self.namespaces.insert(ns.to_owned());
+            self.namespaces.insert(ns);
         }
     }
 
@@ -383,12 +396,19 @@ impl ManifestSync {
                 }
                 batch.push(key);
             }
-            let results: Vec<_> = stream::iter(batch)
-                .map(|key| async move { (key, delete(client, key).await) })
+            let deletes = batch.into_iter().cloned().map(|key| {
+                let client = client.clone();
+                async move {
+                    let result = delete(&client, &key).await;
+                    (key, result)
+                }
+            });
+            let results: Vec<_> = stream::iter(deletes)
                 .buffer_unordered(CONCURRENCY)
                 .collect()
                 .await;
             for (key, result) in results {
+                let key = &key;
                 match result {
                     Ok(()) => {
                         tracing::info!(object = %key, "deleted");
