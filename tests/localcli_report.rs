@@ -139,6 +139,16 @@ fn zones_and_records_follow_their_phase() {
         json!({"observedGeneration": 1, "phase": "Pending", "reason": "ZoneNotReady"}),
     );
     assert!(!classify(ManifestKind::DNSRecord, &pending).settled);
+    // Waiting for something that does not exist will not end by itself.
+    let orphan = object(
+        "DNSRecord",
+        "r",
+        1,
+        json!({"observedGeneration": 1, "phase": "Pending", "reason": "ZoneNotFound"}),
+    );
+    let s = classify(ManifestKind::DNSRecord, &orphan);
+    assert!(s.settled && !s.ready);
+    assert_eq!(s.phase, "Pending");
 
     // No status yet, and being deleted: neither is settled.
     let mut fresh = object("DNSRecord", "r", 1, Value::Null);
@@ -295,6 +305,20 @@ fn bad_manifests_are_rows_and_replace_the_object_they_name() {
     assert!(s.converged);
     let pods: Vec<&str> = s.pods.iter().map(|p| p.name.as_str()).collect();
     assert_eq!(pods, ["example-0", "example-2", "example-10"]);
+    // A write the API server refused is told apart from a bad document.
+    let mut refused = manifest_error(
+        "r.yaml",
+        1,
+        Some("DNSRecord"),
+        Some("www"),
+        "failed to apply: no (422 Invalid)",
+    );
+    refused.problem = Problem::Rejected;
+    let s = build_snapshot(vec![], &[], &[refused], false);
+    assert_eq!(
+        (s.objects[0].reason.as_str(), s.objects[0].ready),
+        ("ApplyFailed", false)
+    );
     // A pending sync holds convergence back.
     assert!(!build_snapshot(vec![], &[], &[], true).converged);
 }

@@ -13,8 +13,10 @@
 
 use std::fmt;
 use std::path::PathBuf;
+use std::sync::OnceLock;
 
 use kube::core::ApiResource;
+use regex::Regex;
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
@@ -320,20 +322,18 @@ pub fn parse_file(file: &std::path::Path, text: &str) -> Vec<Result<Manifest, Ma
         return out;
     }
     for (start_line, chunk) in split_yaml(text) {
-        // Padding with the lines before the chunk makes the parser's own
-        // "at line N column M" positions count from the top of the file.
-        let padded = format!("{}{chunk}", "\n".repeat(start_line - 1));
-        for doc in serde_yaml::Deserializer::from_str(&padded) {
+        for doc in serde_yaml::Deserializer::from_str(chunk) {
             let parsed: Result<Value, _> = serde::Deserialize::deserialize(doc);
             match parsed {
                 Ok(Value::Null) => {}
                 Ok(value) => out.push(check_document(next_at(start_line), value)),
                 Err(e) => {
                     let at = next_at(start_line);
+                    let message = shift_lines(&e.to_string(), start_line - 1);
                     out.push(Err(ManifestError::new(
                         at,
                         Problem::Parse,
-                        format!("failed to parse YAML: {e}"),
+                        format!("failed to parse YAML: {message}"),
                     )));
                     break;
                 }
@@ -361,6 +361,18 @@ fn split_yaml(text: &str) -> Vec<(usize, &str)> {
     }
     chunks.push((start_line, &text[start..]));
     chunks
+}
+
+/// Makes the parser's "at line N" positions, counted within one document,
+/// count from the top of the file.
+fn shift_lines(message: &str, offset: usize) -> String {
+    static LINE: OnceLock<Regex> = OnceLock::new();
+    let re = LINE.get_or_init(|| Regex::new(r"\bline (\d+)").expect("constant pattern compiles"));
+    re.replace_all(message, |c: &regex::Captures<'_>| {
+        let n: usize = c[1].parse().unwrap_or(0);
+        format!("line {}", n + offset)
+    })
+    .into_owned()
 }
 
 /// `---` alone on its line, optionally followed by a comment.

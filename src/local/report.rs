@@ -9,11 +9,14 @@
 //! pending and every object has *settled*: it is not being deleted, its
 //! controller has observed its current generation (`status.observedGeneration`,
 //! or the Ready condition's, >= `metadata.generation`), and it is Ready or in
-//! a terminal error. Terminal errors are: phase `Error` (BindZone,
-//! DNSRecord); a `False` Ready or ConfigApplied condition whose reason
-//! [is a failure](is_failure_reason) (BindCluster, BindTSIGKey); a bad
-//! manifest (reason [`REASON_INVALID_MANIFEST`]). Anything else (no status
-//! yet, Pending, Propagating, ...) is still moving.
+//! a terminal error. Terminal errors are: phase `Error`, or phase `Pending`
+//! with a reason that [is a failure](is_failure_reason) such as a zone that
+//! is not found (BindZone, DNSRecord: every manifest is loaded up front, so
+//! what is missing stays missing); a `False` Ready or ConfigApplied
+//! condition with a failure reason (BindCluster, BindTSIGKey); a bad
+//! manifest (reason [`REASON_INVALID_MANIFEST`]) or a refused write
+//! ([`REASON_APPLY_FAILED`]). Anything else (no status yet, Pending,
+//! Propagating, ...) is still moving.
 //!
 //! Pure apart from reading objects ([`observe_memapi`] from the in-memory
 //! store, [`observe`] through a client); writes nothing anywhere. Rendering
@@ -26,12 +29,14 @@ use kube::api::{Api, DynamicObject, ListParams};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::manifests::{ManifestError, ManifestKind};
+use super::manifests::{ManifestError, ManifestKind, Problem};
 use super::memapi::MemApi;
 use crate::api::{CONDITION_CONFIG_APPLIED, CONDITION_READY, Phase, STATUS_TRUE};
 
 /// Reason of a row that stands for a bad manifest.
 pub const REASON_INVALID_MANIFEST: &str = "InvalidManifest";
+/// Reason of a row for a document the API server refused to apply/delete.
+pub const REASON_APPLY_FAILED: &str = "ApplyFailed";
 /// Exit code of `--once`: every object is Ready.
 pub const EXIT_READY: u8 = 0;
 /// Exit code of `--once`: converged, but some object is not Ready.
@@ -178,11 +183,14 @@ pub fn classify(kind: ManifestKind, object: &Value) -> ObjectStatus {
                 "" => fallback.to_owned(),
                 s => s.to_owned(),
             };
+            let reason = or("/status/reason", cond_reason);
+            let failed = phase == Phase::Error.as_str()
+                || (phase != Phase::Ready.as_str() && is_failure_reason(&reason));
             (
                 phase.to_owned(),
-                or("/status/reason", cond_reason),
+                reason,
                 or("/status/message", cond_message),
-                phase == Phase::Error.as_str(),
+                failed,
             )
         }
         _ => {
@@ -271,7 +279,12 @@ fn manifest_error_row(errors: &[&ManifestError]) -> ObjectStatus {
         name: first.name.clone().unwrap_or_default(),
         ready: false,
         phase: Phase::Error.as_str().to_owned(),
-        reason: REASON_INVALID_MANIFEST.to_owned(),
+        reason: if first.problem == Problem::Rejected {
+            REASON_APPLY_FAILED
+        } else {
+            REASON_INVALID_MANIFEST
+        }
+        .to_owned(),
         message: errors
             .iter()
             .map(ToString::to_string)

@@ -29,6 +29,10 @@ use crate::api::{BindCluster, BindTSIGKey, BindZone, DNSRecord};
 /// Shortest gap between two reports, so a burst of API writes (thousands
 /// of records) costs one snapshot per gap rather than one per write.
 pub const REPORT_INTERVAL: Duration = Duration::from_millis(200);
+/// A report may take at most 1/this of the session's time: with tens of
+/// thousands of objects a snapshot costs milliseconds, and reporting must
+/// not slow down the controllers sharing the machine.
+const REPORT_TIME_SHARE: u32 = 10;
 /// How long `--once` waits with a converged snapshot before it believes it
 /// (a controller may still be between two status writes).
 pub const ONCE_SETTLE: Duration = Duration::from_secs(1);
@@ -214,6 +218,7 @@ impl LocalSession {
         let mut dirty = true;
         let mut converged_since: Option<Instant> = None;
         let mut last: Option<Snapshot> = None;
+        let mut next_report = Instant::now();
         tokio::pin!(shutdown);
 
         loop {
@@ -234,12 +239,14 @@ impl LocalSession {
                     dirty = true;
                 }
                 _ = report_tick.tick() => {
-                    if dirty || last.is_none() {
+                    if (dirty && Instant::now() >= next_report) || last.is_none() {
                         dirty = false;
+                        let started = Instant::now();
                         let current = pods.borrow().clone();
                         let snapshot = self.snapshot(&current).await;
                         self.publish(&snapshot);
                         last = Some(snapshot);
+                        next_report = Instant::now() + started.elapsed() * REPORT_TIME_SHARE;
                     }
                     let converged = last.as_ref().is_some_and(|s| s.converged);
                     if !converged {
