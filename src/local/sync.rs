@@ -234,7 +234,10 @@ impl ManifestSync {
                 && *hash == m.hash
                 && !resync
             {
-                report.errors.push(err.clone());
+                // The document may have moved to another file meanwhile.
+                let mut err = err.clone();
+                err.at = m.at.clone();
+                report.errors.push(err);
                 continue;
             }
             // Transition rules (immutable fields) need the stored object;
