@@ -1,3 +1,12 @@
-//! Local mode: the in-memory Kubernetes API and the local runtime.
+//! Local mode: the in-memory Kubernetes API, the manifest directory it is
+//! loaded from and kept in sync with (`manifests`, `manifest_dir`, `sync`),
+//! and what a session reports (`report`, `render`, `session`).
 
+mod builtin;
+pub mod manifest_dir;
+pub mod manifests;
 pub mod memapi;
+pub mod render;
+pub mod report;
+pub mod session;
+pub mod sync;
