@@ -1,1 +1,25 @@
-//! Custom resource types for group `bind.unkin.net`, version `v1alpha1`.
+//! Custom resource types for group `bind.unkin.net`, version `v1alpha1`: one
+//! module per kind, the shared pieces in `common`, and the admission rules
+//! (patterns, bounds, CEL) in `validation`.
+//!
+//! Types only: nothing in here talks to the cluster. Key material never lives
+//! in these types; they only name the Secrets that hold it.
+
+pub mod bindcluster;
+pub mod bindtsigkey;
+pub mod bindzone;
+pub mod common;
+pub mod crdgen;
+pub mod dnsrecord;
+pub mod validation;
+
+pub use bindcluster::{
+    BindCluster, BindClusterSpec, BindClusterStatus, CatalogSpec, DnsServiceSpec, DnssecValidation,
+    ExternalTrafficPolicy, ForwardZone, ImagePullPolicy, ServiceType, StorageSpec, View,
+};
+pub use bindtsigkey::{BindTSIGKey, BindTSIGKeySpec, BindTSIGKeyStatus, TsigAlgorithm};
+pub use bindzone::{
+    BindZone, BindZoneSpec, BindZoneStatus, SoaSpec, ZonePrimary, ZoneRecord, ZoneType,
+};
+pub use common::*;
+pub use dnsrecord::{DNSRecord, DNSRecordSpec, DNSRecordStatus, RecordType, UnknownRecordType};

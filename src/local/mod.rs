@@ -1,1 +1,3 @@
 //! Local mode: the in-memory Kubernetes API and the local runtime.
+
+pub mod memapi;

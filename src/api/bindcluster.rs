@@ -1,0 +1,402 @@
+//! BindCluster: one BIND deployment, a StatefulSet whose ordinal 0 is the
+//! primary and every other ordinal a secondary, plus its server options and
+//! catalog zone.
+//!
+//! Types only; nothing here touches the cluster. Status carries hashes, never
+//! rendered config or key material.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{
+    Affinity, LocalObjectReference, ResourceRequirements, Toleration,
+};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use kube::{CustomResource, KubeSchema};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::validation::{
+    ACL_ELEMENT_PATTERN, DNS_NAME_PATTERN, IP_PATTERN, K8S_NAME_PATTERN, MAX_ACL_ELEMENT_LEN,
+    MAX_DNS_NAME_LEN, MAX_IP_LEN, MAX_K8S_NAME_LEN, MAX_LIST_ITEMS, MAX_VIEW_NAME_LEN,
+    MSG_FORWARDERS_IPS, RULE_ALL_IPS, VIEW_NAME_PATTERN,
+};
+
+/// Image used when spec.image is not set.
+pub const DEFAULT_IMAGE: &str = "internetsystemsconsortium/bind9:9.20";
+/// Replicas when spec.replicas is not set: one primary, one secondary.
+pub const DEFAULT_REPLICAS: i32 = 2;
+/// Size of the primary's zone-data volume when spec.storage.size is not set.
+pub const DEFAULT_STORAGE_SIZE: &str = "1Gi";
+
+fn default_replicas() -> i32 {
+    DEFAULT_REPLICAS
+}
+
+fn default_image() -> String {
+    DEFAULT_IMAGE.to_owned()
+}
+
+fn default_storage_size() -> Quantity {
+    Quantity(DEFAULT_STORAGE_SIZE.to_owned())
+}
+
+/// Desired state of a BindCluster.
+// printcolumn(...) repeats `type_ = "string"`; that is data, not a duplicate.
+#[allow(clippy::duplicated_attributes)]
+#[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[kube(
+    group = "bind.unkin.net",
+    version = "v1alpha1",
+    kind = "BindCluster",
+    namespaced,
+    status = "BindClusterStatus",
+    shortname = "bcluster",
+    shortname = "bc",
+    category = "bind",
+    doc = "A BIND9 deployment: a StatefulSet whose pod 0 is the primary and the other pods secondaries fed by a catalog zone.",
+    printcolumn(name = "Replicas", type_ = "integer", json_path = ".spec.replicas"),
+    printcolumn(name = "Ready", type_ = "integer", json_path = ".status.readyReplicas"),
+    printcolumn(
+        name = "ConfigApplied",
+        type_ = "string",
+        json_path = ".status.conditions[?(@.type==\"ConfigApplied\")].status"
+    ),
+    printcolumn(
+        name = "Reason",
+        type_ = "string",
+        priority = 1,
+        json_path = ".status.conditions[?(@.type==\"ConfigApplied\")].reason"
+    ),
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    )
+)]
+#[serde(rename_all = "camelCase")]
+pub struct BindClusterSpec {
+    /// Number of BIND pods. Pod 0 is the primary; every other pod is a
+    /// secondary that follows the primary through the catalog zone.
+    #[serde(default = "default_replicas")]
+    #[schemars(range(min = 1))]
+    pub replicas: i32,
+
+    /// Container image running named (an ISC bind9 image or compatible).
+    #[serde(default = "default_image")]
+    #[schemars(length(min = 1, max = 512))]
+    pub image: String,
+
+    /// When the kubelet pulls the image; Kubernetes' default when unset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image_pull_policy: Option<ImagePullPolicy>,
+
+    /// Secrets used to pull the image from a private registry.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub image_pull_secrets: Vec<LocalObjectReference>,
+
+    /// CPU and memory requests and limits of the named container.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources: Option<ResourceRequirements>,
+
+    /// Node labels the BIND pods must be scheduled on.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub node_selector: BTreeMap<String, String>,
+
+    /// Tolerations of the BIND pods.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tolerations: Vec<Toleration>,
+
+    /// Affinity rules of the BIND pods (e.g. spread across nodes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub affinity: Option<Affinity>,
+
+    /// Extra annotations on the BIND pods.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub pod_annotations: BTreeMap<String, String>,
+
+    /// The DNS Service in front of all pods (53/UDP and 53/TCP).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service: Option<DnsServiceSpec>,
+
+    /// Persistent storage for the primary's zone data. Unset: an emptyDir (the
+    /// operator re-creates zones and records after a restart).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage: Option<StorageSpec>,
+
+    /// Whether the servers answer recursive queries. Off for authoritative-only
+    /// clusters.
+    #[serde(default)]
+    pub recursion: bool,
+
+    /// Address match list of clients allowed to query (BIND `allow-query`):
+    /// IPs, CIDRs, `any`, `none`, `localhost`, `localnets`, `key <name>`, each
+    /// optionally negated with `!`. Unset: BIND's default (any).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = MAX_LIST_ITEMS), inner(length(min = 1, max = MAX_ACL_ELEMENT_LEN), regex(pattern = ACL_ELEMENT_PATTERN)))]
+    pub allow_query: Vec<String>,
+
+    /// Address match list of clients allowed recursion (BIND
+    /// `allow-recursion`); same element syntax as allowQuery.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = MAX_LIST_ITEMS), inner(length(min = 1, max = MAX_ACL_ELEMENT_LEN), regex(pattern = ACL_ELEMENT_PATTERN)))]
+    pub allow_recursion: Vec<String>,
+
+    /// IP addresses of upstream resolvers for recursion (BIND `forwarders`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = MAX_LIST_ITEMS), inner(length(min = 1, max = MAX_IP_LEN), regex(pattern = IP_PATTERN)))]
+    #[x_kube(validation = Rule::new(RULE_ALL_IPS).message(MSG_FORWARDERS_IPS))]
+    pub forwarders: Vec<String>,
+
+    /// Only forward, never resolve iteratively when forwarders fail (BIND
+    /// `forward only`).
+    #[serde(default)]
+    pub forward_only: bool,
+
+    /// DNSSEC validation of recursive answers (BIND `dnssec-validation`).
+    /// Unset: `no` when recursion is off, `auto` when it is on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dnssec_validation: Option<DnssecValidation>,
+
+    /// Domains whose answers are not DNSSEC-validated (BIND
+    /// `validate-except`), e.g. internal zones with no chain of trust.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = MAX_LIST_ITEMS), inner(length(min = 1, max = MAX_DNS_NAME_LEN), regex(pattern = DNS_NAME_PATTERN)))]
+    pub validate_except: Vec<String>,
+
+    /// Zones answered by forwarding to other servers (BIND `type forward`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = MAX_LIST_ITEMS))]
+    pub forward_zones: Vec<ForwardZone>,
+
+    /// Views (split horizon). Unset: a single implicit view. A BindZone
+    /// selects one with spec.view.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = MAX_LIST_ITEMS))]
+    pub views: Vec<View>,
+
+    /// The catalog zone (RFC 9432, schema version 2) through which the primary
+    /// hands its zones to the secondaries.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub catalog: Option<CatalogSpec>,
+}
+
+impl Default for BindClusterSpec {
+    fn default() -> Self {
+        Self {
+            replicas: DEFAULT_REPLICAS,
+            image: DEFAULT_IMAGE.to_owned(),
+            image_pull_policy: None,
+            image_pull_secrets: Vec::new(),
+            resources: None,
+            node_selector: BTreeMap::new(),
+            tolerations: Vec::new(),
+            affinity: None,
+            pod_annotations: BTreeMap::new(),
+            service: None,
+            storage: None,
+            recursion: false,
+            allow_query: Vec::new(),
+            allow_recursion: Vec::new(),
+            forwarders: Vec::new(),
+            forward_only: false,
+            dnssec_validation: None,
+            validate_except: Vec::new(),
+            forward_zones: Vec::new(),
+            views: Vec::new(),
+            catalog: None,
+        }
+    }
+}
+
+/// Kubernetes image pull policy.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+#[schemars(transform = super::common::drop_type_description)]
+pub enum ImagePullPolicy {
+    /// Pull on every pod start.
+    Always,
+    /// Pull only when the node lacks the image.
+    IfNotPresent,
+    /// Never pull; the image must be on the node.
+    Never,
+}
+
+impl ImagePullPolicy {
+    /// The Kubernetes spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ImagePullPolicy::Always => "Always",
+            ImagePullPolicy::IfNotPresent => "IfNotPresent",
+            ImagePullPolicy::Never => "Never",
+        }
+    }
+}
+
+/// BIND `dnssec-validation` setting.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+#[schemars(transform = super::common::drop_type_description)]
+pub enum DnssecValidation {
+    /// Validate with the built-in root trust anchor.
+    Auto,
+    /// Validate with configured trust anchors only.
+    Yes,
+    /// Do not validate.
+    No,
+}
+
+impl DnssecValidation {
+    /// The named.conf spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DnssecValidation::Auto => "auto",
+            DnssecValidation::Yes => "yes",
+            DnssecValidation::No => "no",
+        }
+    }
+}
+
+/// Kubernetes Service type of the DNS Service.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default, JsonSchema)]
+#[schemars(transform = super::common::drop_type_description)]
+pub enum ServiceType {
+    /// Reachable inside the cluster only.
+    #[default]
+    ClusterIP,
+    /// Also exposed on every node's port.
+    NodePort,
+    /// Exposed through a cloud or bare-metal load balancer.
+    LoadBalancer,
+}
+
+/// How external traffic reaches the pods of a NodePort/LoadBalancer Service.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+#[schemars(transform = super::common::drop_type_description)]
+pub enum ExternalTrafficPolicy {
+    /// Any node forwards to any pod (source IP is lost).
+    Cluster,
+    /// Only nodes with a local pod answer (source IP is kept, so ACLs work).
+    Local,
+}
+
+/// The DNS Service in front of all BIND pods.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DnsServiceSpec {
+    /// Service type: ClusterIP (default), NodePort or LoadBalancer.
+    #[serde(default, rename = "type")]
+    pub type_: ServiceType,
+    /// Annotations on the Service (e.g. for a load-balancer controller).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub annotations: BTreeMap<String, String>,
+    /// Extra labels on the Service.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
+    /// Requested load-balancer address (type LoadBalancer only).
+    #[serde(
+        default,
+        rename = "loadBalancerIP",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(length(max = MAX_IP_LEN), regex(pattern = IP_PATTERN))]
+    pub load_balancer_ip: Option<String>,
+    /// Load-balancer implementation class (type LoadBalancer only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load_balancer_class: Option<String>,
+    /// Client CIDRs allowed through the load balancer.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub load_balancer_source_ranges: Vec<String>,
+    /// Whether external traffic may hop between nodes (Cluster) or stays on
+    /// the receiving node (Local, keeps client IPs for ACLs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub external_traffic_policy: Option<ExternalTrafficPolicy>,
+}
+
+/// Persistent storage for the primary's zone data.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StorageSpec {
+    /// Requested volume size.
+    #[serde(default = "default_storage_size")]
+    pub size: Quantity,
+    /// StorageClass of the claim. Unset: the cluster's default class.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage_class_name: Option<String>,
+}
+
+/// A zone answered by forwarding (BIND `zone "<zone>" { type forward; }`).
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ForwardZone {
+    /// The forwarded zone, e.g. `corp.example.com`.
+    #[schemars(length(min = 1, max = MAX_DNS_NAME_LEN), regex(pattern = DNS_NAME_PATTERN))]
+    pub zone: String,
+    /// IP addresses of the servers queries for this zone go to.
+    #[schemars(length(min = 1, max = MAX_LIST_ITEMS), inner(length(min = 1, max = MAX_IP_LEN), regex(pattern = IP_PATTERN)))]
+    #[x_kube(validation = Rule::new(RULE_ALL_IPS).message(MSG_FORWARDERS_IPS))]
+    pub forwarders: Vec<String>,
+    /// Only forward (`forward only`); false lets BIND fall back to iterative
+    /// resolution when the forwarders fail (`forward first`).
+    #[serde(default)]
+    pub forward_only: bool,
+}
+
+/// A BIND view: which clients see which zones.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct View {
+    /// View name; BindZones select it with spec.view.
+    #[schemars(length(min = 1, max = MAX_VIEW_NAME_LEN), regex(pattern = VIEW_NAME_PATTERN))]
+    pub name: String,
+    /// Address match list of clients (by source) this view answers (BIND
+    /// `match-clients`). Unset: any.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = MAX_LIST_ITEMS), inner(length(min = 1, max = MAX_ACL_ELEMENT_LEN), regex(pattern = ACL_ELEMENT_PATTERN)))]
+    pub match_clients: Vec<String>,
+    /// Address match list of server addresses (by destination) this view
+    /// answers (BIND `match-destinations`). Unset: any.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = MAX_LIST_ITEMS), inner(length(min = 1, max = MAX_ACL_ELEMENT_LEN), regex(pattern = ACL_ELEMENT_PATTERN)))]
+    pub match_destinations: Vec<String>,
+    /// Recursion inside this view. Unset: the cluster's spec.recursion.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recursion: Option<bool>,
+}
+
+/// The cluster's catalog zone.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CatalogSpec {
+    /// Name of the catalog zone. Unset: derived from the cluster's name and
+    /// namespace (`<name>.<namespace>.catalog.invalid`-style, never a real zone).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = MAX_DNS_NAME_LEN), regex(pattern = DNS_NAME_PATTERN))]
+    pub zone_name: Option<String>,
+    /// Name of the BindTSIGKey (same namespace) that signs zone transfers and
+    /// NOTIFY between the primary and the secondaries.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = MAX_K8S_NAME_LEN), regex(pattern = K8S_NAME_PATTERN))]
+    pub transfer_key_ref: Option<String>,
+}
+
+/// Observed state of a BindCluster.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BindClusterStatus {
+    /// metadata.generation this status describes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    /// Pods of the StatefulSet that are Ready.
+    #[serde(default)]
+    pub ready_replicas: i32,
+    /// Pod name -> sha256 (hex) of the named.conf plus keys.conf that pod last
+    /// loaded with `rndc reconfig`. Pods that no longer exist drop out.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub applied_config: BTreeMap<String, String>,
+    /// Latest observations: `Ready`, and `ConfigApplied` with reasons Applied,
+    /// Propagating, ReconfigFailed (message carries named-checkconf file:line)
+    /// and ExecFailed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
+    pub conditions: Vec<Condition>,
+}

@@ -1,0 +1,309 @@
+//! BindZone: one DNS zone served by a BindCluster, either a primary zone held
+//! by pod 0 (handed to the secondaries through the catalog) or a secondary
+//! zone transferred from external primaries.
+//!
+//! Types only; nothing here touches the cluster.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use kube::{CustomResource, KubeSchema};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::common::{MAX_TTL, Phase};
+use super::dnsrecord::RecordType;
+use super::validation::{
+    DNS_NAME_PATTERN, IP_PATTERN, K8S_NAME_PATTERN, MAX_DNS_NAME_LEN, MAX_INLINE_RECORDS,
+    MAX_IP_LEN, MAX_K8S_NAME_LEN, MAX_NAMESERVERS, MAX_VALUE_LEN, MAX_VALUES, MAX_VIEW_NAME_LEN,
+    MSG_A_IS_IPV4, MSG_AAAA_IS_IPV6, MSG_CNAME_SINGLE, MSG_PRIMARY_ADDRESS_IP,
+    MSG_SECONDARY_PRIMARIES, MSG_ZONE_NAME_IMMUTABLE, OWNER_NAME_PATTERN, RULE_A_IS_IPV4,
+    RULE_AAAA_IS_IPV6, RULE_CNAME_SINGLE, RULE_IMMUTABLE, RULE_IS_IP, RULE_SECONDARY_PRIMARIES,
+    VALUE_PATTERN, VIEW_NAME_PATTERN,
+};
+
+/// Zone default TTL when spec.defaultTTL is not set.
+pub const DEFAULT_ZONE_TTL: u32 = 3600;
+/// SOA refresh default (seconds).
+pub const DEFAULT_SOA_REFRESH: u32 = 3600;
+/// SOA retry default (seconds).
+pub const DEFAULT_SOA_RETRY: u32 = 900;
+/// SOA expire default (seconds, two weeks).
+pub const DEFAULT_SOA_EXPIRE: u32 = 1_209_600;
+/// SOA minimum (negative-caching TTL) default (seconds).
+pub const DEFAULT_SOA_MINIMUM: u32 = 300;
+/// Port of an external primary when primaries[].port is not set.
+pub const DEFAULT_DNS_PORT: u16 = 53;
+
+fn default_ttl() -> u32 {
+    DEFAULT_ZONE_TTL
+}
+fn default_true() -> bool {
+    true
+}
+fn default_refresh() -> u32 {
+    DEFAULT_SOA_REFRESH
+}
+fn default_retry() -> u32 {
+    DEFAULT_SOA_RETRY
+}
+fn default_expire() -> u32 {
+    DEFAULT_SOA_EXPIRE
+}
+fn default_minimum() -> u32 {
+    DEFAULT_SOA_MINIMUM
+}
+fn default_port() -> u16 {
+    DEFAULT_DNS_PORT
+}
+
+/// Desired state of a BindZone.
+// printcolumn(...) repeats `type_ = "string"`; that is data, not a duplicate.
+#[allow(clippy::duplicated_attributes)]
+#[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[kube(
+    group = "bind.unkin.net",
+    version = "v1alpha1",
+    kind = "BindZone",
+    namespaced,
+    status = "BindZoneStatus",
+    shortname = "bzone",
+    shortname = "bz",
+    category = "bind",
+    doc = "A DNS zone served by a BindCluster: a primary zone on pod 0 (shared with the secondaries through the catalog) or a secondary zone transferred from external primaries.",
+    printcolumn(name = "Zone", type_ = "string", json_path = ".spec.zoneName"),
+    printcolumn(name = "Cluster", type_ = "string", json_path = ".spec.clusterRef"),
+    printcolumn(name = "Type", type_ = "string", json_path = ".spec.type"),
+    printcolumn(name = "Phase", type_ = "string", json_path = ".status.phase"),
+    printcolumn(name = "Serial", type_ = "integer", json_path = ".status.serial"),
+    printcolumn(
+        name = "Records",
+        type_ = "integer",
+        priority = 1,
+        json_path = ".status.recordCount"
+    ),
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    )
+)]
+#[x_kube(validation = Rule::new(RULE_SECONDARY_PRIMARIES).message(MSG_SECONDARY_PRIMARIES))]
+#[serde(rename_all = "camelCase")]
+pub struct BindZoneSpec {
+    /// Name of the BindCluster (same namespace) that serves this zone.
+    #[schemars(length(min = 1, max = MAX_K8S_NAME_LEN), regex(pattern = K8S_NAME_PATTERN))]
+    pub cluster_ref: String,
+
+    /// The zone's domain name, e.g. `example.com` (a trailing dot is
+    /// allowed). Immutable: a different zone is a different BindZone.
+    #[schemars(length(min = 1, max = MAX_DNS_NAME_LEN), regex(pattern = DNS_NAME_PATTERN))]
+    #[x_kube(validation = Rule::new(RULE_IMMUTABLE).message(MSG_ZONE_NAME_IMMUTABLE))]
+    pub zone_name: String,
+
+    /// The cluster view (spec.views[].name) the zone lives in. Unset: the
+    /// cluster has no views.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = MAX_VIEW_NAME_LEN), regex(pattern = VIEW_NAME_PATTERN))]
+    pub view: Option<String>,
+
+    /// `primary`: served by pod 0 and handed to the secondaries through the
+    /// catalog. `secondary`: transferred from spec.primaries, never a catalog
+    /// member.
+    #[serde(default, rename = "type")]
+    pub type_: ZoneType,
+
+    /// External primaries a secondary zone transfers from (required for, and
+    /// only for, type secondary).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 16))]
+    pub primaries: Vec<ZonePrimary>,
+
+    /// Whether a primary zone is a member of the cluster's catalog zone (so
+    /// the secondaries serve it). Secondary zones are never members.
+    #[serde(default = "default_true")]
+    pub catalog: bool,
+
+    /// The apex NS RRset: host names of the zone's nameservers, absolute with
+    /// a trailing dot or relative to the zone. Converged per rdata (BIND
+    /// ignores an RRset-wide delete at the apex).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = MAX_NAMESERVERS), inner(length(min = 1, max = MAX_DNS_NAME_LEN), regex(pattern = DNS_NAME_PATTERN)))]
+    pub nameservers: Vec<String>,
+
+    /// SOA fields of the zone; every field has a default.
+    #[serde(default)]
+    pub soa: SoaSpec,
+
+    /// TTL of records that set none (`$TTL` of the zone).
+    #[serde(default = "default_ttl", rename = "defaultTTL")]
+    #[schemars(range(max = MAX_TTL))]
+    pub default_ttl: u32,
+
+    /// Record sets managed inline with the zone (larger zones: use DNSRecord
+    /// objects). Each entry owns its (name, type) RRset like a DNSRecord.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = MAX_INLINE_RECORDS))]
+    pub records: Vec<ZoneRecord>,
+
+    /// Name of the BindTSIGKey (same namespace) allowed to send dynamic
+    /// updates to this zone; the operator signs its own updates with it and
+    /// external-dns may share it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = MAX_K8S_NAME_LEN), regex(pattern = K8S_NAME_PATTERN))]
+    pub update_key_ref: Option<String>,
+
+    /// Extra address match list allowed to transfer the zone (BIND
+    /// `allow-transfer`), in addition to the cluster's transfer key.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = super::validation::MAX_LIST_ITEMS), inner(length(min = 1, max = super::validation::MAX_ACL_ELEMENT_LEN), regex(pattern = super::validation::ACL_ELEMENT_PATTERN)))]
+    pub allow_transfer: Vec<String>,
+
+    /// BIND `dnssec-policy` name for inline signing (e.g. `default`). Unset:
+    /// the zone is not signed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = MAX_VIEW_NAME_LEN), regex(pattern = VIEW_NAME_PATTERN))]
+    pub dnssec_policy: Option<String>,
+}
+
+/// Whether the cluster is the zone's primary or a secondary of outside servers.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, Default, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+#[schemars(transform = super::common::drop_type_description)]
+pub enum ZoneType {
+    /// Authoritative copy lives on pod 0; updated by TSIG dynamic update.
+    #[default]
+    Primary,
+    /// Transferred from spec.primaries.
+    Secondary,
+}
+
+impl ZoneType {
+    /// The wire spelling (`primary`, `secondary`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ZoneType::Primary => "primary",
+            ZoneType::Secondary => "secondary",
+        }
+    }
+}
+
+/// An external primary of a secondary zone.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ZonePrimary {
+    /// IP address of the primary (BIND transfers from addresses, not names).
+    #[schemars(length(min = 1, max = MAX_IP_LEN), regex(pattern = IP_PATTERN))]
+    #[x_kube(validation = Rule::new(RULE_IS_IP).message(MSG_PRIMARY_ADDRESS_IP))]
+    pub address: String,
+    /// DNS port of the primary.
+    #[serde(default = "default_port")]
+    #[schemars(range(min = 1))]
+    pub port: u16,
+    /// Name of the BindTSIGKey (same namespace) that signs transfers from this
+    /// primary. Unset: unsigned transfers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = MAX_K8S_NAME_LEN), regex(pattern = K8S_NAME_PATTERN))]
+    pub key_ref: Option<String>,
+}
+
+/// SOA fields of a zone.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SoaSpec {
+    /// Primary nameserver (SOA MNAME), absolute or relative to the zone.
+    /// Unset: the first of spec.nameservers, else `ns1` in the zone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = MAX_DNS_NAME_LEN), regex(pattern = DNS_NAME_PATTERN))]
+    pub mname: Option<String>,
+    /// Responsible mailbox in DNS form (SOA RNAME; `hostmaster.example.com.`
+    /// means hostmaster@example.com). Unset: `hostmaster` in the zone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = MAX_DNS_NAME_LEN), regex(pattern = DNS_NAME_PATTERN))]
+    pub rname: Option<String>,
+    /// Seconds between secondaries' serial checks (SOA REFRESH).
+    #[serde(default = "default_refresh")]
+    #[schemars(range(max = MAX_TTL))]
+    pub refresh: u32,
+    /// Seconds before a failed refresh is retried (SOA RETRY).
+    #[serde(default = "default_retry")]
+    #[schemars(range(max = MAX_TTL))]
+    pub retry: u32,
+    /// Seconds after which secondaries stop answering without a refresh (SOA
+    /// EXPIRE).
+    #[serde(default = "default_expire")]
+    #[schemars(range(max = MAX_TTL))]
+    pub expire: u32,
+    /// Negative-caching TTL in seconds (SOA MINIMUM).
+    #[serde(default = "default_minimum")]
+    #[schemars(range(max = MAX_TTL))]
+    pub minimum: u32,
+}
+
+impl Default for SoaSpec {
+    fn default() -> Self {
+        Self {
+            mname: None,
+            rname: None,
+            refresh: DEFAULT_SOA_REFRESH,
+            retry: DEFAULT_SOA_RETRY,
+            expire: DEFAULT_SOA_EXPIRE,
+            minimum: DEFAULT_SOA_MINIMUM,
+        }
+    }
+}
+
+/// A record set managed inline with its BindZone.
+///
+/// Unlike a DNSRecord it may name the apex NS RRset: older manifests published
+/// the nameservers that way, and the zone reconciler converges it per rdata.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[x_kube(validation = Rule::new(RULE_A_IS_IPV4).message(MSG_A_IS_IPV4))]
+#[x_kube(validation = Rule::new(RULE_AAAA_IS_IPV6).message(MSG_AAAA_IS_IPV6))]
+#[x_kube(validation = Rule::new(RULE_CNAME_SINGLE).message(MSG_CNAME_SINGLE))]
+#[serde(rename_all = "camelCase")]
+pub struct ZoneRecord {
+    /// Owner name: `@` for the apex, relative to the zone (`www`), or
+    /// absolute with a trailing dot.
+    #[serde(default = "super::dnsrecord::default_name")]
+    #[schemars(length(min = 1, max = MAX_DNS_NAME_LEN), regex(pattern = OWNER_NAME_PATTERN))]
+    pub name: String,
+    /// Record type.
+    #[serde(rename = "type")]
+    pub type_: RecordType,
+    /// TTL in seconds. Unset: the zone's defaultTTL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(max = MAX_TTL))]
+    pub ttl: Option<u32>,
+    /// Record data in presentation format, one entry per record of the set.
+    #[schemars(length(min = 1, max = MAX_VALUES), inner(length(min = 1, max = MAX_VALUE_LEN), regex(pattern = VALUE_PATTERN)))]
+    pub values: Vec<String>,
+}
+
+/// Observed state of a BindZone.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BindZoneStatus {
+    /// metadata.generation this status describes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    /// Pending, Ready or Error.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<Phase>,
+    /// SOA serial the primary serves.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub serial: Option<u32>,
+    /// Number of RRsets the operator manages in the zone (inline records and
+    /// DNSRecords).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub record_count: Option<u32>,
+    /// Pod name -> SOA serial that pod serves; a pod missing here does not
+    /// serve the zone (yet).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub servers: BTreeMap<String, u32>,
+    /// Latest observations; `Ready` is True when the primary serves the zone
+    /// as specified.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
+    pub conditions: Vec<Condition>,
+}

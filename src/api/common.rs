@@ -1,0 +1,233 @@
+//! Pieces shared by the four kinds: the API group constants, references to
+//! Secrets, the phase enum, condition type/reason names and the helper that
+//! sets a condition without moving `lastTransitionTime` unless the status flips.
+//!
+//! Pure data and pure functions: nothing here touches the cluster. It must never
+//! hold or print secret material (a [`SecretKeyRef`] names a Secret, it does not
+//! carry its contents).
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// API group of every kind in this crate.
+pub const GROUP: &str = "bind.unkin.net";
+/// API version of every kind in this crate.
+pub const VERSION: &str = "v1alpha1";
+/// `apiVersion` as written in manifests.
+pub const API_VERSION: &str = "bind.unkin.net/v1alpha1";
+
+/// Condition type: the object is fully reconciled and serving.
+pub const CONDITION_READY: &str = "Ready";
+/// Condition type on BindCluster: every pod loaded the wanted config.
+pub const CONDITION_CONFIG_APPLIED: &str = "ConfigApplied";
+
+/// ConfigApplied reason: every pod runs the wanted config.
+pub const REASON_APPLIED: &str = "Applied";
+/// ConfigApplied reason: some pod is not ready or its mount is not yet current.
+pub const REASON_PROPAGATING: &str = "Propagating";
+/// ConfigApplied reason: `rndc reconfig` failed (message has checkconf file:line).
+pub const REASON_RECONFIG_FAILED: &str = "ReconfigFailed";
+/// ConfigApplied reason: running a command in a pod failed.
+pub const REASON_EXEC_FAILED: &str = "ExecFailed";
+/// DNSRecord reason: a zone-qualified apex NS name slipped past CEL.
+pub const REASON_APEX_NS_UNSUPPORTED: &str = "ApexNSUnsupported";
+
+/// Condition status strings, as Kubernetes spells them.
+pub const STATUS_TRUE: &str = "True";
+/// Condition status strings, as Kubernetes spells them.
+pub const STATUS_FALSE: &str = "False";
+/// Condition status strings, as Kubernetes spells them.
+pub const STATUS_UNKNOWN: &str = "Unknown";
+
+/// Default key inside a Secret that holds base64 TSIG key material.
+pub const DEFAULT_SECRET_KEY: &str = "secret";
+
+/// Upper bound of a DNS TTL (RFC 2181 section 8: 2^31 - 1).
+pub const MAX_TTL: u32 = 2_147_483_647;
+
+/// A reference to one key of a Secret in the object's own namespace.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SecretKeyRef {
+    /// Name of the Secret, in the same namespace as the referring object.
+    #[schemars(length(min = 1, max = 253))]
+    pub name: String,
+    /// Key inside the Secret's data whose value is the base64 key material.
+    #[serde(default = "default_secret_key")]
+    #[schemars(length(min = 1, max = 253))]
+    pub key: String,
+}
+
+fn default_secret_key() -> String {
+    DEFAULT_SECRET_KEY.to_owned()
+}
+
+/// Lifecycle phase reported by BindZone and DNSRecord.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, JsonSchema)]
+#[schemars(transform = drop_type_description)]
+pub enum Phase {
+    /// Accepted, waiting for what it depends on (cluster, zone, primary pod).
+    Pending,
+    /// Served by the primary as specified.
+    Ready,
+    /// Cannot be served as specified; `reason` and `message` say why.
+    Error,
+}
+
+impl Phase {
+    /// The wire spelling (`Pending`, `Ready`, `Error`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Pending => "Pending",
+            Phase::Ready => "Ready",
+            Phase::Error => "Error",
+        }
+    }
+}
+
+impl std::fmt::Display for Phase {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// schemars transform for enum types used as `Option<Enum>` fields: drops the
+/// type's own description so the field's doc comment stays the `kubectl
+/// explain` text (kube's OptionalEnum rewrite would otherwise let the type's
+/// description overwrite the field's).
+pub(crate) fn drop_type_description(schema: &mut schemars::Schema) {
+    if let Some(obj) = schema.as_object_mut() {
+        obj.remove("description");
+    }
+}
+
+/// Finds the condition of the given type.
+pub fn find_condition<'a>(conditions: &'a [Condition], type_: &str) -> Option<&'a Condition> {
+    conditions.iter().find(|c| c.type_ == type_)
+}
+
+/// Whether the condition of the given type exists with status `True`.
+pub fn is_condition_true(conditions: &[Condition], type_: &str) -> bool {
+    find_condition(conditions, type_).is_some_and(|c| c.status == STATUS_TRUE)
+}
+
+/// Builds a condition; `lastTransitionTime` is `now` and is only kept by
+/// [`set_condition`] when the status actually flips.
+pub fn new_condition(
+    type_: &str,
+    status: bool,
+    reason: &str,
+    message: impl Into<String>,
+    observed_generation: Option<i64>,
+    now: Time,
+) -> Condition {
+    Condition {
+        type_: type_.to_owned(),
+        status: if status { STATUS_TRUE } else { STATUS_FALSE }.to_owned(),
+        reason: reason.to_owned(),
+        message: message.into(),
+        observed_generation,
+        last_transition_time: now,
+    }
+}
+
+/// Sets `new` in `conditions`, replacing the condition of the same type.
+///
+/// The previous `lastTransitionTime` is kept unless the status changed, so a
+/// reconcile that observes the same state writes byte-identical status (a moving
+/// timestamp would make every reconcile a write and wake the controller again).
+/// Returns whether anything changed.
+pub fn set_condition(conditions: &mut Vec<Condition>, mut new: Condition) -> bool {
+    match conditions.iter_mut().find(|c| c.type_ == new.type_) {
+        Some(existing) => {
+            if existing.status == new.status {
+                new.last_transition_time = existing.last_transition_time.clone();
+            }
+            if *existing == new {
+                return false;
+            }
+            *existing = new;
+            true
+        }
+        None => {
+            conditions.push(new);
+            conditions.sort_by(|a, b| a.type_.cmp(&b.type_));
+            true
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(secs: i64) -> Time {
+        Time(jiff::Timestamp::from_second(secs).unwrap())
+    }
+
+    #[test]
+    fn set_condition_keeps_transition_time_when_status_is_unchanged() {
+        let mut conds = Vec::new();
+        assert!(set_condition(
+            &mut conds,
+            new_condition(CONDITION_READY, false, "Pending", "waiting", Some(1), t(10))
+        ));
+        // Same status, new message: message updates, time stays.
+        assert!(set_condition(
+            &mut conds,
+            new_condition(
+                CONDITION_READY,
+                false,
+                "Pending",
+                "still waiting",
+                Some(1),
+                t(20)
+            )
+        ));
+        assert_eq!(conds[0].last_transition_time, t(10));
+        assert_eq!(conds[0].message, "still waiting");
+        // Identical observation: no change reported.
+        assert!(!set_condition(
+            &mut conds,
+            new_condition(
+                CONDITION_READY,
+                false,
+                "Pending",
+                "still waiting",
+                Some(1),
+                t(30)
+            )
+        ));
+        // Flip: time moves.
+        assert!(set_condition(
+            &mut conds,
+            new_condition(CONDITION_READY, true, "Ready", "", Some(1), t(40))
+        ));
+        assert_eq!(conds[0].last_transition_time, t(40));
+        assert!(is_condition_true(&conds, CONDITION_READY));
+        assert!(!is_condition_true(&conds, CONDITION_CONFIG_APPLIED));
+    }
+
+    #[test]
+    fn conditions_stay_sorted_by_type() {
+        let mut conds = Vec::new();
+        set_condition(
+            &mut conds,
+            new_condition(CONDITION_READY, true, "Ready", "", None, t(1)),
+        );
+        set_condition(
+            &mut conds,
+            new_condition(
+                CONDITION_CONFIG_APPLIED,
+                true,
+                REASON_APPLIED,
+                "",
+                None,
+                t(1),
+            ),
+        );
+        let types: Vec<_> = conds.iter().map(|c| c.type_.as_str()).collect();
+        assert_eq!(types, ["ConfigApplied", "Ready"]);
+    }
+}

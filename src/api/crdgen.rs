@@ -1,0 +1,78 @@
+//! Generates the CustomResourceDefinitions of the four kinds from the Rust
+//! types, as committed under `crds/` and printed by `bind-operator crds`.
+//!
+//! Pure: no cluster access. Output is deterministic (fixed kind order, sorted
+//! map keys from serde_json), so the committed files can be compared byte for
+//! byte with what the code generates.
+
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::CustomResourceExt;
+
+use super::{BindCluster, BindTSIGKey, BindZone, DNSRecord};
+
+/// Failure to turn a CRD into YAML.
+#[derive(Debug, thiserror::Error)]
+pub enum CrdGenError {
+    /// serde_yaml refused the CRD value.
+    #[error("failed to serialise CRD {name} to YAML")]
+    Yaml {
+        /// CRD name, e.g. `bindzones.bind.unkin.net`.
+        name: String,
+        /// Underlying serialiser error.
+        #[source]
+        source: serde_yaml::Error,
+    },
+}
+
+/// One generated CRD with the file name it is committed under in `crds/`.
+#[derive(Debug, Clone)]
+pub struct GeneratedCrd {
+    /// File name inside `crds/`, e.g. `bindzones.bind.unkin.net.yaml`.
+    pub file_name: String,
+    /// The CRD itself.
+    pub crd: CustomResourceDefinition,
+}
+
+/// File name of the all-in-one manifest inside `crds/`.
+pub const ALL_IN_ONE_FILE: &str = "all.yaml";
+
+/// The four CRDs in a fixed order (keys and clusters first, so `kubectl
+/// apply -f crds/all.yaml` reads in dependency order).
+pub fn crds() -> Vec<CustomResourceDefinition> {
+    vec![
+        BindTSIGKey::crd(),
+        BindCluster::crd(),
+        BindZone::crd(),
+        DNSRecord::crd(),
+    ]
+}
+
+/// The four CRDs paired with their `crds/` file names (`<plural>.<group>.yaml`).
+pub fn generated() -> Vec<GeneratedCrd> {
+    crds()
+        .into_iter()
+        .map(|crd| GeneratedCrd {
+            file_name: format!("{}.yaml", crd.metadata.name.clone().unwrap_or_default()),
+            crd,
+        })
+        .collect()
+}
+
+/// One CRD as a YAML document (no leading `---`).
+pub fn to_yaml(crd: &CustomResourceDefinition) -> Result<String, CrdGenError> {
+    serde_yaml::to_string(crd).map_err(|source| CrdGenError::Yaml {
+        name: crd.metadata.name.clone().unwrap_or_default(),
+        source,
+    })
+}
+
+/// All four CRDs as one multi-document YAML stream, each document opened by
+/// `---`. This is the content of `crds/all.yaml` and of `bind-operator crds`.
+pub fn all_yaml() -> Result<String, CrdGenError> {
+    let mut out = String::new();
+    for crd in crds() {
+        out.push_str("---\n");
+        out.push_str(&to_yaml(&crd)?);
+    }
+    Ok(out)
+}

@@ -1,0 +1,379 @@
+//! Renders a cluster's mounted files from validated input:
+//! `named.conf.primary`, `named.conf.secondary`, `keys.conf`, `rndc.key` and
+//! `entrypoint.sh`. Pure and deterministic: same input, same bytes. Never
+//! touches the cluster.
+//!
+//! Rendered text holds no pod IP and no per-pod port. The only
+//! environment-dependent input is [`ClusterConfig::primary_endpoint`], where
+//! secondaries reach the primary (the primary Service's ClusterIP:53 in a
+//! cluster, 127.0.0.1:<primary port> locally). Listening details come from
+//! files the entrypoint writes; the primary's NOTIFY targets from
+//! `notify-targets.conf`, which the operator writes at run time.
+
+use std::collections::BTreeMap;
+
+use super::conf::{ConfWriter, Tok, server_tokens};
+use super::entrypoint::{render_entrypoint, render_rndc_key};
+use super::layout::{data, mount};
+use super::name::ZoneName;
+use super::types::{AclElement, Endpoint, KeyName, TsigAlgorithm, TsigKey, TsigSecret, ViewName};
+use super::zone::catalog_zone_for;
+
+/// Largest number of concurrent outgoing transfers on the primary.
+pub const PRIMARY_TRANSFERS_OUT: u64 = 50;
+/// Concurrent transfers a secondary runs against one primary. Kept well
+/// below [`PRIMARY_TRANSFERS_OUT`] so even ten secondaries onboarding at once
+/// never hit the primary's quota (which stalls transfers for ~a minute).
+pub const SECONDARY_TRANSFERS_PER_NS: u64 = 5;
+/// Concurrent incoming transfers on a secondary.
+pub const SECONDARY_TRANSFERS_IN: u64 = 20;
+/// SOA queries per second a secondary may send; the default (20) makes
+/// onboarding 1,000 catalog members take about a minute.
+pub const SECONDARY_SERIAL_QUERY_RATE: u64 = 1000;
+/// Seconds between catalog-zone processing runs on a secondary.
+pub const CATALOG_MIN_UPDATE_INTERVAL: u64 = 1;
+
+/// `dnssec-validation` setting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DnssecValidation {
+    /// Authoritative-only servers must not chase the root trust anchor.
+    #[default]
+    No,
+    Yes,
+    Auto,
+}
+
+/// A forward zone.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ForwardZone {
+    pub zone: ZoneName,
+    pub forwarders: Vec<Endpoint>,
+    pub forward_only: bool,
+}
+
+/// A view.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct View {
+    pub name: ViewName,
+    /// Empty renders `any`.
+    pub match_clients: Vec<AclElement>,
+    /// Empty omits the statement.
+    pub match_destinations: Vec<AclElement>,
+    /// Overrides the server-wide recursion setting.
+    pub recursion: Option<bool>,
+}
+
+/// Everything that decides a cluster's rendered files, validated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClusterConfig {
+    pub recursion: bool,
+    /// Empty omits the statement (BIND default).
+    pub allow_query: Vec<AclElement>,
+    /// Empty omits the statement (BIND default).
+    pub allow_recursion: Vec<AclElement>,
+    pub forwarders: Vec<Endpoint>,
+    pub forward_only: bool,
+    pub dnssec_validation: DnssecValidation,
+    pub validate_except: Vec<ZoneName>,
+    pub forward_zones: Vec<ForwardZone>,
+    pub views: Vec<View>,
+    /// The catalog zone outside views; inside a view it is
+    /// `<view>.<catalog_zone>` (see [`catalog_zone_for`]).
+    pub catalog_zone: ZoneName,
+    /// Signs transfers and NOTIFY between primary and secondaries; must be
+    /// one of [`ClusterConfig::keys`].
+    pub transfer_key: KeyName,
+    /// Where secondaries reach the primary (IP only: BIND takes no names).
+    pub primary_endpoint: Endpoint,
+    /// Every TSIG key the cluster loads.
+    pub keys: Vec<TsigKey>,
+    pub rndc_algorithm: TsigAlgorithm,
+    pub rndc_secret: TsigSecret,
+}
+
+/// A render input that BIND would accept syntactically but not run with.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RenderError {
+    #[error("failed to render: transfer key {0} is not among the cluster's loaded keys")]
+    TransferKeyNotLoaded(String),
+    #[error("failed to render: key {0} is defined twice")]
+    DuplicateKey(String),
+    #[error("failed to render: view {0} is defined twice")]
+    DuplicateView(String),
+    #[error("failed to render: forward zone {0} is defined twice")]
+    DuplicateForwardZone(String),
+    #[error("failed to render: forward zone {0} has no forwarders")]
+    EmptyForwarders(String),
+    #[error("failed to render: key {0} is named like the rndc control key")]
+    ReservedKeyName(String),
+    #[error("failed to render: catalog zone for view {0}: {1}")]
+    CatalogName(String, String),
+}
+
+/// The files of one cluster, keyed by their names in the mount.
+#[derive(Clone, PartialEq, Eq)]
+pub struct RenderedFiles {
+    pub named_conf_primary: String,
+    pub named_conf_secondary: String,
+    /// Holds key material: never log it.
+    pub keys_conf: String,
+    /// Holds key material: never log it.
+    pub rndc_key: String,
+    pub entrypoint: String,
+}
+
+impl std::fmt::Debug for RenderedFiles {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RenderedFiles")
+            .field("named_conf_primary", &self.named_conf_primary)
+            .field("named_conf_secondary", &self.named_conf_secondary)
+            .field("keys_conf", &"<redacted>")
+            .field("rndc_key", &"<redacted>")
+            .field("entrypoint", &self.entrypoint)
+            .finish()
+    }
+}
+
+impl RenderedFiles {
+    /// `(file name in the mount, contents)`, sorted by name.
+    pub fn files(&self) -> BTreeMap<&'static str, &str> {
+        BTreeMap::from([
+            (mount::NAMED_CONF_PRIMARY, self.named_conf_primary.as_str()),
+            (mount::NAMED_CONF_SECONDARY, self.named_conf_secondary.as_str()),
+            (mount::KEYS_CONF, self.keys_conf.as_str()),
+            (mount::RNDC_KEY, self.rndc_key.as_str()),
+            (mount::ENTRYPOINT, self.entrypoint.as_str()),
+        ])
+    }
+}
+
+/// Which half of the StatefulSet a named.conf is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    Primary,
+    Secondary,
+}
+
+/// Renders every file of a cluster.
+pub fn render_cluster(cfg: &ClusterConfig) -> Result<RenderedFiles, RenderError> {
+    check(cfg)?;
+    Ok(RenderedFiles {
+        named_conf_primary: render_named_conf(cfg, Role::Primary)?,
+        named_conf_secondary: render_named_conf(cfg, Role::Secondary)?,
+        keys_conf: render_keys_conf(&cfg.keys),
+        rndc_key: render_rndc_key(cfg.rndc_algorithm, &cfg.rndc_secret),
+        entrypoint: render_entrypoint(),
+    })
+}
+
+fn check(cfg: &ClusterConfig) -> Result<(), RenderError> {
+    let mut names = std::collections::BTreeSet::new();
+    for k in &cfg.keys {
+        if k.name.as_str() == super::entrypoint::RNDC_KEY_NAME {
+            return Err(RenderError::ReservedKeyName(k.name.to_string()));
+        }
+        if !names.insert(&k.name) {
+            return Err(RenderError::DuplicateKey(k.name.to_string()));
+        }
+    }
+    if !names.contains(&cfg.transfer_key) {
+        return Err(RenderError::TransferKeyNotLoaded(cfg.transfer_key.to_string()));
+    }
+    let mut views = std::collections::BTreeSet::new();
+    for v in &cfg.views {
+        if !views.insert(&v.name) {
+            return Err(RenderError::DuplicateView(v.name.to_string()));
+        }
+    }
+    let mut fz = std::collections::BTreeSet::new();
+    for f in &cfg.forward_zones {
+        if !fz.insert(&f.zone) {
+            return Err(RenderError::DuplicateForwardZone(f.zone.to_string()));
+        }
+        if f.forwarders.is_empty() {
+            return Err(RenderError::EmptyForwarders(f.zone.to_string()));
+        }
+    }
+    Ok(())
+}
+
+/// `keys.conf`: one `key` clause per key, sorted by name.
+pub fn render_keys_conf(keys: &[TsigKey]) -> String {
+    let mut sorted: Vec<&TsigKey> = keys.iter().collect();
+    sorted.sort_by(|a, b| a.name.cmp(&b.name));
+    let mut w = ConfWriter::new();
+    for k in sorted {
+        w.block(&[Tok::Kw("key"), Tok::Str(k.name.as_str())], |w| {
+            w.stmt(&[Tok::Kw("algorithm"), Tok::Kw(k.algorithm.as_str())]);
+            w.stmt(&[Tok::Kw("secret"), Tok::Str(k.secret.expose_base64())]);
+        });
+    }
+    w.finish()
+}
+
+fn forwarders(w: &mut ConfWriter, list: &[Endpoint], only: bool) {
+    let items: Vec<Vec<Tok<'_>>> = list.iter().map(|e| server_tokens(e, None)).collect();
+    w.inline_list(&[Tok::Kw("forwarders")], &items);
+    w.stmt(&[Tok::Kw("forward"), Tok::Kw(if only { "only" } else { "first" })]);
+}
+
+fn yes_no(b: bool) -> Tok<'static> {
+    Tok::Kw(if b { "yes" } else { "no" })
+}
+
+/// Renders named.conf for one role.
+pub fn render_named_conf(cfg: &ClusterConfig, role: Role) -> Result<String, RenderError> {
+    let mut w = ConfWriter::new();
+    w.comment("Rendered by bind-operator; changes here are overwritten.");
+    match role {
+        Role::Primary => w.comment("Role: primary (StatefulSet ordinal 0). Zones, including the catalog"),
+        Role::Secondary => w.comment("Role: secondary. Zones arrive through the catalog zone from the"),
+    };
+    match role {
+        Role::Primary => w.comment("zone, are added at run time with rndc addzone by the operator."),
+        Role::Secondary => w.comment("primary, signed with the transfer key."),
+    };
+    w.comment("Paths are relative to the data directory, named's working directory.");
+    w.stmt(&[Tok::Kw("include"), Tok::Str(data::KEYS_CONF)]);
+    w.stmt(&[Tok::Kw("include"), Tok::Str(data::RNDC_KEY)]);
+    w.stmt(&[Tok::Kw("include"), Tok::Str(data::POD_CONTROLS)]);
+    w.blank();
+    let xfer_acl = [AclElement::key(cfg.transfer_key.clone())];
+    let primary_server = [(cfg.primary_endpoint, Some(&cfg.transfer_key))];
+    let mut catalog_names = Vec::new();
+    if role == Role::Secondary {
+        if cfg.views.is_empty() {
+            catalog_names.push((None, cfg.catalog_zone.clone()));
+        } else {
+            for v in &cfg.views {
+                let cat = catalog_zone_for(&cfg.catalog_zone, Some(&v.name))
+                    .map_err(|e| RenderError::CatalogName(v.name.to_string(), e.to_string()))?;
+                catalog_names.push((Some(v.name.clone()), cat));
+            }
+        }
+    }
+    let catalog_zones = |w: &mut ConfWriter, cat: &ZoneName| {
+        let server = server_tokens(&cfg.primary_endpoint, Some(&cfg.transfer_key));
+        w.block(&[Tok::Kw("catalog-zones")], |w| {
+            w.stmt(&[
+                Tok::Kw("zone"),
+                Tok::Str(cat.as_str()),
+                Tok::Kw("default-primaries"),
+                Tok::List(vec![server]),
+                Tok::Kw("zone-directory"),
+                Tok::Str(data::ZONES_DIR),
+                Tok::Kw("min-update-interval"),
+                Tok::Num(CATALOG_MIN_UPDATE_INTERVAL),
+            ]);
+        });
+    };
+    let catalog_zone_stmt = |w: &mut ConfWriter, cat: &ZoneName| {
+        let file = format!("{}/{}.db", data::CATALOG_DIR, cat.file_stem());
+        w.block(&[Tok::Kw("zone"), Tok::Str(cat.as_str())], |w| {
+            w.stmt(&[Tok::Kw("type"), Tok::Kw("secondary")]);
+            w.stmt(&[Tok::Kw("file"), Tok::Str(&file)]);
+            w.servers(&[Tok::Kw("primaries")], &primary_server);
+        });
+    };
+    let forward_zones = |w: &mut ConfWriter| {
+        for fz in &cfg.forward_zones {
+            w.block(&[Tok::Kw("zone"), Tok::Str(fz.zone.as_str())], |w| {
+                w.stmt(&[Tok::Kw("type"), Tok::Kw("forward")]);
+                forwarders(w, &fz.forwarders, fz.forward_only);
+            });
+        }
+    };
+
+    w.block(&[Tok::Kw("options")], |w| {
+        w.stmt(&[Tok::Kw("directory"), Tok::Str(".")]);
+        w.stmt(&[Tok::Kw("include"), Tok::Str(data::POD_LISTEN)]);
+        if role == Role::Primary {
+            w.stmt(&[Tok::Kw("include"), Tok::Str(data::NOTIFY_TARGETS)]);
+        }
+        w.stmt(&[Tok::Kw("pid-file"), Tok::Str("named.pid")]);
+        w.stmt(&[Tok::Kw("session-keyfile"), Tok::Str("session.key")]);
+        w.stmt(&[Tok::Kw("managed-keys-directory"), Tok::Str(".")]);
+        w.stmt(&[Tok::Kw("new-zones-directory"), Tok::Str(data::ZONES_DIR)]);
+        w.stmt(&[Tok::Kw("allow-new-zones"), yes_no(true)]);
+        w.stmt(&[Tok::Kw("recursion"), yes_no(cfg.recursion)]);
+        if !cfg.allow_query.is_empty() {
+            w.acl(&[Tok::Kw("allow-query")], &cfg.allow_query);
+        }
+        if !cfg.allow_recursion.is_empty() {
+            w.acl(&[Tok::Kw("allow-recursion")], &cfg.allow_recursion);
+        }
+        if !cfg.forwarders.is_empty() {
+            forwarders(w, &cfg.forwarders, cfg.forward_only);
+        }
+        let dv = match cfg.dnssec_validation {
+            DnssecValidation::No => "no",
+            DnssecValidation::Yes => "yes",
+            DnssecValidation::Auto => "auto",
+        };
+        w.stmt(&[Tok::Kw("dnssec-validation"), Tok::Kw(dv)]);
+        if !cfg.validate_except.is_empty() {
+            let items: Vec<Vec<Tok<'_>>> = cfg
+                .validate_except
+                .iter()
+                .map(|z| vec![Tok::Str(z.as_str())])
+                .collect();
+            w.inline_list(&[Tok::Kw("validate-except")], &items);
+        }
+        // Transfers by key only; zones widen this per zone.
+        w.acl(&[Tok::Kw("allow-transfer")], &xfer_acl);
+        match role {
+            Role::Primary => {
+                // Only the also-notify list: NOTIFY to NS names would leave the cluster.
+                w.stmt(&[Tok::Kw("notify"), Tok::Kw("explicit")]);
+                w.stmt(&[Tok::Kw("notify-delay"), Tok::Num(0)]);
+                w.stmt(&[Tok::Kw("serial-update-method"), Tok::Kw("unixtime")]);
+                w.stmt(&[Tok::Kw("transfers-out"), Tok::Num(PRIMARY_TRANSFERS_OUT)]);
+            }
+            Role::Secondary => {
+                w.stmt(&[Tok::Kw("notify"), Tok::Kw("no")]);
+                w.acl(&[Tok::Kw("allow-notify")], &xfer_acl);
+                w.stmt(&[Tok::Kw("serial-query-rate"), Tok::Num(SECONDARY_SERIAL_QUERY_RATE)]);
+                w.stmt(&[Tok::Kw("transfers-in"), Tok::Num(SECONDARY_TRANSFERS_IN)]);
+                w.stmt(&[Tok::Kw("transfers-per-ns"), Tok::Num(SECONDARY_TRANSFERS_PER_NS)]);
+                if cfg.views.is_empty() {
+                    catalog_zones(w, &cfg.catalog_zone);
+                }
+            }
+        }
+    });
+
+    if cfg.views.is_empty() {
+        if !cfg.forward_zones.is_empty() || role == Role::Secondary {
+            w.blank();
+        }
+        forward_zones(&mut w);
+        if role == Role::Secondary {
+            catalog_zone_stmt(&mut w, &cfg.catalog_zone);
+        }
+    } else {
+        for (i, v) in cfg.views.iter().enumerate() {
+            w.blank();
+            w.block(&[Tok::Kw("view"), Tok::Str(v.name.as_str())], |w| {
+                if v.match_clients.is_empty() {
+                    w.acl(&[Tok::Kw("match-clients")], &[AclElement::parse("any").expect("fixed")]);
+                } else {
+                    w.acl(&[Tok::Kw("match-clients")], &v.match_clients);
+                }
+                if !v.match_destinations.is_empty() {
+                    w.acl(&[Tok::Kw("match-destinations")], &v.match_destinations);
+                }
+                if let Some(r) = v.recursion {
+                    w.stmt(&[Tok::Kw("recursion"), yes_no(r)]);
+                }
+                if role == Role::Secondary {
+                    catalog_zones(w, &catalog_names[i].1);
+                }
+                forward_zones(w);
+                if role == Role::Secondary {
+                    catalog_zone_stmt(w, &catalog_names[i].1);
+                }
+            });
+        }
+    }
+    Ok(w.finish())
+}

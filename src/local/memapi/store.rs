@@ -1,0 +1,255 @@
+//! The object store: every object as JSON keyed by (group, plural) and
+//! (namespace, name), the global resourceVersion counter, uid and
+//! owner->dependents indexes, the bounded change history watches replay
+//! from, and the live watchers each change is pushed to. All mutation goes
+//! through `put` and `remove` so indexes, history and watchers never diverge.
+//! Callers hold the one state lock; nothing here blocks or awaits.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::faults::Hooks;
+use super::meta;
+use super::registry::{Registry, ResourceInfo};
+use super::watch::Watcher;
+
+/// (group, plural): one collection, whatever the version.
+pub(crate) type ResKey = (String, String);
+/// (namespace or "" for cluster-scoped, name).
+pub(crate) type ObjKey = (String, String);
+
+pub(crate) fn res_key(info: &ResourceInfo) -> ResKey {
+    (info.group.clone(), info.plural.clone())
+}
+
+pub(crate) fn obj_key(namespace: Option<&str>, name: &str) -> ObjKey {
+    (namespace.unwrap_or_default().to_owned(), name.to_owned())
+}
+
+/// A stored object plus the apply configurations its field managers last
+/// sent (server-side apply bookkeeping, never shown to clients).
+#[derive(Clone, Debug)]
+pub(crate) struct Entry {
+    pub(crate) obj: Arc<Value>,
+    pub(crate) applied: BTreeMap<String, Value>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum EventType {
+    Added,
+    Modified,
+    Deleted,
+}
+
+/// One committed change, as watches see it.
+#[derive(Debug)]
+pub(crate) struct Change {
+    pub(crate) rv: u64,
+    pub(crate) res: ResKey,
+    pub(crate) ty: EventType,
+    pub(crate) obj: Arc<Value>,
+    /// The object before a modification, so a watch with a selector can turn
+    /// "stopped matching" into DELETED and "started matching" into ADDED.
+    pub(crate) prev: Option<Arc<Value>>,
+}
+
+pub(crate) struct State {
+    pub(crate) registry: Registry,
+    pub(crate) hooks: Hooks,
+    pub(crate) watchers: Vec<Watcher>,
+    pub(crate) next_watcher_id: u64,
+    rv: u64,
+    objects: HashMap<ResKey, BTreeMap<ObjKey, Entry>>,
+    by_uid: HashMap<String, (ResKey, ObjKey)>,
+    dependents: HashMap<String, BTreeSet<(ResKey, ObjKey)>>,
+    history: VecDeque<Arc<Change>>,
+    history_limit: usize,
+    /// Every change with a resourceVersion above this is still in `history`.
+    history_floor: u64,
+    changed: tokio::sync::watch::Sender<u64>,
+}
+
+impl State {
+    pub(crate) fn new(history_limit: usize, changed: tokio::sync::watch::Sender<u64>) -> Self {
+        Self {
+            registry: Registry::with_builtins(),
+            hooks: Hooks::default(),
+            watchers: Vec::new(),
+            next_watcher_id: 0,
+            rv: 0,
+            objects: HashMap::new(),
+            by_uid: HashMap::new(),
+            dependents: HashMap::new(),
+            history: VecDeque::new(),
+            history_limit: history_limit.max(1),
+            history_floor: 0,
+            changed,
+        }
+    }
+
+    pub(crate) fn rv(&self) -> u64 {
+        self.rv
+    }
+
+    pub(crate) fn history_floor(&self) -> u64 {
+        self.history_floor
+    }
+
+    pub(crate) fn get(&self, res: &ResKey, key: &ObjKey) -> Option<&Entry> {
+        self.objects.get(res).and_then(|m| m.get(key))
+    }
+
+    /// Objects of one collection in key order, optionally in one namespace.
+    pub(crate) fn iter<'a>(
+        &'a self,
+        res: &ResKey,
+        namespace: Option<&'a str>,
+    ) -> impl Iterator<Item = (&'a ObjKey, &'a Entry)> + 'a {
+        self.objects
+            .get(res)
+            .into_iter()
+            .flat_map(|m| m.iter())
+            .filter(move |(k, _)| namespace.is_none_or(|ns| k.0 == ns))
+    }
+
+    pub(crate) fn collections(&self) -> Vec<ResKey> {
+        let mut v: Vec<ResKey> = self.objects.keys().cloned().collect();
+        v.sort();
+        v
+    }
+
+    pub(crate) fn locate_uid(&self, uid: &str) -> Option<&(ResKey, ObjKey)> {
+        self.by_uid.get(uid)
+    }
+
+    pub(crate) fn dependents_of(&self, uid: &str) -> Vec<(ResKey, ObjKey)> {
+        self.dependents
+            .get(uid)
+            .map(|s| s.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// Stores `obj` under a fresh resourceVersion (ADDED or MODIFIED).
+    pub(crate) fn put(
+        &mut self,
+        res: &ResKey,
+        key: &ObjKey,
+        mut obj: Value,
+        applied: BTreeMap<String, Value>,
+    ) -> Arc<Value> {
+        self.rv += 1;
+        meta::meta_mut(&mut obj).insert("resourceVersion".into(), self.rv.to_string().into());
+        let obj = Arc::new(obj);
+        let prev = self
+            .objects
+            .entry(res.clone())
+            .or_default()
+            .insert(
+                key.clone(),
+                Entry {
+                    obj: obj.clone(),
+                    applied,
+                },
+            )
+            .map(|e| e.obj);
+        if let Some(p) = &prev {
+            self.unindex(res, key, p);
+        }
+        self.index(res, key, &obj);
+        let ty = if prev.is_some() {
+            EventType::Modified
+        } else {
+            EventType::Added
+        };
+        self.record(res, ty, obj.clone(), prev);
+        obj
+    }
+
+    /// Replaces only the apply bookkeeping (a no-op apply changes no object).
+    pub(crate) fn set_applied(
+        &mut self,
+        res: &ResKey,
+        key: &ObjKey,
+        applied: BTreeMap<String, Value>,
+    ) {
+        if let Some(e) = self.objects.get_mut(res).and_then(|m| m.get_mut(key)) {
+            e.applied = applied;
+        }
+    }
+
+    /// Removes an object; the DELETED event carries `last` (the final state)
+    /// under a fresh resourceVersion.
+    pub(crate) fn remove(
+        &mut self,
+        res: &ResKey,
+        key: &ObjKey,
+        last: Option<Value>,
+    ) -> Option<Arc<Value>> {
+        let entry = self.objects.get_mut(res)?.remove(key)?;
+        self.unindex(res, key, &entry.obj);
+        self.rv += 1;
+        let mut obj = last.unwrap_or_else(|| (*entry.obj).clone());
+        meta::meta_mut(&mut obj).insert("resourceVersion".into(), self.rv.to_string().into());
+        let obj = Arc::new(obj);
+        self.record(res, EventType::Deleted, obj.clone(), Some(entry.obj));
+        Some(obj)
+    }
+
+    fn index(&mut self, res: &ResKey, key: &ObjKey, obj: &Value) {
+        let uid = meta::uid(obj);
+        if !uid.is_empty() {
+            self.by_uid
+                .insert(uid.to_owned(), (res.clone(), key.clone()));
+        }
+        for owner in meta::owner_uids(obj) {
+            self.dependents
+                .entry(owner)
+                .or_default()
+                .insert((res.clone(), key.clone()));
+        }
+    }
+
+    fn unindex(&mut self, res: &ResKey, key: &ObjKey, obj: &Value) {
+        self.by_uid.remove(meta::uid(obj));
+        for owner in meta::owner_uids(obj) {
+            if let Some(set) = self.dependents.get_mut(&owner) {
+                set.remove(&(res.clone(), key.clone()));
+                if set.is_empty() {
+                    self.dependents.remove(&owner);
+                }
+            }
+        }
+    }
+
+    fn record(&mut self, res: &ResKey, ty: EventType, obj: Arc<Value>, prev: Option<Arc<Value>>) {
+        let change = Arc::new(Change {
+            rv: self.rv,
+            res: res.clone(),
+            ty,
+            obj,
+            prev,
+        });
+        self.watchers.retain(|w| w.offer(&change));
+        self.history.push_back(change);
+        while self.history.len() > self.history_limit {
+            if let Some(old) = self.history.pop_front() {
+                self.history_floor = old.rv;
+            }
+        }
+        self.changed.send_replace(self.rv);
+    }
+
+    /// Changes after `rv`, oldest first (the caller checked `history_floor`).
+    pub(crate) fn history_since(&self, rv: u64) -> impl Iterator<Item = &Arc<Change>> {
+        let start = self.history.partition_point(|c| c.rv <= rv);
+        self.history.range(start..)
+    }
+
+    /// Forgets all history: watches from any earlier resourceVersion get 410.
+    pub(crate) fn compact(&mut self) {
+        self.history.clear();
+        self.history_floor = self.rv;
+    }
+}
