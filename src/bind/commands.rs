@@ -1,0 +1,361 @@
+//! Every command the operator runs inside a BIND pod, as argv + stdin.
+//! Pure: nothing here starts a process; an executor (pods/exec or the local
+//! runner) does. Paths, ports and tool names all come from a [`PodLayout`].
+//!
+//! User values never reach a shell as script text: where a command needs a
+//! shell (pipes, several steps), the script is fixed text here and values
+//! are passed as positional arguments (`sh -c SCRIPT sh ARG...`). Key
+//! material travels only on stdin, and [`Command`]'s `Debug` hides stdin.
+
+use std::fmt;
+
+use super::conf::{ConfWriter, server_tokens};
+use super::entrypoint::RNDC_KEY_NAME;
+use super::layout::{PodLayout, data};
+use super::name::ZoneName;
+use super::nsupdate::NsupdateScript;
+use super::render::render_keys_conf;
+use super::types::{Endpoint, KeyName, TsigKey, ViewName};
+
+/// A command to run in a pod: argv and optional stdin.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Command {
+    pub argv: Vec<String>,
+    /// May hold key material; never log it.
+    pub stdin: Option<String>,
+}
+
+impl fmt::Debug for Command {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Command")
+            .field("argv", &self.argv)
+            .field("stdin_bytes", &self.stdin.as_ref().map(String::len))
+            .finish()
+    }
+}
+
+impl Command {
+    fn new<I: IntoIterator<Item = S>, S: Into<String>>(argv: I) -> Self {
+        Command {
+            argv: argv.into_iter().map(Into::into).collect(),
+            stdin: None,
+        }
+    }
+
+    fn with_stdin(mut self, stdin: String) -> Self {
+        self.stdin = Some(stdin);
+        self
+    }
+
+    /// A shell script (fixed text) with positional arguments.
+    fn sh(script: &'static str, args: Vec<String>) -> Self {
+        let mut argv = vec![
+            "sh".to_string(),
+            "-c".to_string(),
+            script.to_string(),
+            "sh".to_string(),
+        ];
+        argv.extend(args);
+        Command { argv, stdin: None }
+    }
+}
+
+fn rndc(layout: &PodLayout, args: Vec<String>) -> Command {
+    let mut argv = vec![layout.tools.rndc.clone(), "-c".into(), layout.rndc_conf()];
+    argv.extend(args);
+    Command::new(argv)
+}
+
+/// `zone [IN view]` as rndc wants it.
+fn zone_args(zone: &ZoneName, view: Option<&ViewName>) -> Vec<String> {
+    let mut a = vec![zone.as_str().to_string()];
+    if let Some(v) = view {
+        a.push("IN".into());
+        a.push(v.as_str().into());
+    }
+    a
+}
+
+/// `rndc reconfig`: re-read named.conf (the symlink into the mount).
+pub fn reconfig(layout: &PodLayout) -> Command {
+    rndc(layout, vec!["reconfig".into()])
+}
+
+/// `rndc addzone ZONE [IN VIEW] CLAUSE` (clause from [`super::zone`]).
+pub fn addzone(
+    layout: &PodLayout,
+    zone: &ZoneName,
+    view: Option<&ViewName>,
+    clause: &str,
+) -> Command {
+    let mut a = vec!["addzone".to_string()];
+    a.extend(zone_args(zone, view));
+    a.push(clause.to_string());
+    rndc(layout, a)
+}
+
+/// `rndc modzone ZONE [IN VIEW] CLAUSE`.
+pub fn modzone(
+    layout: &PodLayout,
+    zone: &ZoneName,
+    view: Option<&ViewName>,
+    clause: &str,
+) -> Command {
+    let mut a = vec!["modzone".to_string()];
+    a.extend(zone_args(zone, view));
+    a.push(clause.to_string());
+    rndc(layout, a)
+}
+
+/// `rndc zonestatus ZONE [IN VIEW]`; parse with [`super::parse::parse_zonestatus`].
+pub fn zonestatus(layout: &PodLayout, zone: &ZoneName, view: Option<&ViewName>) -> Command {
+    let mut a = vec!["zonestatus".to_string()];
+    a.extend(zone_args(zone, view));
+    rndc(layout, a)
+}
+
+const DELZONE_SCRIPT: &str = r#"rndc="$1" conf="$2" file="$3"
+shift 3
+"$rndc" -c "$conf" delzone -clean "$@"
+rc=$?
+rm -f "$file" "$file.jnl"
+exit $rc"#;
+
+/// `rndc delzone -clean ZONE [IN VIEW]`, then removes the zone file and its
+/// journal even if rndc left them (a stale journal would replay deleted
+/// records into a re-created zone). Exit status is rndc's; a zone that was
+/// already gone shows as [`super::parse::RndcError::NotFound`].
+pub fn delzone(
+    layout: &PodLayout,
+    zone: &ZoneName,
+    view: Option<&ViewName>,
+    file: &str,
+) -> Command {
+    let mut a = vec![
+        layout.tools.rndc.clone(),
+        layout.rndc_conf(),
+        layout.data_path(file),
+    ];
+    a.extend(zone_args(zone, view));
+    Command::sh(DELZONE_SCRIPT, a)
+}
+
+const WRITE_FILE_SCRIPT: &str = r#"set -e
+f="$1"
+mkdir -p "$(dirname "$f")"
+rm -f "$f.jnl"
+cat >"$f.tmp"
+mv -f "$f.tmp" "$f""#;
+
+/// Writes a zone file (text on stdin) to `file` relative to the data dir,
+/// atomically, removing any stale journal first. Run before `addzone`.
+pub fn write_zone_file(layout: &PodLayout, file: &str, text: &str) -> Command {
+    Command::sh(WRITE_FILE_SCRIPT, vec![layout.data_path(file)]).with_stdin(text.to_string())
+}
+
+/// The primary's options-level NOTIFY list, signed with the transfer key.
+pub fn render_notify_targets(targets: &[Endpoint], transfer_key: &KeyName) -> String {
+    let mut sorted = targets.to_vec();
+    sorted.sort();
+    sorted.dedup();
+    let mut w = ConfWriter::new();
+    let items: Vec<_> = sorted
+        .iter()
+        .map(|e| server_tokens(e, Some(transfer_key)))
+        .collect();
+    w.inline_list(&[super::conf::Tok::Kw("also-notify")], &items);
+    w.finish()
+}
+
+const WRITE_NOTIFY_SCRIPT: &str = r#"set -e
+f="$1" rndc="$2" conf="$3"
+cat >"$f.tmp"
+mv -f "$f.tmp" "$f"
+exec "$rndc" -c "$conf" reconfig"#;
+
+/// Rewrites `notify-targets.conf` on the primary (the secondaries' pod
+/// endpoints) and reconfigs so every zone NOTIFYs them. Compare with
+/// [`read_notify_targets`] first: a converged cluster runs nothing.
+pub fn write_notify_targets(
+    layout: &PodLayout,
+    targets: &[Endpoint],
+    transfer_key: &KeyName,
+) -> Command {
+    Command::sh(
+        WRITE_NOTIFY_SCRIPT,
+        vec![
+            layout.data_path(data::NOTIFY_TARGETS),
+            layout.tools.rndc.clone(),
+            layout.rndc_conf(),
+        ],
+    )
+    .with_stdin(render_notify_targets(targets, transfer_key))
+}
+
+/// `cat notify-targets.conf`.
+pub fn read_notify_targets(layout: &PodLayout) -> Command {
+    Command::new(["cat".to_string(), layout.data_path(data::NOTIFY_TARGETS)])
+}
+
+/// `cat named.conf keys.conf` through the run-path symlinks: its sha256 is
+/// the pod's mounted config hash (named.conf for its role + keys.conf).
+pub fn read_mounted_config(layout: &PodLayout) -> Command {
+    Command::new(["cat".to_string(), layout.run_conf(), layout.keys_conf()])
+}
+
+/// sha256 hex of a pod's wanted config: its role's named.conf + keys.conf,
+/// the same bytes [`read_mounted_config`] prints.
+pub fn config_hash(named_conf: &str, keys_conf: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    h.update(named_conf.as_bytes());
+    h.update(keys_conf.as_bytes());
+    hex::encode(h.finalize())
+}
+
+const CHECKCONF_SCRIPT: &str = r#"cd "$1" || exit 1
+shift
+exec "$@""#;
+
+/// `named-checkconf [-z] named.conf`, run in the data directory so relative
+/// includes resolve as they do for named. Errors are on stdout; parse with
+/// [`super::parse::parse_checkconf`].
+pub fn checkconf(layout: &PodLayout, load_zones: bool) -> Command {
+    let mut a = vec![
+        layout.data_dir.to_string_lossy().into_owned(),
+        layout.tools.checkconf.clone(),
+    ];
+    if load_zones {
+        a.push("-z".into());
+    }
+    a.push(data::RUN_CONF.into());
+    Command::sh(CHECKCONF_SCRIPT, a)
+}
+
+/// nsupdate over TCP (`-v`: slow stdin would time out over UDP) with the
+/// script (server, key and messages) on stdin.
+pub fn nsupdate(layout: &PodLayout, script: &NsupdateScript) -> Command {
+    Command::new([layout.tools.nsupdate.clone(), "-v".to_string()])
+        .with_stdin(script.expose_stdin().to_string())
+}
+
+/// The endpoint in-pod tools use to reach this pod's named.
+pub fn local_server(layout: &PodLayout) -> Endpoint {
+    Endpoint {
+        ip: layout.server_addr,
+        port: layout.dns_port,
+    }
+}
+
+fn dig_base(layout: &PodLayout) -> Vec<String> {
+    vec![
+        layout.tools.dig.clone(),
+        "-p".into(),
+        layout.dns_port.to_string(),
+        format!("@{}", layout.server_addr),
+        "+time=2".into(),
+        "+tries=1".into(),
+    ]
+}
+
+/// One `dig` asking SOA of many zones; parse with
+/// [`super::parse::parse_dig_soa`]. A zone missing from the answer is not
+/// served by this pod.
+pub fn dig_soa(layout: &PodLayout, zones: &[ZoneName]) -> Command {
+    let mut a = dig_base(layout);
+    a.extend(["+noall".into(), "+answer".into(), "+norecurse".into()]);
+    for z in zones {
+        a.push(z.fqdn());
+        a.push("SOA".into());
+    }
+    Command::new(a)
+}
+
+const DIG_KEYFILE_SCRIPT: &str = r#"umask 077
+k=$(mktemp) || exit 1
+trap 'rm -f "$k"' EXIT
+cat >"$k"
+"$@" -k "$k""#;
+
+/// `dig AXFR` signed with `key` (from a temp key file fed on stdin, so the
+/// secret is in no argv); parse with [`super::parse::parse_axfr`].
+pub fn dig_axfr(layout: &PodLayout, zone: &ZoneName, key: &TsigKey) -> Command {
+    let mut a = dig_base(layout);
+    a.extend([
+        "+noall".into(),
+        "+answer".into(),
+        "+onesoa".into(),
+        zone.fqdn(),
+        "AXFR".into(),
+    ]);
+    Command::sh(DIG_KEYFILE_SCRIPT, a).with_stdin(render_keys_conf(std::slice::from_ref(key)))
+}
+
+/// rndc's key name, for callers checking names do not clash.
+pub fn rndc_key_name() -> &'static str {
+    RNDC_KEY_NAME
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bind::types::{TsigAlgorithm, TsigSecret};
+
+    #[test]
+    fn commands_use_the_layout_and_hide_secrets() {
+        let l = PodLayout::in_cluster();
+        let z = ZoneName::parse("example.com").unwrap();
+        let v = ViewName::parse("ext").unwrap();
+        assert_eq!(
+            reconfig(&l).argv,
+            ["rndc", "-c", "/var/lib/bind/rndc.conf", "reconfig"]
+        );
+        assert_eq!(
+            zonestatus(&l, &z, Some(&v)).argv,
+            [
+                "rndc",
+                "-c",
+                "/var/lib/bind/rndc.conf",
+                "zonestatus",
+                "example.com",
+                "IN",
+                "ext"
+            ]
+        );
+        assert_eq!(
+            read_mounted_config(&l).argv,
+            [
+                "cat",
+                "/var/lib/bind/named.conf",
+                "/var/lib/bind/config/keys.conf"
+            ]
+        );
+        let d = dig_soa(&l, &[z.clone(), ZoneName::parse("b.org").unwrap()]);
+        assert_eq!(
+            &d.argv[d.argv.len() - 4..],
+            ["example.com.", "SOA", "b.org.", "SOA"]
+        );
+        let key = TsigKey {
+            name: KeyName::parse("xfer").unwrap(),
+            algorithm: TsigAlgorithm::HmacSha256,
+            secret: TsigSecret::from_base64("c2VjcmV0").unwrap(),
+        };
+        let ax = dig_axfr(&l, &z, &key);
+        assert!(ax.argv.iter().all(|a| !a.contains("c2VjcmV0")));
+        assert!(ax.stdin.as_deref().unwrap().contains("c2VjcmV0"));
+        assert!(!format!("{ax:?}").contains("c2VjcmV0"));
+        let n = render_notify_targets(
+            &[
+                Endpoint::new("127.0.0.1".parse().unwrap(), 5302).unwrap(),
+                Endpoint::new("10.0.0.2".parse().unwrap(), 53).unwrap(),
+            ],
+            &key.name,
+        );
+        assert_eq!(
+            n,
+            "also-notify { 10.0.0.2 port 53 key \"xfer\"; 127.0.0.1 port 5302 key \"xfer\"; };\n"
+        );
+        assert_eq!(render_notify_targets(&[], &key.name), "also-notify { };\n");
+        assert_eq!(config_hash("a", "b"), config_hash("ab", ""));
+    }
+}

@@ -171,7 +171,11 @@ impl ConfWriter {
 
     /// A server list with ports and keys: `head { IP port P key "K"; ... };`
     /// (`primaries`, `also-notify`, `default-primaries`).
-    pub fn servers(&mut self, head: &[Tok<'_>], servers: &[(Endpoint, Option<&KeyName>)]) -> &mut Self {
+    pub fn servers(
+        &mut self,
+        head: &[Tok<'_>],
+        servers: &[(Endpoint, Option<&KeyName>)],
+    ) -> &mut Self {
         let items: Vec<Vec<Tok<'_>>> = servers
             .iter()
             .map(|(ep, key)| server_tokens(ep, *key))
@@ -207,7 +211,11 @@ pub fn acl_tokens(e: &AclElement) -> Vec<Tok<'_>> {
 
 /// Tokens for `IP port P [key "K"]`.
 pub fn server_tokens<'a>(ep: &Endpoint, key: Option<&'a KeyName>) -> Vec<Tok<'a>> {
-    let mut t = vec![Tok::Ip(ep.ip), Tok::Kw("port"), Tok::Num(u64::from(ep.port))];
+    let mut t = vec![
+        Tok::Ip(ep.ip),
+        Tok::Kw("port"),
+        Tok::Num(u64::from(ep.port)),
+    ];
     if let Some(k) = key {
         t.push(Tok::Kw("key"));
         t.push(Tok::Str(k.as_str()));

@@ -190,8 +190,14 @@ impl PodLayout {
             (env::DNS_PORT.into(), self.dns_port.to_string()),
             (env::CONTROL_PORT.into(), self.control_port.to_string()),
             (env::LISTEN_ADDRESS.into(), listen.to_string()),
-            (env::DATA_DIR.into(), self.data_dir.to_string_lossy().into_owned()),
-            (env::CONFIG_DIR.into(), self.config_dir.to_string_lossy().into_owned()),
+            (
+                env::DATA_DIR.into(),
+                self.data_dir.to_string_lossy().into_owned(),
+            ),
+            (
+                env::CONFIG_DIR.into(),
+                self.config_dir.to_string_lossy().into_owned(),
+            ),
             (env::POD_ORDINAL.into(), ordinal.to_string()),
         ]
     }

@@ -24,4 +24,6 @@ pub use error::ValidationError;
 pub use layout::PodLayout;
 pub use name::{DomainName, ZoneName};
 pub use rdata::{Rdata, RecordType};
-pub use types::{AclElement, AclTarget, Endpoint, KeyName, Ttl, TsigAlgorithm, TsigKey, TsigSecret, ViewName};
+pub use types::{
+    AclElement, AclTarget, Endpoint, KeyName, TsigAlgorithm, TsigKey, TsigSecret, Ttl, ViewName,
+};

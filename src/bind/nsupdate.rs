@@ -1,0 +1,521 @@
+//! Builds one nsupdate script for a zone's batch of RRset changes. Pure, no
+//! I/O: the script is handed to [`super::commands::nsupdate`].
+//!
+//! Rules it enforces (see BIND_FACTS.md): an RRset replace is `update delete
+//! NAME TYPE` plus its adds inside one UPDATE message (atomic); the apex NS
+//! RRset converges per rdata, adds first, then deletes, in one message, after
+//! every other change (so glue lands first); messages are cut before an
+//! estimated 64 KiB; no RRset may hold more than 100 rdata (BIND fails the
+//! whole message); CNAME next to another type at one name is refused.
+//! The TSIG key travels in the script (stdin), never in argv or a log line.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::{self, Write as _};
+
+use super::error::ValidationError;
+use super::name::{DomainName, ZoneName};
+use super::rdata::{Rdata, RecordType};
+use super::types::{Endpoint, TsigKey, Ttl};
+
+/// BIND's default `max-records-per-type`.
+pub const MAX_RDATA_PER_RRSET: usize = 100;
+/// Estimated bytes a message may carry in its update section. DNS messages
+/// are capped at 65,535 bytes; the rest is left for header, zone section and
+/// TSIG, and the estimate already ignores name compression.
+pub const MESSAGE_BUDGET: usize = 60_000;
+/// Fixed bytes of an RR besides owner and rdata (type, class, ttl, rdlength).
+const RR_FIXED: usize = 10;
+
+/// One RRset the operator owns, as it should end up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RrsetChange {
+    /// Make the RRset exactly `values` (delete RRset + adds, atomically).
+    Replace {
+        name: DomainName,
+        rtype: RecordType,
+        ttl: Ttl,
+        values: Vec<Rdata>,
+    },
+    /// Remove the RRset.
+    Delete { name: DomainName, rtype: RecordType },
+}
+
+impl RrsetChange {
+    /// Validates a user's record set (`name` may be `@`, relative or
+    /// absolute; `ttl` falls back to `default_ttl`).
+    pub fn parse_replace(
+        zone: &ZoneName,
+        name: &str,
+        rtype: &str,
+        ttl: Option<i64>,
+        default_ttl: Ttl,
+        values: &[String],
+    ) -> Result<Self, ValidationError> {
+        let rtype: RecordType = rtype.parse()?;
+        let name = DomainName::resolve(name, zone)?;
+        let ttl = match ttl {
+            Some(t) => Ttl::new(t)?,
+            None => default_ttl,
+        };
+        let values = values
+            .iter()
+            .enumerate()
+            .map(|(i, v)| Rdata::parse(rtype, v, zone).map_err(|e| e.at(&format!("values[{i}]"))))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(RrsetChange::Replace {
+            name,
+            rtype,
+            ttl,
+            values,
+        })
+    }
+
+    /// The owner name.
+    pub fn name(&self) -> &DomainName {
+        match self {
+            RrsetChange::Replace { name, .. } | RrsetChange::Delete { name, .. } => name,
+        }
+    }
+
+    /// The record type.
+    pub fn rtype(&self) -> RecordType {
+        match self {
+            RrsetChange::Replace { rtype, .. } | RrsetChange::Delete { rtype, .. } => *rtype,
+        }
+    }
+}
+
+/// The apex NS RRset: what the zone should hold and what it holds now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApexNs {
+    pub ttl: Ttl,
+    pub wanted: Vec<DomainName>,
+    pub current: Vec<DomainName>,
+    /// The served TTL, when known; a difference re-adds every wanted rdata.
+    pub current_ttl: Option<Ttl>,
+}
+
+/// All pending changes of one zone.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UpdateBatch {
+    pub zone: ZoneName,
+    pub changes: Vec<RrsetChange>,
+    pub apex_ns: Option<ApexNs>,
+}
+
+/// A batch that must not be sent.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BatchError {
+    #[error("failed to build update: {name} is outside zone {zone}")]
+    OutOfZone { name: String, zone: String },
+    #[error(
+        "failed to build update: the apex NS RRset of {zone} is managed through the zone's nameservers, not as a record set"
+    )]
+    ApexNsRecord { zone: String },
+    #[error("failed to build update: a CNAME at {name} cannot sit at the zone apex")]
+    CnameAtApex { name: String },
+    #[error("failed to build update: {name} has a CNAME and other record types")]
+    CnameConflict { name: String },
+    #[error("failed to build update: {name} {rtype} is changed twice in one batch")]
+    DuplicateRrset { name: String, rtype: RecordType },
+    #[error(
+        "failed to build update: {name} {rtype} has {count} values, more than {MAX_RDATA_PER_RRSET}"
+    )]
+    TooManyValues {
+        name: String,
+        rtype: RecordType,
+        count: usize,
+    },
+    #[error("failed to build update: {name} {rtype} has no values; delete it instead")]
+    NoValues { name: String, rtype: RecordType },
+    #[error(
+        "failed to build update: {name} {rtype} needs about {size} bytes, more than one message holds"
+    )]
+    ChangeTooLarge {
+        name: String,
+        rtype: RecordType,
+        size: usize,
+    },
+    #[error("failed to build update: the apex NS RRset of {zone} cannot be empty")]
+    NoNameservers { zone: String },
+}
+
+/// A finished script. `Debug` hides the text because it holds the key.
+#[derive(Clone, PartialEq, Eq)]
+pub struct NsupdateScript {
+    text: String,
+    /// UPDATE messages (`send`s) in the script.
+    pub messages: usize,
+    /// RRset changes in the script (apex NS counts as one).
+    pub changes: usize,
+}
+
+impl NsupdateScript {
+    /// The script for nsupdate's stdin. Holds key material: never log it.
+    pub fn expose_stdin(&self) -> &str {
+        &self.text
+    }
+}
+
+impl fmt::Debug for NsupdateScript {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("NsupdateScript")
+            .field("messages", &self.messages)
+            .field("changes", &self.changes)
+            .field("text", &"<redacted>")
+            .finish()
+    }
+}
+
+/// One atomic group of update lines with its estimated size.
+struct Unit {
+    lines: Vec<String>,
+    size: usize,
+}
+
+fn check(batch: &UpdateBatch) -> Result<(), BatchError> {
+    let apex = batch.zone.as_domain();
+    let mut seen = BTreeSet::new();
+    let mut types_at: BTreeMap<&DomainName, Vec<RecordType>> = BTreeMap::new();
+    for c in &batch.changes {
+        let (name, rtype) = (c.name(), c.rtype());
+        if !name.is_within(apex) {
+            return Err(BatchError::OutOfZone {
+                name: name.fqdn(),
+                zone: batch.zone.to_string(),
+            });
+        }
+        if name == apex && rtype == RecordType::Ns {
+            return Err(BatchError::ApexNsRecord {
+                zone: batch.zone.to_string(),
+            });
+        }
+        if !seen.insert((name, rtype)) {
+            return Err(BatchError::DuplicateRrset {
+                name: name.fqdn(),
+                rtype,
+            });
+        }
+        if let RrsetChange::Replace { values, .. } = c {
+            if rtype == RecordType::Cname && name == apex {
+                return Err(BatchError::CnameAtApex { name: name.fqdn() });
+            }
+            if values.is_empty() {
+                return Err(BatchError::NoValues {
+                    name: name.fqdn(),
+                    rtype,
+                });
+            }
+            let distinct: BTreeSet<&Rdata> = values.iter().collect();
+            if distinct.len() > MAX_RDATA_PER_RRSET {
+                return Err(BatchError::TooManyValues {
+                    name: name.fqdn(),
+                    rtype,
+                    count: distinct.len(),
+                });
+            }
+            types_at.entry(name).or_default().push(rtype);
+        }
+    }
+    for (name, types) in types_at {
+        if types.contains(&RecordType::Cname) && types.len() > 1 {
+            return Err(BatchError::CnameConflict { name: name.fqdn() });
+        }
+    }
+    if let Some(ns) = &batch.apex_ns {
+        if ns.wanted.is_empty() {
+            return Err(BatchError::NoNameservers {
+                zone: batch.zone.to_string(),
+            });
+        }
+    }
+    Ok(())
+}
+
+fn change_unit(c: &RrsetChange) -> Unit {
+    let name = c.name();
+    let base = name.wire_len() + RR_FIXED;
+    let mut lines = vec![format!("update delete {} {}", name.fqdn(), c.rtype())];
+    let mut size = base;
+    if let RrsetChange::Replace {
+        rtype, ttl, values, ..
+    } = c
+    {
+        let distinct: BTreeSet<&Rdata> = values.iter().collect();
+        for v in distinct {
+            lines.push(format!(
+                "update add {} {} {} {}",
+                name.fqdn(),
+                ttl,
+                rtype,
+                v
+            ));
+            size += base + v.wire_len();
+        }
+    }
+    Unit { lines, size }
+}
+
+fn apex_unit(zone: &ZoneName, ns: &ApexNs) -> Option<Unit> {
+    let apex = zone.fqdn();
+    let base = zone.as_domain().wire_len() + RR_FIXED;
+    let wanted: BTreeSet<&DomainName> = ns.wanted.iter().collect();
+    let current: BTreeSet<&DomainName> = ns.current.iter().collect();
+    let ttl_changed = ns.current_ttl.is_some_and(|t| t != ns.ttl);
+    let adds: Vec<&DomainName> = if ttl_changed {
+        wanted.iter().copied().collect()
+    } else {
+        wanted.difference(&current).copied().collect()
+    };
+    let deletes: Vec<&DomainName> = current.difference(&wanted).copied().collect();
+    if adds.is_empty() && deletes.is_empty() {
+        return None;
+    }
+    let mut lines = Vec::new();
+    let mut size = 0;
+    // Adds before deletes: BIND never deletes the last NS of a zone.
+    for n in adds {
+        lines.push(format!("update add {apex} {} NS {n}", ns.ttl));
+        size += base + n.wire_len();
+    }
+    for n in deletes {
+        lines.push(format!("update delete {apex} NS {n}"));
+        size += base + n.wire_len();
+    }
+    Some(Unit { lines, size })
+}
+
+/// Builds the script, or `None` when the batch changes nothing. The server
+/// line targets `server` (the pod's own named, from its layout).
+pub fn build_script(
+    batch: &UpdateBatch,
+    server: Endpoint,
+    key: &TsigKey,
+) -> Result<Option<NsupdateScript>, BatchError> {
+    check(batch)?;
+    let mut units: Vec<Unit> = batch.changes.iter().map(change_unit).collect();
+    if let Some(u) = batch
+        .apex_ns
+        .as_ref()
+        .and_then(|ns| apex_unit(&batch.zone, ns))
+    {
+        units.push(u);
+    }
+    if units.is_empty() {
+        return Ok(None);
+    }
+    for (u, c) in units.iter().zip(batch.changes.iter()) {
+        if u.size > MESSAGE_BUDGET {
+            return Err(BatchError::ChangeTooLarge {
+                name: c.name().fqdn(),
+                rtype: c.rtype(),
+                size: u.size,
+            });
+        }
+    }
+    if let Some(last) = units.last() {
+        if last.size > MESSAGE_BUDGET {
+            return Err(BatchError::ChangeTooLarge {
+                name: batch.zone.fqdn(),
+                rtype: RecordType::Ns,
+                size: last.size,
+            });
+        }
+    }
+
+    let mut text = String::new();
+    let _ = writeln!(text, "server {} {}", server.ip, server.port);
+    let _ = writeln!(
+        text,
+        "key {}:{} {}",
+        key.algorithm,
+        key.name,
+        key.secret.expose_base64()
+    );
+    let mut messages = 0;
+    let mut used = 0;
+    let mut open = false;
+    for u in &units {
+        if open && used + u.size > MESSAGE_BUDGET {
+            text.push_str("send\n");
+            messages += 1;
+            open = false;
+        }
+        if !open {
+            let _ = writeln!(text, "zone {}", batch.zone.fqdn());
+            used = 0;
+            open = true;
+        }
+        for l in &u.lines {
+            text.push_str(l);
+            text.push('\n');
+        }
+        used += u.size;
+    }
+    text.push_str("send\n");
+    messages += 1;
+    Ok(Some(NsupdateScript {
+        text,
+        messages,
+        changes: units.len(),
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bind::types::{KeyName, TsigAlgorithm, TsigSecret};
+
+    fn key() -> TsigKey {
+        TsigKey {
+            name: KeyName::parse("upd").unwrap(),
+            algorithm: TsigAlgorithm::HmacSha256,
+            secret: TsigSecret::from_base64("c2VjcmV0").unwrap(),
+        }
+    }
+
+    fn zone() -> ZoneName {
+        ZoneName::parse("example.com").unwrap()
+    }
+
+    fn ep() -> Endpoint {
+        Endpoint::new("127.0.0.1".parse().unwrap(), 53).unwrap()
+    }
+
+    fn replace(name: &str, t: &str, values: &[&str]) -> RrsetChange {
+        let v: Vec<String> = values.iter().map(|s| s.to_string()).collect();
+        RrsetChange::parse_replace(&zone(), name, t, Some(300), Ttl::new(3600).unwrap(), &v)
+            .unwrap()
+    }
+
+    fn n(s: &str) -> DomainName {
+        DomainName::parse_absolute(s).unwrap()
+    }
+
+    #[test]
+    fn replace_and_apex_ns_order() {
+        let batch = UpdateBatch {
+            zone: zone(),
+            changes: vec![
+                replace("ns3", "A", &["192.0.2.3"]),
+                replace("@", "TXT", &["hello \"world\""]),
+                RrsetChange::Delete {
+                    name: n("old.example.com"),
+                    rtype: RecordType::Cname,
+                },
+            ],
+            apex_ns: Some(ApexNs {
+                ttl: Ttl::new(3600).unwrap(),
+                wanted: vec![n("ns1.example.com"), n("ns3.example.com")],
+                current: vec![n("ns1.example.com"), n("ns2.example.com")],
+                current_ttl: Some(Ttl::new(3600).unwrap()),
+            }),
+        };
+        let s = build_script(&batch, ep(), &key()).unwrap().unwrap();
+        assert_eq!(
+            s.expose_stdin(),
+            "server 127.0.0.1 53\nkey hmac-sha256:upd c2VjcmV0\nzone example.com.\n\
+             update delete ns3.example.com. A\nupdate add ns3.example.com. 300 A 192.0.2.3\n\
+             update delete example.com. TXT\nupdate add example.com. 300 TXT \"hello \\\"world\\\"\"\n\
+             update delete old.example.com. CNAME\n\
+             update add example.com. 3600 NS ns3.example.com.\nupdate delete example.com. NS ns2.example.com.\n\
+             send\n"
+        );
+        assert_eq!((s.messages, s.changes), (1, 4));
+        assert!(!format!("{s:?}").contains("c2VjcmV0"));
+    }
+
+    #[test]
+    fn splits_before_64k_and_keeps_rrsets_whole() {
+        let changes: Vec<RrsetChange> = (0..3000)
+            .map(|i| replace(&format!("host{i}"), "A", &["192.0.2.1", "192.0.2.2"]))
+            .collect();
+        let batch = UpdateBatch {
+            zone: zone(),
+            changes,
+            apex_ns: None,
+        };
+        let s = build_script(&batch, ep(), &key()).unwrap().unwrap();
+        assert!(s.messages >= 5, "{}", s.messages);
+        // Every message starts with a zone line and no RRset straddles a send.
+        for msg in s
+            .expose_stdin()
+            .split("send\n")
+            .filter(|m| !m.trim().is_empty())
+            .skip(1)
+        {
+            assert!(
+                msg.starts_with("zone example.com.\nupdate delete"),
+                "{msg:.80}"
+            );
+        }
+    }
+
+    #[test]
+    fn rejects_what_bind_would_mangle() {
+        let b = |changes: Vec<RrsetChange>| {
+            build_script(
+                &UpdateBatch {
+                    zone: zone(),
+                    changes,
+                    apex_ns: None,
+                },
+                ep(),
+                &key(),
+            )
+        };
+        assert!(matches!(
+            b(vec![replace("@", "NS", &["ns1"])]),
+            Err(BatchError::ApexNsRecord { .. })
+        ));
+        assert!(matches!(
+            b(vec![
+                replace("www", "CNAME", &["x"]),
+                replace("www", "A", &["192.0.2.1"])
+            ]),
+            Err(BatchError::CnameConflict { .. })
+        ));
+        assert!(matches!(
+            b(vec![replace("@", "CNAME", &["x"])]),
+            Err(BatchError::CnameAtApex { .. })
+        ));
+        let many: Vec<String> = (0..101).map(|i| format!("10.0.0.{}", i % 256)).collect();
+        let many: Vec<&str> = many.iter().map(String::as_str).collect();
+        assert!(matches!(
+            b(vec![replace("big", "A", &many)]),
+            Err(BatchError::TooManyValues { count: 101, .. })
+        ));
+        assert!(matches!(
+            b(vec![
+                replace("a", "A", &["192.0.2.1"]),
+                replace("a", "A", &["192.0.2.2"])
+            ]),
+            Err(BatchError::DuplicateRrset { .. })
+        ));
+        let huge: Vec<String> = (0..100)
+            .map(|i| format!("{i}{}", "x".repeat(1000)))
+            .collect();
+        let huge: Vec<&str> = huge.iter().map(String::as_str).collect();
+        assert!(matches!(
+            b(vec![replace("t", "TXT", &huge)]),
+            Err(BatchError::ChangeTooLarge { .. })
+        ));
+        assert!(b(vec![]).unwrap().is_none());
+    }
+
+    #[test]
+    fn converged_apex_ns_sends_nothing() {
+        let ns = ApexNs {
+            ttl: Ttl::new(3600).unwrap(),
+            wanted: vec![n("ns1.example.com")],
+            current: vec![n("ns1.example.com")],
+            current_ttl: Some(Ttl::new(3600).unwrap()),
+        };
+        let batch = UpdateBatch {
+            zone: zone(),
+            changes: vec![],
+            apex_ns: Some(ns),
+        };
+        assert!(build_script(&batch, ep(), &key()).unwrap().is_none());
+    }
+}

@@ -127,7 +127,11 @@ fn bad(rtype: RecordType, value: &str, reason: &str) -> ValidationError {
     ValidationError::new(&format!("{rtype} value"), value, reason)
 }
 
-fn num<T: FromStr>(rtype: RecordType, value: &str, field: Option<&str>) -> Result<T, ValidationError> {
+fn num<T: FromStr>(
+    rtype: RecordType,
+    value: &str,
+    field: Option<&str>,
+) -> Result<T, ValidationError> {
     field
         .and_then(|f| f.parse().ok())
         .ok_or_else(|| bad(rtype, value, "has a missing or out-of-range number"))
@@ -138,7 +142,11 @@ impl Rdata {
     /// `zone`, like in a zone file.
     pub fn parse(rtype: RecordType, value: &str, zone: &ZoneName) -> Result<Self, ValidationError> {
         if value.chars().any(|c| c.is_control()) {
-            return Err(bad(rtype, value, "must not contain control characters such as newlines"));
+            return Err(bad(
+                rtype,
+                value,
+                "must not contain control characters such as newlines",
+            ));
         }
         let v = value.trim();
         if v.is_empty() {
@@ -156,10 +164,14 @@ impl Rdata {
             }
         };
         Ok(match rtype {
-            RecordType::A => Rdata::A(v.parse().map_err(|_| bad(rtype, value, "is not an IPv4 address"))?),
-            RecordType::Aaaa => {
-                Rdata::Aaaa(v.parse().map_err(|_| bad(rtype, value, "is not an IPv6 address"))?)
-            }
+            RecordType::A => Rdata::A(
+                v.parse()
+                    .map_err(|_| bad(rtype, value, "is not an IPv4 address"))?,
+            ),
+            RecordType::Aaaa => Rdata::Aaaa(
+                v.parse()
+                    .map_err(|_| bad(rtype, value, "is not an IPv6 address"))?,
+            ),
             RecordType::Cname | RecordType::Dname | RecordType::Ns | RecordType::Ptr => {
                 count(1)?;
                 Rdata::Name(name(v)?)
@@ -192,7 +204,10 @@ impl Rdata {
                 let mut parts = v.splitn(3, char::is_whitespace);
                 let flags = num(rtype, value, parts.next())?;
                 let tag = parts.next().unwrap_or_default().to_ascii_lowercase();
-                if tag.is_empty() || tag.len() > 15 || !tag.bytes().all(|b| b.is_ascii_alphanumeric()) {
+                if tag.is_empty()
+                    || tag.len() > 15
+                    || !tag.bytes().all(|b| b.is_ascii_alphanumeric())
+                {
                     return Err(bad(rtype, value, "has an invalid tag"));
                 }
                 let rest = parts.next().unwrap_or_default().trim();
@@ -394,15 +409,30 @@ mod tests {
         assert_eq!(p("a", "192.0.2.1").unwrap(), "192.0.2.1");
         assert_eq!(p("AAAA", "2001:DB8:0:0::1").unwrap(), "2001:db8::1");
         assert_eq!(p("CNAME", "www").unwrap(), "www.example.com.");
-        assert_eq!(p("MX", "10  Mail.Other.org.").unwrap(), "10 mail.other.org.");
+        assert_eq!(
+            p("MX", "10  Mail.Other.org.").unwrap(),
+            "10 mail.other.org."
+        );
         assert_eq!(p("MX", "0 .").unwrap(), "0 .");
-        assert_eq!(p("SRV", "0 5 5060 sip").unwrap(), "0 5 5060 sip.example.com.");
-        assert_eq!(p("CAA", "0 issue letsencrypt.org").unwrap(), "0 issue \"letsencrypt.org\"");
-        assert_eq!(p("CAA", "128 ISSUE \"ca;x\"").unwrap(), "128 issue \"ca;x\"");
+        assert_eq!(
+            p("SRV", "0 5 5060 sip").unwrap(),
+            "0 5 5060 sip.example.com."
+        );
+        assert_eq!(
+            p("CAA", "0 issue letsencrypt.org").unwrap(),
+            "0 issue \"letsencrypt.org\""
+        );
+        assert_eq!(
+            p("CAA", "128 ISSUE \"ca;x\"").unwrap(),
+            "128 issue \"ca;x\""
+        );
         assert_eq!(p("SSHFP", "1 1 abcDEF01").unwrap(), "1 1 ABCDEF01");
         assert_eq!(p("TXT", "v=spf1 -all").unwrap(), "\"v=spf1 -all\"");
         assert_eq!(p("TXT", "say \"hi\"").unwrap(), "\"say \\\"hi\\\"\"");
-        assert_eq!(p("TXT", "\"a b\" \"c\\\"d\" e").unwrap(), "\"a b\" \"c\\\"d\" \"e\"");
+        assert_eq!(
+            p("TXT", "\"a b\" \"c\\\"d\" e").unwrap(),
+            "\"a b\" \"c\\\"d\" \"e\""
+        );
         assert_eq!(p("TXT", "\"caf\\195\\169\"").unwrap(), "\"caf\\195\\169\"");
         assert_eq!(p("TXT", "café").unwrap(), "\"caf\\195\\169\"");
     }
@@ -412,7 +442,10 @@ mod tests {
         let long = "x".repeat(300);
         let r = Rdata::parse(RecordType::Txt, &long, &z()).unwrap();
         let Rdata::Txt(strings) = &r else { panic!() };
-        assert_eq!(strings.iter().map(Vec::len).collect::<Vec<_>>(), vec![255, 45]);
+        assert_eq!(
+            strings.iter().map(Vec::len).collect::<Vec<_>>(),
+            vec![255, 45]
+        );
         assert_eq!(r.wire_len(), 302);
     }
 

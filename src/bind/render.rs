@@ -139,7 +139,10 @@ impl RenderedFiles {
     pub fn files(&self) -> BTreeMap<&'static str, &str> {
         BTreeMap::from([
             (mount::NAMED_CONF_PRIMARY, self.named_conf_primary.as_str()),
-            (mount::NAMED_CONF_SECONDARY, self.named_conf_secondary.as_str()),
+            (
+                mount::NAMED_CONF_SECONDARY,
+                self.named_conf_secondary.as_str(),
+            ),
             (mount::KEYS_CONF, self.keys_conf.as_str()),
             (mount::RNDC_KEY, self.rndc_key.as_str()),
             (mount::ENTRYPOINT, self.entrypoint.as_str()),
@@ -177,7 +180,9 @@ fn check(cfg: &ClusterConfig) -> Result<(), RenderError> {
         }
     }
     if !names.contains(&cfg.transfer_key) {
-        return Err(RenderError::TransferKeyNotLoaded(cfg.transfer_key.to_string()));
+        return Err(RenderError::TransferKeyNotLoaded(
+            cfg.transfer_key.to_string(),
+        ));
     }
     let mut views = std::collections::BTreeSet::new();
     for v in &cfg.views {
@@ -214,7 +219,10 @@ pub fn render_keys_conf(keys: &[TsigKey]) -> String {
 fn forwarders(w: &mut ConfWriter, list: &[Endpoint], only: bool) {
     let items: Vec<Vec<Tok<'_>>> = list.iter().map(|e| server_tokens(e, None)).collect();
     w.inline_list(&[Tok::Kw("forwarders")], &items);
-    w.stmt(&[Tok::Kw("forward"), Tok::Kw(if only { "only" } else { "first" })]);
+    w.stmt(&[
+        Tok::Kw("forward"),
+        Tok::Kw(if only { "only" } else { "first" }),
+    ]);
 }
 
 fn yes_no(b: bool) -> Tok<'static> {
@@ -226,11 +234,17 @@ pub fn render_named_conf(cfg: &ClusterConfig, role: Role) -> Result<String, Rend
     let mut w = ConfWriter::new();
     w.comment("Rendered by bind-operator; changes here are overwritten.");
     match role {
-        Role::Primary => w.comment("Role: primary (StatefulSet ordinal 0). Zones, including the catalog"),
-        Role::Secondary => w.comment("Role: secondary. Zones arrive through the catalog zone from the"),
+        Role::Primary => {
+            w.comment("Role: primary (StatefulSet ordinal 0). Zones, including the catalog")
+        }
+        Role::Secondary => {
+            w.comment("Role: secondary. Zones arrive through the catalog zone from the")
+        }
     };
     match role {
-        Role::Primary => w.comment("zone, are added at run time with rndc addzone by the operator."),
+        Role::Primary => {
+            w.comment("zone, are added at run time with rndc addzone by the operator.")
+        }
         Role::Secondary => w.comment("primary, signed with the transfer key."),
     };
     w.comment("Paths are relative to the data directory, named's working directory.");
@@ -332,9 +346,15 @@ pub fn render_named_conf(cfg: &ClusterConfig, role: Role) -> Result<String, Rend
             Role::Secondary => {
                 w.stmt(&[Tok::Kw("notify"), Tok::Kw("no")]);
                 w.acl(&[Tok::Kw("allow-notify")], &xfer_acl);
-                w.stmt(&[Tok::Kw("serial-query-rate"), Tok::Num(SECONDARY_SERIAL_QUERY_RATE)]);
+                w.stmt(&[
+                    Tok::Kw("serial-query-rate"),
+                    Tok::Num(SECONDARY_SERIAL_QUERY_RATE),
+                ]);
                 w.stmt(&[Tok::Kw("transfers-in"), Tok::Num(SECONDARY_TRANSFERS_IN)]);
-                w.stmt(&[Tok::Kw("transfers-per-ns"), Tok::Num(SECONDARY_TRANSFERS_PER_NS)]);
+                w.stmt(&[
+                    Tok::Kw("transfers-per-ns"),
+                    Tok::Num(SECONDARY_TRANSFERS_PER_NS),
+                ]);
                 if cfg.views.is_empty() {
                     catalog_zones(w, &cfg.catalog_zone);
                 }
@@ -355,7 +375,10 @@ pub fn render_named_conf(cfg: &ClusterConfig, role: Role) -> Result<String, Rend
             w.blank();
             w.block(&[Tok::Kw("view"), Tok::Str(v.name.as_str())], |w| {
                 if v.match_clients.is_empty() {
-                    w.acl(&[Tok::Kw("match-clients")], &[AclElement::parse("any").expect("fixed")]);
+                    w.acl(
+                        &[Tok::Kw("match-clients")],
+                        &[AclElement::parse("any").expect("fixed")],
+                    );
                 } else {
                     w.acl(&[Tok::Kw("match-clients")], &v.match_clients);
                 }

@@ -170,9 +170,15 @@ impl TsigSecret {
         let trimmed = text.trim();
         let decoded = base64::engine::general_purpose::STANDARD
             .decode(trimmed)
-            .map_err(|_| ValidationError::new("tsig secret", "<redacted>", "is not valid base64"))?;
+            .map_err(|_| {
+                ValidationError::new("tsig secret", "<redacted>", "is not valid base64")
+            })?;
         if decoded.is_empty() {
-            return Err(ValidationError::new("tsig secret", "<redacted>", "is empty"));
+            return Err(ValidationError::new(
+                "tsig secret",
+                "<redacted>",
+                "is empty",
+            ));
         }
         Ok(TsigSecret(
             base64::engine::general_purpose::STANDARD.encode(decoded),
@@ -182,7 +188,11 @@ impl TsigSecret {
     /// Encodes raw key bytes (a generated key).
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, ValidationError> {
         if bytes.is_empty() {
-            return Err(ValidationError::new("tsig secret", "<redacted>", "is empty"));
+            return Err(ValidationError::new(
+                "tsig secret",
+                "<redacted>",
+                "is empty",
+            ));
         }
         Ok(TsigSecret(
             base64::engine::general_purpose::STANDARD.encode(bytes),
@@ -415,7 +425,13 @@ mod tests {
             AclTarget::Key(KeyName::parse("xfer").unwrap())
         );
         assert!(p("2001:db8::/32").is_ok());
-        for bad in ["10.0.0.0/33", "host.example.com", "any; include \"x\"", "key a\"b", ""] {
+        for bad in [
+            "10.0.0.0/33",
+            "host.example.com",
+            "any; include \"x\"",
+            "key a\"b",
+            "",
+        ] {
             assert!(p(bad).is_err(), "{bad:?}");
         }
     }
@@ -425,7 +441,10 @@ mod tests {
         assert!(Ttl::new(-1).is_err());
         assert!(Ttl::new(1 << 31).is_err());
         assert_eq!(Ttl::new(300).unwrap().get(), 300);
-        assert_eq!("HMAC-SHA512".parse::<TsigAlgorithm>().unwrap().key_len(), 64);
+        assert_eq!(
+            "HMAC-SHA512".parse::<TsigAlgorithm>().unwrap().key_len(),
+            64
+        );
         assert!("hmac-sha257".parse::<TsigAlgorithm>().is_err());
         assert!(ViewName::parse("internal").is_ok());
         assert!(ViewName::parse("_default").is_err());

@@ -21,7 +21,7 @@ use super::conf::{ConfWriter, Tok};
 use super::error::ValidationError;
 use super::layout::data;
 use super::name::{DomainName, ZoneName};
-use super::rdata::{RecordType, Rdata};
+use super::rdata::{Rdata, RecordType};
 use super::types::{AclElement, Endpoint, KeyName, Ttl, ViewName};
 
 /// SOA timers and names of a zone.
@@ -255,7 +255,10 @@ impl SecondaryZone {
                 .collect();
             w.servers(&[Tok::Kw("primaries")], &servers);
             if self.allow_transfer.is_empty() {
-                w.acl(&[Tok::Kw("allow-transfer")], &[AclElement::parse("none").expect("fixed")]);
+                w.acl(
+                    &[Tok::Kw("allow-transfer")],
+                    &[AclElement::parse("none").expect("fixed")],
+                );
             } else {
                 w.acl(&[Tok::Kw("allow-transfer")], &self.allow_transfer);
             }
@@ -268,7 +271,10 @@ pub const CATALOG_SCHEMA_VERSION: &str = "2";
 
 /// The catalog zone a view's zones belong to: the base name outside views,
 /// `<view>.<base>` inside one (BIND catalogs are per view).
-pub fn catalog_zone_for(base: &ZoneName, view: Option<&ViewName>) -> Result<ZoneName, ValidationError> {
+pub fn catalog_zone_for(
+    base: &ZoneName,
+    view: Option<&ViewName>,
+) -> Result<ZoneName, ValidationError> {
     match view {
         None => Ok(base.clone()),
         Some(v) => ZoneName::parse(&format!("{}.{}", v.as_str(), base.fqdn())),
@@ -277,7 +283,11 @@ pub fn catalog_zone_for(base: &ZoneName, view: Option<&ViewName>) -> Result<Zone
 
 /// The catalog zone on the primary (added at run time, like every zone).
 /// Updates to it are signed with the transfer key.
-pub fn catalog_primary_zone(catalog: &ZoneName, view: Option<&ViewName>, transfer_key: &KeyName) -> PrimaryZone {
+pub fn catalog_primary_zone(
+    catalog: &ZoneName,
+    view: Option<&ViewName>,
+    transfer_key: &KeyName,
+) -> PrimaryZone {
     PrimaryZone {
         zone: catalog.clone(),
         view: view.cloned(),
@@ -364,16 +374,29 @@ mod tests {
         let id = catalog_member_id(&z("Example.COM."));
         assert_eq!(id, catalog_member_id(&z("example.com")));
         assert_eq!(id.len(), 40);
-        assert!(catalog_member_owner(&cat, &z("example.com")).fqdn().ends_with(".zones.catalog.example.internal."));
+        assert!(
+            catalog_member_owner(&cat, &z("example.com"))
+                .fqdn()
+                .ends_with(".zones.catalog.example.internal.")
+        );
         let v = ViewName::parse("ext").unwrap();
-        assert_eq!(catalog_zone_for(&cat, Some(&v)).unwrap().as_str(), "ext.catalog.example.internal");
+        assert_eq!(
+            catalog_zone_for(&cat, Some(&v)).unwrap().as_str(),
+            "ext.catalog.example.internal"
+        );
     }
 
     #[test]
     fn rname_from_email() {
         let zone = z("example.com");
-        assert_eq!(parse_rname("hostmaster@example.com", &zone).unwrap().fqdn(), "hostmaster.example.com.");
-        assert_eq!(parse_rname("hostmaster", &zone).unwrap().fqdn(), "hostmaster.example.com.");
+        assert_eq!(
+            parse_rname("hostmaster@example.com", &zone).unwrap().fqdn(),
+            "hostmaster.example.com."
+        );
+        assert_eq!(
+            parse_rname("hostmaster", &zone).unwrap().fqdn(),
+            "hostmaster.example.com."
+        );
         assert!(parse_rname("a.b@example.com", &zone).is_err());
     }
 }
