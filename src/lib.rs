@@ -1,7 +1,9 @@
-//! bind-operator library: the CRD types (`api`), pure BIND knowledge (`bind`),
+//! bind-operator library: the CRD types (`api`), pure BIND knowledge (`bind`), the
+//! reconcilers (`controller`),
 //! and the in-process Kubernetes API and local runtime (`local`). The binary in
 //! `main.rs` only wires these together.
 
 pub mod api;
 pub mod bind;
+pub mod controller;
 pub mod local;

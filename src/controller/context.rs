@@ -1,0 +1,98 @@
+//! The shared context every reconciler gets: the API client, the pod
+//! executor, the network seam, the event recorder, the caches (reflector
+//! stores) and the operator-wide constants (field manager, requeue delays).
+//!
+//! Touches the cluster only to publish Events. Never holds key material.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use kube::{Client, Resource};
+
+use super::exec::PodExecutor;
+use super::names::{EVENT_REPORTER, FIELD_MANAGER};
+use super::network::Network;
+use super::stores::Stores;
+
+/// Requeue while something is on its way (a pod becoming ready, a mount
+/// propagating): seconds.
+pub const REQUEUE_SHORT: Duration = Duration::from_secs(5);
+/// Requeue after a failure that retrying soon would not fix (exec or
+/// reconfig failed, bad spec): long enough that a failure cannot hot-loop.
+pub const REQUEUE_LONG: Duration = Duration::from_secs(120);
+
+/// Longest Event note (the API limit is 1 KiB).
+const MAX_EVENT_NOTE: usize = 1000;
+
+/// What reconcilers share. Built once per process by [`super::run`] (or by
+/// tests with [`Context::new`]).
+pub struct Context {
+    pub client: Client,
+    /// Runs commands in BIND pods (pods/exec in a cluster, local processes
+    /// in local mode).
+    pub executor: Arc<dyn PodExecutor>,
+    /// Where the primary and pods are reached (cluster IPs, or 127.0.0.1
+    /// ports in local mode).
+    pub network: Arc<dyn Network>,
+    pub recorder: Recorder,
+    /// Caches of the objects reconcilers read.
+    pub stores: Stores,
+    /// The field manager of every server-side apply.
+    pub field_manager: &'static str,
+}
+
+impl Context {
+    pub fn new(
+        client: Client,
+        executor: Arc<dyn PodExecutor>,
+        network: Arc<dyn Network>,
+        stores: Stores,
+    ) -> Self {
+        let reporter = Reporter {
+            controller: EVENT_REPORTER.to_string(),
+            instance: std::env::var("POD_NAME").ok(),
+        };
+        Context {
+            recorder: Recorder::new(client.clone(), reporter),
+            client,
+            executor,
+            network,
+            stores,
+            field_manager: FIELD_MANAGER,
+        }
+    }
+
+    /// Publishes an Event on `obj`. A failure to publish is logged and
+    /// otherwise ignored: Events are a courtesy, never a reason to fail.
+    /// `note` must not hold key material (no error of ours does).
+    pub async fn publish_event<K>(
+        &self,
+        obj: &K,
+        type_: EventType,
+        reason: &str,
+        action: &str,
+        note: String,
+    ) where
+        K: Resource<DynamicType = ()>,
+    {
+        let mut note = note;
+        if note.len() > MAX_EVENT_NOTE {
+            let mut end = MAX_EVENT_NOTE;
+            while !note.is_char_boundary(end) {
+                end -= 1;
+            }
+            note.truncate(end);
+        }
+        let ev = Event {
+            type_,
+            reason: reason.to_string(),
+            note: Some(note),
+            action: action.to_string(),
+            secondary: None,
+        };
+        if let Err(e) = self.recorder.publish(&ev, &obj.object_ref(&())).await {
+            tracing::warn!(reason, error = %e, "failed to publish event");
+        }
+    }
+}

@@ -1,0 +1,344 @@
+//! The executor seam: "run this command in pod P". Reconcilers build every
+//! command from the pod's [`PodLayout`] (which the executor supplies), hand
+//! it to [`PodExecutor::exec`], and get stdout back; so the in-cluster
+//! pods/exec executor here and the local executor (local mode) run the very
+//! same commands and no argv is ever rewritten.
+//!
+//! Touches the cluster (pods/exec through the API server's websocket).
+//! Never logs or returns stdin (it may carry TSIG key material) and never
+//! puts stdout into `Debug` output (`cat keys.conf` prints key material).
+
+use std::fmt;
+use std::time::Duration;
+
+use futures::FutureExt as _;
+use futures::future::BoxFuture;
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Status;
+use kube::Client;
+use kube::api::{Api, AttachParams};
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+
+use super::names::BIND_CONTAINER;
+use crate::bind::commands::Command;
+use crate::bind::layout::PodLayout;
+
+/// A command that runs longer than this is abandoned (a wedged named must
+/// not wedge a reconcile forever).
+pub const EXEC_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Longest stderr excerpt kept in an error (status messages have a budget).
+const MAX_STDERR_IN_ERROR: usize = 2048;
+
+/// A pod, by namespace and name.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct PodRef {
+    pub namespace: String,
+    pub name: String,
+}
+
+impl PodRef {
+    pub fn new(namespace: impl Into<String>, name: impl Into<String>) -> Self {
+        PodRef {
+            namespace: namespace.into(),
+            name: name.into(),
+        }
+    }
+}
+
+impl fmt::Display for PodRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.namespace, self.name)
+    }
+}
+
+/// What a command that exited 0 printed. `Debug` shows sizes only: stdout
+/// can hold key material (`cat keys.conf`).
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct ExecOutput {
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl fmt::Debug for ExecOutput {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ExecOutput")
+            .field("stdout_bytes", &self.stdout.len())
+            .field("stderr_bytes", &self.stderr.len())
+            .finish()
+    }
+}
+
+/// A command that could not run or exited non-zero. The message names the
+/// pod, the program, the exit code and stderr; never stdin. `stdout` is
+/// kept for parsers (named-checkconf reports on stdout) but left out of
+/// `Display` and `Debug`.
+#[derive(thiserror::Error)]
+pub enum ExecError {
+    #[error("failed to run {program} in pod {pod}: exit code {code}: {stderr}")]
+    Exited {
+        pod: String,
+        program: String,
+        code: i32,
+        stdout: String,
+        stderr: String,
+    },
+    #[error("failed to exec {program} in pod {pod}: {reason}")]
+    Transport {
+        pod: String,
+        program: String,
+        reason: String,
+    },
+}
+
+impl fmt::Debug for ExecError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Display already leaves out stdout and stdin.
+        write!(f, "ExecError({self})")
+    }
+}
+
+impl ExecError {
+    /// A non-zero exit. Trims stderr to a bounded excerpt.
+    pub fn exited(pod: &PodRef, cmd: &Command, code: i32, stdout: String, stderr: &str) -> Self {
+        ExecError::Exited {
+            pod: pod.to_string(),
+            program: program_name(cmd),
+            code,
+            stdout,
+            stderr: excerpt(stderr),
+        }
+    }
+
+    /// The command could not be started or its result not read.
+    pub fn transport(pod: &PodRef, cmd: &Command, reason: impl fmt::Display) -> Self {
+        ExecError::Transport {
+            pod: pod.to_string(),
+            program: program_name(cmd),
+            reason: excerpt(&reason.to_string()),
+        }
+    }
+
+    /// The exit code, when the command ran.
+    pub fn exit_code(&self) -> Option<i32> {
+        match self {
+            ExecError::Exited { code, .. } => Some(*code),
+            ExecError::Transport { .. } => None,
+        }
+    }
+
+    /// stdout of a command that exited non-zero (empty otherwise).
+    pub fn stdout(&self) -> &str {
+        match self {
+            ExecError::Exited { stdout, .. } => stdout,
+            ExecError::Transport { .. } => "",
+        }
+    }
+
+    /// stderr excerpt of a command that exited non-zero (empty otherwise).
+    pub fn stderr(&self) -> &str {
+        match self {
+            ExecError::Exited { stderr, .. } => stderr,
+            ExecError::Transport { .. } => "",
+        }
+    }
+}
+
+/// The program's base name, for messages (`rndc`, `sh`, `named-checkconf`).
+pub fn program_name(cmd: &Command) -> String {
+    cmd.argv
+        .first()
+        .map(|p| p.rsplit('/').next().unwrap_or(p).to_string())
+        .unwrap_or_default()
+}
+
+fn excerpt(text: &str) -> String {
+    let t = text.trim();
+    if t.len() <= MAX_STDERR_IN_ERROR {
+        return t.to_string();
+    }
+    let mut end = MAX_STDERR_IN_ERROR;
+    while !t.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}...", &t[..end])
+}
+
+/// Runs commands inside BIND pods. Object safe: the context holds an
+/// `Arc<dyn PodExecutor>`.
+pub trait PodExecutor: Send + Sync {
+    /// Where BIND lives in that pod (data dir, config dir, ports, tools).
+    /// Every command for the pod is built from this.
+    fn layout(&self, pod: &PodRef) -> PodLayout;
+
+    /// Runs `cmd` (argv, optional stdin) in the pod's BIND container.
+    /// Ok: it exited 0. Err: it exited non-zero (code and stderr inside) or
+    /// could not run.
+    fn exec<'a>(
+        &'a self,
+        pod: &'a PodRef,
+        cmd: &'a Command,
+    ) -> BoxFuture<'a, Result<ExecOutput, ExecError>>;
+}
+
+/// The in-cluster executor: the pods/exec subresource over a websocket.
+#[derive(Clone)]
+pub struct KubeExecutor {
+    client: Client,
+    timeout: Duration,
+}
+
+impl KubeExecutor {
+    pub fn new(client: Client) -> Self {
+        KubeExecutor {
+            client,
+            timeout: EXEC_TIMEOUT,
+        }
+    }
+
+    async fn run(&self, pod: &PodRef, cmd: &Command) -> Result<ExecOutput, ExecError> {
+        let api: Api<Pod> = Api::namespaced(self.client.clone(), &pod.namespace);
+        let params = AttachParams::default()
+            .container(BIND_CONTAINER)
+            .stdin(cmd.stdin.is_some())
+            .stdout(true)
+            .stderr(true);
+        let mut proc = api
+            .exec(&pod.name, cmd.argv.clone(), &params)
+            .await
+            .map_err(|e| ExecError::transport(pod, cmd, e))?;
+        let status = proc.take_status();
+        let stdin = proc.stdin();
+        let stdout = proc.stdout();
+        let stderr = proc.stderr();
+        let feed = async {
+            if let (Some(mut w), Some(text)) = (stdin, cmd.stdin.as_deref()) {
+                // Errors surface as a failed command; their text never has stdin.
+                let _ = w.write_all(text.as_bytes()).await;
+                let _ = w.shutdown().await;
+            }
+        };
+        let read_out = read_all(stdout);
+        let read_err = read_all(stderr);
+        let ((), out, err) = tokio::join!(feed, read_out, read_err);
+        let status = match status {
+            Some(s) => s.await,
+            None => None,
+        };
+        let _ = proc.join().await;
+        match status {
+            Some(s) if s.status.as_deref() == Some("Success") => Ok(ExecOutput {
+                stdout: out,
+                stderr: err,
+            }),
+            Some(s) => match exit_code(&s) {
+                Some(code) => Err(ExecError::exited(pod, cmd, code, out, &err)),
+                None => Err(ExecError::transport(
+                    pod,
+                    cmd,
+                    s.message.unwrap_or_else(|| "command failed".into()),
+                )),
+            },
+            None => Err(ExecError::transport(
+                pod,
+                cmd,
+                "the connection closed without an exit status",
+            )),
+        }
+    }
+}
+
+async fn read_all(reader: Option<impl tokio::io::AsyncRead + Unpin>) -> String {
+    let Some(r) = reader else {
+        return String::new();
+    };
+    let mut r = r;
+    let mut buf = Vec::new();
+    let _ = r.read_to_end(&mut buf).await;
+    String::from_utf8_lossy(&buf).into_owned()
+}
+
+/// The exit code from a pods/exec `Status` (`NonZeroExitCode`, cause
+/// `ExitCode`).
+fn exit_code(status: &Status) -> Option<i32> {
+    status
+        .details
+        .as_ref()?
+        .causes
+        .as_ref()?
+        .iter()
+        .find(|c| c.reason.as_deref() == Some("ExitCode"))
+        .and_then(|c| c.message.as_deref()?.parse().ok())
+}
+
+impl PodExecutor for KubeExecutor {
+    fn layout(&self, _pod: &PodRef) -> PodLayout {
+        PodLayout::in_cluster()
+    }
+
+    fn exec<'a>(
+        &'a self,
+        pod: &'a PodRef,
+        cmd: &'a Command,
+    ) -> BoxFuture<'a, Result<ExecOutput, ExecError>> {
+        async move {
+            match tokio::time::timeout(self.timeout, self.run(pod, cmd)).await {
+                Ok(r) => r,
+                Err(_) => Err(ExecError::transport(
+                    pod,
+                    cmd,
+                    format!("timed out after {}s", self.timeout.as_secs()),
+                )),
+            }
+        }
+        .boxed()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_and_output_hide_stdout_and_stdin() {
+        let pod = PodRef::new("ns", "c-0");
+        let cmd = Command {
+            argv: vec!["/usr/bin/nsupdate".into(), "-v".into()],
+            stdin: Some("key hmac-sha256:k c2VjcmV0".into()),
+        };
+        let e = ExecError::exited(&pod, &cmd, 2, "c2VjcmV0 out".into(), "update failed");
+        let shown = format!("{e} {e:?}");
+        assert!(!shown.contains("c2VjcmV0"), "{shown}");
+        assert!(shown.contains("nsupdate") && shown.contains("exit code 2"));
+        assert_eq!(e.exit_code(), Some(2));
+        assert_eq!(e.stdout(), "c2VjcmV0 out");
+        let out = ExecOutput {
+            stdout: "secret \"c2VjcmV0\";".into(),
+            stderr: String::new(),
+        };
+        assert!(!format!("{out:?}").contains("c2VjcmV0"));
+    }
+
+    #[test]
+    fn long_stderr_is_trimmed() {
+        let pod = PodRef::new("ns", "c-0");
+        let cmd = Command {
+            argv: vec!["rndc".into()],
+            stdin: None,
+        };
+        let e = ExecError::exited(&pod, &cmd, 1, String::new(), &"é".repeat(4000));
+        assert!(e.stderr().len() <= MAX_STDERR_IN_ERROR + 3);
+    }
+
+    #[test]
+    fn exit_code_comes_from_the_status_cause() {
+        let s: Status = serde_json::from_value(serde_json::json!({
+            "status": "Failure",
+            "reason": "NonZeroExitCode",
+            "message": "command terminated with non-zero exit code",
+            "details": {"causes": [{"reason": "ExitCode", "message": "3"}]}
+        }))
+        .unwrap();
+        assert_eq!(exit_code(&s), Some(3));
+    }
+}

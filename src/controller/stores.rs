@@ -1,0 +1,145 @@
+//! The caches reconcilers read instead of listing the API on every
+//! reconcile, and the watch streams that fill them. Each stream is
+//! reflected into its store *before* it yields, and the same stream is what
+//! triggers the controller (`for_stream`, `owns_stream`, `watches_stream`),
+//! so a reconcile woken by a change always sees that change in the store.
+//!
+//! Touches the cluster (list/watch). Holds Secret *metadata* only: key
+//! material is read on demand and never cached here.
+
+use futures::stream::BoxStream;
+use futures::{StreamExt as _, future};
+use k8s_openapi::api::apps::v1::StatefulSet;
+use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service};
+use kube::api::{Api, PartialObjectMeta};
+use kube::runtime::reflector::{self, Store};
+use kube::runtime::{WatchStreamExt as _, watcher};
+use kube::{Client, Resource};
+use serde::de::DeserializeOwned;
+
+use super::names::managed_selector;
+use crate::api::{BindCluster, BindTSIGKey};
+
+/// A trigger stream: objects as they change (reflected already).
+pub type Trigger<K> = BoxStream<'static, Result<K, watcher::Error>>;
+
+/// Read-only caches shared by every reconciler (through the context).
+#[derive(Clone)]
+pub struct Stores {
+    pub clusters: Store<BindCluster>,
+    pub keys: Store<BindTSIGKey>,
+    /// Pods labelled as ours (BIND pods of every cluster).
+    pub pods: Store<Pod>,
+    /// Operator-managed children (labelled `app.kubernetes.io/managed-by`).
+    pub statefulsets: Store<StatefulSet>,
+    pub configmaps: Store<ConfigMap>,
+    pub services: Store<Service>,
+    /// Metadata of every Secret in scope (ours, and users' TSIG secrets).
+    pub secrets: Store<PartialObjectMeta<Secret>>,
+    // Issue 6: BindZone / DNSRecord stores go here.
+}
+
+impl Stores {
+    /// Waits until every store has seen its initial list, so a reconcile
+    /// never renders from a half-filled cache (e.g. keys.conf without keys).
+    pub async fn wait_until_ready(&self) {
+        let _ = futures::join!(
+            self.clusters.wait_until_ready(),
+            self.keys.wait_until_ready(),
+            self.pods.wait_until_ready(),
+            self.statefulsets.wait_until_ready(),
+            self.configmaps.wait_until_ready(),
+            self.services.wait_until_ready(),
+            self.secrets.wait_until_ready(),
+        );
+    }
+}
+
+/// The streams that fill [`Stores`]; each must be polled by exactly one
+/// consumer (a controller, or [`Streams::drive`]).
+pub struct Streams {
+    pub clusters: Trigger<BindCluster>,
+    pub keys: Trigger<BindTSIGKey>,
+    pub pods: Trigger<Pod>,
+    pub statefulsets: Trigger<StatefulSet>,
+    pub configmaps: Trigger<ConfigMap>,
+    pub services: Trigger<Service>,
+    pub secrets: Trigger<PartialObjectMeta<Secret>>,
+}
+
+impl Streams {
+    /// Polls every stream until they end, only to keep the stores current:
+    /// for callers that invoke reconcile functions directly (tests).
+    pub async fn drive(self) {
+        let all = futures::stream::select_all([
+            self.clusters.map(|_| ()).boxed(),
+            self.keys.map(|_| ()).boxed(),
+            self.pods.map(|_| ()).boxed(),
+            self.statefulsets.map(|_| ()).boxed(),
+            self.configmaps.map(|_| ()).boxed(),
+            self.services.map(|_| ()).boxed(),
+            self.secrets.map(|_| ()).boxed(),
+        ]);
+        all.for_each(|_| future::ready(())).await;
+    }
+}
+
+fn reflected<K>(api: Api<K>, config: watcher::Config, deletes: bool) -> (Store<K>, Trigger<K>)
+where
+    K: Resource<DynamicType = ()>
+        + Clone
+        + DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static,
+{
+    let (reader, writer) = reflector::store();
+    let events = watcher(api, config).default_backoff().reflect(writer);
+    let stream = if deletes {
+        events.touched_objects().boxed()
+    } else {
+        events.applied_objects().boxed()
+    };
+    (reader, stream)
+}
+
+/// Starts (lazily: nothing runs until polled) the watches behind every
+/// store, cluster-wide.
+pub fn watch_all(client: &Client) -> (Stores, Streams) {
+    let managed = || watcher::Config::default().labels(&managed_selector());
+    let (clusters, clusters_s) =
+        reflected(Api::all(client.clone()), watcher::Config::default(), false);
+    let (keys, keys_s) = reflected(Api::all(client.clone()), watcher::Config::default(), true);
+    let (pods, pods_s) = reflected(Api::all(client.clone()), managed(), true);
+    let (statefulsets, sts_s) = reflected(Api::all(client.clone()), managed(), true);
+    let (configmaps, cm_s) = reflected(Api::all(client.clone()), managed(), true);
+    let (services, svc_s) = reflected(Api::all(client.clone()), managed(), true);
+    // Metadata only: `Api<PartialObjectMeta<_>>` asks for metadata, so no
+    // key material is ever cached.
+    let (secrets, secrets_s) = reflected(
+        Api::<PartialObjectMeta<Secret>>::all(client.clone()),
+        watcher::Config::default(),
+        true,
+    );
+    (
+        Stores {
+            clusters,
+            keys,
+            pods,
+            statefulsets,
+            configmaps,
+            services,
+            secrets,
+        },
+        Streams {
+            clusters: clusters_s,
+            keys: keys_s,
+            pods: pods_s,
+            statefulsets: sts_s,
+            configmaps: cm_s,
+            services: svc_s,
+            secrets: secrets_s,
+        },
+    )
+}
