@@ -18,31 +18,47 @@ use serde_json::json;
 use tokio::sync::watch;
 
 use super::Shared;
-use super::kubelet::Stores;
+use super::kubelet::{Ready, Stores};
 use super::statefulset::{self, Action, DeleteReason};
 
-pub(crate) async fn run(shared: Arc<Shared>, stores: Stores, mut changes: watch::Receiver<u64>) {
+/// Delay before retrying after a failed write.
+const RETRY_AFTER_FAILURE: std::time::Duration = std::time::Duration::from_secs(1);
+
+pub(crate) async fn run(
+    shared: Arc<Shared>,
+    stores: Stores,
+    ready: Ready,
+    mut changes: watch::Receiver<u64>,
+) {
     tokio::select! {
         _ = shared.cancel.cancelled() => return,
-        r = stores.statefulsets.wait_until_ready() => if r.is_err() { return },
-    }
-    tokio::select! {
-        _ = shared.cancel.cancelled() => return,
-        r = stores.pods.wait_until_ready() => if r.is_err() { return },
+        ok = ready => if !ok { return },
     }
     loop {
         changes.borrow_and_update();
+        let mut failed = false;
         for sts in stores.statefulsets.state() {
-            reconcile(&shared.client, &stores, &sts).await;
+            failed |= !reconcile(&shared.client, &stores, &sts).await;
         }
+        // A failed write is retried even if nothing else changes.
+        let retry = async {
+            if failed {
+                tokio::time::sleep(RETRY_AFTER_FAILURE).await
+            } else {
+                std::future::pending().await
+            }
+        };
         tokio::select! {
             _ = shared.cancel.cancelled() => return,
             r = changes.changed() => if r.is_err() { return },
+            () = retry => {}
         }
     }
 }
 
-async fn reconcile(client: &kube::Client, stores: &Stores, sts: &StatefulSet) {
+/// Converges one StatefulSet; false if a write failed.
+async fn reconcile(client: &kube::Client, stores: &Stores, sts: &StatefulSet) -> bool {
+    let mut ok = true;
     let ns = sts.namespace().unwrap_or_default();
     let name = sts.name_any();
     let pods: Vec<Arc<Pod>> = stores
@@ -63,6 +79,7 @@ async fn reconcile(client: &kube::Client, stores: &Stores, sts: &StatefulSet) {
                     }
                     Err(kube::Error::Api(e)) if e.code == 409 => {}
                     Err(e) => {
+                        ok = false;
                         tracing::warn!(statefulset = %name, pod = %pod_name, error = %e, "failed to create pod")
                     }
                 }
@@ -78,6 +95,7 @@ async fn reconcile(client: &kube::Client, stores: &Stores, sts: &StatefulSet) {
                     }
                     Err(kube::Error::Api(e)) if e.code == 404 => {}
                     Err(e) => {
+                        ok = false;
                         tracing::warn!(statefulset = %name, pod = %pod, error = %e, "failed to delete pod")
                     }
                 }
@@ -86,7 +104,7 @@ async fn reconcile(client: &kube::Client, stores: &Stores, sts: &StatefulSet) {
     }
     let status = statefulset::status(sts, &refs);
     if sts.status.as_ref() == Some(&status) {
-        return;
+        return ok;
     }
     let api: Api<StatefulSet> = Api::namespaced(client.clone(), &ns);
     let patch = json!({ "status": status });
@@ -95,5 +113,7 @@ async fn reconcile(client: &kube::Client, stores: &Stores, sts: &StatefulSet) {
         .await
     {
         tracing::debug!(statefulset = %name, error = %e, "failed to write statefulset status");
+        return false;
     }
+    ok
 }

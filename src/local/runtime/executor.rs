@@ -8,60 +8,20 @@
 //! a minimal environment (only PATH: no HOME, so no `~/.digrc` changes
 //! dig's output) in the pod's data directory. stdin may carry TSIG keys:
 //! it is never logged nor put into an error; errors carry the exit code and
-//! stderr. No cluster access.
+//! stderr. Implements the controllers' [`PodExecutor`]. No cluster access.
 
 use std::process::Stdio;
 use std::sync::Arc;
 
+use futures::FutureExt as _;
+use futures::future::BoxFuture;
 use tokio::io::AsyncWriteExt;
 use tokio::process::Command as Process;
 
 use super::Shared;
 use crate::bind::PodLayout;
 use crate::bind::commands::Command;
-
-/// What a successful command printed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LocalExecOutput {
-    pub stdout: String,
-    pub stderr: String,
-}
-
-/// Why a command did not succeed.
-#[derive(Debug, thiserror::Error)]
-pub enum LocalExecError {
-    #[error("failed to exec in pod {namespace}/{pod}: pod not found")]
-    NoSuchPod { namespace: String, pod: String },
-    #[error("failed to exec in pod {namespace}/{pod}: container not running")]
-    NotRunning { namespace: String, pod: String },
-    #[error("failed to exec in pod {namespace}/{pod}: empty command")]
-    EmptyCommand { namespace: String, pod: String },
-    #[error("failed to exec in pod {namespace}/{pod}: {program}: {source}")]
-    Spawn {
-        namespace: String,
-        pod: String,
-        program: String,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("failed to exec in pod {namespace}/{pod}: timed out after {secs}s")]
-    Timeout {
-        namespace: String,
-        pod: String,
-        secs: u64,
-    },
-    #[error("failed to exec in pod {namespace}/{pod}: exit code {code}: {stderr}")]
-    Failed {
-        namespace: String,
-        pod: String,
-        /// The process's exit code (128 + signal if it was killed).
-        code: i32,
-        stdout: String,
-        stderr: String,
-    },
-    #[error(transparent)]
-    Ports(#[from] super::PortsExhausted),
-}
+use crate::controller::exec::{ExecError, ExecOutput, PodExecutor, PodRef};
 
 /// Runs commands against the runtime's local pods. Cheap to clone.
 #[derive(Clone)]
@@ -80,35 +40,18 @@ impl LocalExecutor {
         LocalExecutor { shared }
     }
 
-    /// The pod's layout: its data and config dirs, ports and local tools.
-    pub fn layout(&self, namespace: &str, pod: &str) -> Result<PodLayout, LocalExecError> {
-        Ok(self.shared.layout(namespace, pod)?)
-    }
-
-    /// Runs `cmd` "in" the pod; stdout on success.
-    pub async fn exec(
-        &self,
-        namespace: &str,
-        pod: &str,
-        cmd: &Command,
-    ) -> Result<LocalExecOutput, LocalExecError> {
-        let ids = || (namespace.to_string(), pod.to_string());
-        match self.shared.table.get(namespace, pod) {
-            None => {
-                let (namespace, pod) = ids();
-                return Err(LocalExecError::NoSuchPod { namespace, pod });
-            }
+    async fn run(&self, pod: &PodRef, cmd: &Command) -> Result<ExecOutput, ExecError> {
+        match self.shared.table.get(&pod.namespace, &pod.name) {
+            None => return Err(ExecError::transport(pod, cmd, "pod not found")),
             Some(p) if !p.running => {
-                let (namespace, pod) = ids();
-                return Err(LocalExecError::NotRunning { namespace, pod });
+                return Err(ExecError::transport(pod, cmd, "container not running"));
             }
             Some(_) => {}
         }
         let Some((program, args)) = cmd.argv.split_first() else {
-            let (namespace, pod) = ids();
-            return Err(LocalExecError::EmptyCommand { namespace, pod });
+            return Err(ExecError::transport(pod, cmd, "empty command"));
         };
-        let dirs = self.shared.dirs(namespace, pod);
+        let dirs = self.shared.dirs(&pod.namespace, &pod.name);
         let path = std::env::var("PATH").unwrap_or_else(|_| {
             "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin".into()
         });
@@ -126,20 +69,11 @@ impl LocalExecutor {
             .stderr(Stdio::piped())
             .kill_on_drop(true)
             .spawn()
-            .map_err(|source| {
-                let (namespace, pod) = ids();
-                LocalExecError::Spawn {
-                    namespace,
-                    pod,
-                    program: program.clone(),
-                    source,
-                }
-            })?;
-        tracing::debug!(namespace, pod, argv = ?cmd.argv, stdin_bytes = cmd.stdin.as_ref().map(String::len), "exec");
+            .map_err(|e| ExecError::transport(pod, cmd, e))?;
+        tracing::debug!(pod = %pod, argv = ?cmd.argv, stdin_bytes = cmd.stdin.as_ref().map(String::len), "exec");
         let stdin = child.stdin.take();
-        let input = cmd.stdin.clone();
         let feed = async move {
-            if let (Some(mut w), Some(text)) = (stdin, input) {
+            if let (Some(mut w), Some(text)) = (stdin, cmd.stdin.as_deref()) {
                 // A command that exits without reading all of stdin is its
                 // own business; its exit status tells.
                 let _ = w.write_all(text.as_bytes()).await;
@@ -153,41 +87,55 @@ impl LocalExecutor {
         let timeout = self.shared.config.exec_timeout;
         let out = match tokio::time::timeout(timeout, run).await {
             Err(_) => {
-                let (namespace, pod) = ids();
-                return Err(LocalExecError::Timeout {
-                    namespace,
+                return Err(ExecError::transport(
                     pod,
-                    secs: timeout.as_secs(),
-                });
+                    cmd,
+                    format!("timed out after {}s", timeout.as_secs()),
+                ));
             }
-            Ok(Err(source)) => {
-                let (namespace, pod) = ids();
-                return Err(LocalExecError::Spawn {
-                    namespace,
-                    pod,
-                    program: program.clone(),
-                    source,
-                });
-            }
+            Ok(Err(e)) => return Err(ExecError::transport(pod, cmd, e)),
             Ok(Ok(out)) => out,
         };
         let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
         let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
         if out.status.success() {
-            return Ok(LocalExecOutput { stdout, stderr });
+            return Ok(ExecOutput { stdout, stderr });
         }
         use std::os::unix::process::ExitStatusExt;
         let code = out
             .status
             .code()
             .unwrap_or_else(|| 128 + out.status.signal().unwrap_or(0));
-        let (namespace, pod) = ids();
-        Err(LocalExecError::Failed {
-            namespace,
-            pod,
-            code,
-            stdout,
-            stderr,
-        })
+        Err(ExecError::exited(pod, cmd, code, stdout, &stderr))
+    }
+}
+
+impl PodExecutor for LocalExecutor {
+    /// The pod's local layout: its data and config dirs under the state
+    /// dir, its ports, and the tools found on this machine.
+    fn layout(&self, pod: &PodRef) -> PodLayout {
+        self.shared
+            .layout(&pod.namespace, &pod.name)
+            .unwrap_or_else(|e| {
+                // Only after ~30,000 pods; exec then fails on port 0.
+                tracing::error!(pod = %pod, error = %e, "no ports left for pod");
+                let dirs = self.shared.dirs(&pod.namespace, &pod.name);
+                PodLayout {
+                    data_dir: dirs.data,
+                    config_dir: dirs.config,
+                    server_addr: std::net::Ipv4Addr::LOCALHOST.into(),
+                    dns_port: 0,
+                    control_port: 0,
+                    tools: self.shared.tools.clone(),
+                }
+            })
+    }
+
+    fn exec<'a>(
+        &'a self,
+        pod: &'a PodRef,
+        cmd: &'a Command,
+    ) -> BoxFuture<'a, Result<ExecOutput, ExecError>> {
+        self.run(pod, cmd).boxed()
     }
 }

@@ -14,7 +14,8 @@ use std::fmt::Debug;
 use std::hash::Hash;
 use std::sync::Arc;
 
-use futures::StreamExt;
+use futures::future::{BoxFuture, Shared as SharedFuture};
+use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret};
 use kube::Api;
@@ -68,6 +69,7 @@ impl Sources for Stores {
 }
 
 fn reflect<K>(
+    shared: &Arc<Shared>,
     api: Api<K>,
     config: Config,
     writer: Writer<K>,
@@ -78,13 +80,22 @@ where
     K::DynamicType: Eq + Hash + Clone + Default,
 {
     let kind = K::kind(&K::DynamicType::default()).into_owned();
+    let cancel = shared.cancel.clone();
     tokio::spawn(async move {
         let stream = watcher(api, config).default_backoff().reflect(writer);
         futures::pin_mut!(stream);
-        while let Some(ev) = stream.next().await {
+        loop {
+            let ev = tokio::select! {
+                _ = cancel.cancelled() => return,
+                ev = stream.next() => ev,
+            };
             match ev {
-                Ok(_) => changes.send_modify(|v| *v = v.wrapping_add(1)),
-                Err(e) => tracing::warn!(kind, error = %e, "watch failed; retrying"),
+                Some(Ok(ref e)) => {
+                    tracing::trace!(kind, event = ?std::mem::discriminant(e), "watch event");
+                    changes.send_modify(|v| *v = v.wrapping_add(1))
+                }
+                Some(Err(e)) => tracing::warn!(kind, error = %e, "watch failed; retrying"),
+                None => return,
             }
         }
     })
@@ -105,24 +116,33 @@ pub(crate) fn start(shared: &Arc<Shared>) -> Vec<JoinHandle<()>> {
     }
     let mut tasks = vec![
         reflect(
+            shared,
             Api::<Pod>::all(client.clone()),
             pod_config,
             pw,
             changes.clone(),
         ),
         reflect(
+            shared,
             Api::<StatefulSet>::all(client.clone()),
             Config::default(),
             sw,
             changes.clone(),
         ),
         reflect(
+            shared,
             Api::<ConfigMap>::all(client.clone()),
             Config::default(),
             cw,
             changes.clone(),
         ),
-        reflect(Api::<Secret>::all(client), Config::default(), xw, changes),
+        reflect(
+            shared,
+            Api::<Secret>::all(client),
+            Config::default(),
+            xw,
+            changes,
+        ),
     ];
     let stores = Stores {
         pods,
@@ -130,28 +150,42 @@ pub(crate) fn start(shared: &Arc<Shared>) -> Vec<JoinHandle<()>> {
         config_maps,
         secrets,
     };
+    let ready = ready(&stores);
     if shared.config.run_statefulsets {
         tasks.push(tokio::spawn(controller::run(
             shared.clone(),
             stores.clone(),
+            ready.clone(),
             rx.clone(),
         )));
     }
-    tasks.push(tokio::spawn(run(shared.clone(), stores, rx)));
+    tasks.push(tokio::spawn(run(shared.clone(), stores, ready, rx)));
     tasks
 }
 
-async fn wait_ready(stores: &Stores) -> bool {
-    stores.pods.wait_until_ready().await.is_ok()
-        && stores.statefulsets.wait_until_ready().await.is_ok()
-        && stores.config_maps.wait_until_ready().await.is_ok()
-        && stores.secrets.wait_until_ready().await.is_ok()
+/// Resolves (true) once every cache holds its initial list; false if a
+/// watch ended first.
+pub(crate) type Ready = SharedFuture<BoxFuture<'static, bool>>;
+
+/// One readiness future for everyone: a store's `wait_until_ready` wakes
+/// only the last of several concurrent waiters (its oneshot keeps a single
+/// waker), so tasks must not wait on the stores directly.
+fn ready(stores: &Stores) -> Ready {
+    let stores = stores.clone();
+    async move {
+        stores.pods.wait_until_ready().await.is_ok()
+            && stores.statefulsets.wait_until_ready().await.is_ok()
+            && stores.config_maps.wait_until_ready().await.is_ok()
+            && stores.secrets.wait_until_ready().await.is_ok()
+    }
+    .boxed()
+    .shared()
 }
 
-async fn run(shared: Arc<Shared>, stores: Stores, mut changes: watch::Receiver<u64>) {
+async fn run(shared: Arc<Shared>, stores: Stores, ready: Ready, mut changes: watch::Receiver<u64>) {
     tokio::select! {
         _ = shared.cancel.cancelled() => return,
-        ok = wait_ready(&stores) => if !ok { return },
+        ok = ready => if !ok { return },
     }
     loop {
         changes.borrow_and_update();

@@ -55,7 +55,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 pub use atomic_writer::{AtomicWriter, DATA_DIR_LINK};
-pub use executor::{LocalExecError, LocalExecutor};
+pub use executor::LocalExecutor;
 pub use network::LocalNetwork;
 pub use ports::{PodPorts, PortAllocator, PortsExhausted};
 pub use probe::dns_answers;

@@ -6,14 +6,19 @@
 //!
 //! Ports are allocated on first ask and never move, so the primary's
 //! endpoint can be rendered into config before the primary pod exists and
-//! stays valid across its restarts. No cluster access.
+//! stays valid across its restarts. Implements the controllers'
+//! [`Network`]. No cluster access.
 
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
 
+use k8s_openapi::api::core::v1::{Pod, Service};
+
 use super::statefulset::pod_name;
 use super::{PortsExhausted, Shared};
 use crate::bind::Endpoint;
+use crate::controller::exec::PodRef;
+use crate::controller::network::{Network, NetworkError};
 
 /// Where local pods are reached. Cheap to clone.
 #[derive(Clone)]
@@ -46,11 +51,30 @@ impl LocalNetwork {
 
     /// Where the secondaries of StatefulSet `statefulset` reach its primary
     /// (ordinal 0).
-    pub fn primary_endpoint(
+    pub fn statefulset_primary(
         &self,
         namespace: &str,
         statefulset: &str,
     ) -> Result<Endpoint, PortsExhausted> {
         self.pod_endpoint(namespace, &pod_name(statefulset, 0))
+    }
+}
+
+impl Network for LocalNetwork {
+    /// `127.0.0.1:<primary pod's DNS port>`; the Service is not consulted.
+    fn primary_endpoint(
+        &self,
+        primary_pod: &PodRef,
+        _primary_service: &Service,
+    ) -> Result<Endpoint, NetworkError> {
+        self.pod_endpoint(&primary_pod.namespace, &primary_pod.name)
+            .map_err(|e| NetworkError::PrimaryUnknown(e.to_string()))
+    }
+
+    /// `127.0.0.1:<the pod's DNS port>`.
+    fn pod_dns_endpoint(&self, pod: &Pod) -> Option<Endpoint> {
+        let ns = pod.metadata.namespace.as_deref()?;
+        let name = pod.metadata.name.as_deref()?;
+        self.pod_endpoint(ns, name).ok()
     }
 }

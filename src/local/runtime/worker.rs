@@ -36,6 +36,7 @@ use super::table::{PodDirs, PodEndpoint};
 use super::volume::{self, Payload};
 use super::{DataDirPolicy, RestartData, Shared};
 use crate::bind::layout::mount;
+use crate::controller::names::{LABEL_CLUSTER, LABEL_INSTANCE};
 
 /// Probe period until a started named first answers.
 const STARTUP_PROBE_INTERVAL: Duration = Duration::from_millis(100);
@@ -43,9 +44,6 @@ const STARTUP_PROBE_INTERVAL: Duration = Duration::from_millis(100);
 const BACKOFF_RESET_AFTER: Duration = Duration::from_secs(10);
 /// Retry delay for a failed status write.
 const STATUS_RETRY: Duration = Duration::from_secs(1);
-/// The Pod label carrying the BindCluster name, when the StatefulSet has no
-/// BindCluster owner to read it from.
-const INSTANCE_LABEL: &str = "app.kubernetes.io/instance";
 
 /// Requests from the runtime handle.
 #[derive(Debug)]
@@ -507,7 +505,7 @@ impl Worker {
             .metadata
             .labels
             .as_ref()
-            .and_then(|l| l.get(INSTANCE_LABEL))
+            .and_then(|l| l.get(LABEL_CLUSTER).or_else(|| l.get(LABEL_INSTANCE)))
             .cloned();
         owner.or(label).or(sts).unwrap_or_else(|| {
             self.name()
