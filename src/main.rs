@@ -1,3 +1,165 @@
 //! The `bind-operator` binary: parses flags and wires the library together.
+//! Logic lives in the library; each subcommand is a thin call into it.
 
-fn main() {}
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Kubernetes operator that runs BIND9 clusters and manages their zones,
+/// records and TSIG keys from custom resources.
+#[derive(Parser)]
+#[command(name = "bind-operator", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Print the CustomResourceDefinitions of all four kinds as one
+    /// multi-document YAML (pipe into `kubectl apply -f -`).
+    Crds {
+        /// Instead of printing, rewrite the committed CRD files (crds/ and the
+        /// Helm chart's crds/) under this repository root.
+        #[arg(long, value_name = "REPO_ROOT")]
+        regenerate: Option<PathBuf>,
+    },
+    /// Render every BindCluster's mounted files (named.conf.primary,
+    /// named.conf.secondary, keys.conf, entrypoint.sh) from the manifests in
+    /// DIR into OUT/<namespace>/<cluster>/, offline.
+    Render {
+        /// Directory of manifests (YAML, multi-document; searched recursively).
+        #[arg(short = 'f', long = "filename", value_name = "DIR")]
+        dir: PathBuf,
+        /// Output directory.
+        #[arg(long, value_name = "OUT")]
+        out: PathBuf,
+        /// Address secondaries use to reach the primary (in a cluster: the
+        /// primary Service's ClusterIP).
+        #[arg(long, value_name = "IP", default_value = "127.0.0.1")]
+        primary_address: std::net::IpAddr,
+        /// Port secondaries use to reach the primary.
+        #[arg(long, value_name = "PORT", default_value_t = 53)]
+        primary_port: u16,
+    },
+    /// Run the controllers against the API server of the in-cluster
+    /// service account, or of KUBECONFIG / ~/.kube/config.
+    Run {
+        /// Log filter (tracing EnvFilter syntax: `info`,
+        /// `bind_operator=debug,kube=warn`, ...). RUST_LOG wins when set.
+        #[arg(long, value_name = "FILTER", default_value = "info")]
+        log_level: String,
+        /// Log as JSON lines instead of text.
+        #[arg(long)]
+        log_json: bool,
+        /// Serve GET /healthz and /readyz on this address (e.g. 0.0.0.0:8080).
+        #[arg(long, value_name = "ADDR", env = "BIND_OPERATOR_HEALTH_ADDR")]
+        health_addr: Option<std::net::SocketAddr>,
+        /// Reconcile only while holding a Lease in POD_NAMESPACE (for more
+        /// than one replica).
+        #[arg(long, env = "BIND_OPERATOR_LEADER_ELECTION")]
+        leader_election: bool,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Crds { regenerate: None } => bind_operator::api::crdgen::all_yaml()
+            .map_err(|e| error_chain(&e))
+            .and_then(|yaml| write_stdout(&yaml)),
+        Command::Crds {
+            regenerate: Some(root),
+        } => bind_operator::api::crdgen::regenerate(&root).map_err(|e| error_chain(&e)),
+        Command::Render {
+            dir,
+            out,
+            primary_address,
+            primary_port,
+        } => render(&dir, &out, primary_address, primary_port),
+        Command::Run {
+            log_level,
+            log_json,
+            health_addr,
+            leader_election,
+        } => bind_operator::controller::manager::run_blocking(
+            bind_operator::controller::manager::Options {
+                log_filter: log_level,
+                log_json,
+                health_addr,
+                leader_election,
+            },
+        )
+        .map_err(|e| error_chain(&e)),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("bind-operator: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Runs the offline render and prints its report.
+fn render(
+    dir: &std::path::Path,
+    out: &std::path::Path,
+    ip: std::net::IpAddr,
+    port: u16,
+) -> Result<(), String> {
+    use bind_operator::render::offline::{RenderOptions, render_dir};
+    let primary = bind_operator::bind::Endpoint::new(ip, port).map_err(|e| e.to_string())?;
+    let report = render_dir(dir, out, &RenderOptions { primary }).map_err(|e| error_chain(&e))?;
+    let mut text = String::new();
+    for e in &report.manifest_errors {
+        text.push_str(&format!("error: {e}\n"));
+    }
+    for c in &report.clusters {
+        match &c.result {
+            Ok(files) => text.push_str(&format!(
+                "rendered BindCluster {}/{}: {} files\n",
+                c.namespace,
+                c.name,
+                files.len()
+            )),
+            Err(e) => text.push_str(&format!(
+                "error: BindCluster {}/{}: {e}\n",
+                c.namespace, c.name
+            )),
+        }
+    }
+    for n in &report.notes {
+        text.push_str(&format!("note: {n}\n"));
+    }
+    write_stdout(&text)?;
+    if report.success() {
+        Ok(())
+    } else {
+        Err("some manifests or clusters could not be rendered".into())
+    }
+}
+
+/// Prints to stdout; a closed pipe (`| head`) is not an error.
+fn write_stdout(text: &str) -> Result<(), String> {
+    use std::io::Write;
+    match std::io::stdout().lock().write_all(text.as_bytes()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(format!("failed to write to stdout: {e}"))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// "outer: inner: root" so the user sees the cause, not only the context.
+fn error_chain(err: &dyn std::error::Error) -> String {
+    let mut message = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        message.push_str(": ");
+        message.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    message
+}
