@@ -10,6 +10,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU16, Ordering};
 use std::time::Duration;
 
+use bind_operator::bind::entrypoint::render_rndc_key;
 use bind_operator::bind::render::{ClusterConfig, DnssecValidation, render_cluster};
 use bind_operator::bind::types::TsigSecret;
 use bind_operator::bind::{Endpoint, KeyName, TsigAlgorithm, TsigKey, ZoneName};
@@ -259,8 +260,6 @@ impl ClusterObjects {
             transfer_key: transfer_key.name.clone(),
             primary_endpoint: primary,
             keys: vec![transfer_key.clone()],
-            rndc_algorithm: TsigAlgorithm::HmacSha256,
-            rndc_secret: secret_key(9),
         };
         let files = render_cluster(&cfg).unwrap();
         let config: ConfigMap = serde_json::from_value(json!({
@@ -285,7 +284,8 @@ impl ClusterObjects {
             ..Default::default()
         };
         let keys = secret("dns-keys", "keys.conf", &files.keys_conf);
-        let rndc = secret("dns-rndc", "rndc.key", &files.rndc_key);
+        let rndc_key = render_rndc_key(TsigAlgorithm::HmacSha256, &secret_key(9));
+        let rndc = secret("dns-rndc", "rndc.key", &rndc_key);
         let statefulset: StatefulSet = serde_json::from_value(json!({
             "metadata": {"name": STS, "namespace": NS},
             "spec": {
