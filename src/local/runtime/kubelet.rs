@@ -90,10 +90,7 @@ where
                 ev = stream.next() => ev,
             };
             match ev {
-                Some(Ok(ref e)) => {
-                    tracing::trace!(kind, event = ?std::mem::discriminant(e), "watch event");
-                    changes.send_modify(|v| *v = v.wrapping_add(1))
-                }
+                Some(Ok(_)) => changes.send_modify(|v| *v = v.wrapping_add(1)),
                 Some(Err(e)) => tracing::warn!(kind, error = %e, "watch failed; retrying"),
                 None => return,
             }

@@ -14,29 +14,26 @@
 //! itself from the worker table under that table's lock) or the runtime
 //! shuts down.
 
-use std::net::{IpAddr, Ipv4Addr};
+mod publish;
+mod start;
+
+use std::net::Ipv4Addr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Pod;
-use kube::Api;
-use kube::api::{Patch, PatchParams};
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-use super::atomic_writer::AtomicWriter;
-use super::container::{Container, ContainerSpec};
+use super::container::Container;
 use super::kubelet::{PodKey, Stores};
-use super::pod_status::{self, Conditions, ContainerPhase, StatusInput, Terminated};
-use super::statefulset::{POD_INDEX_LABEL, trailing_ordinal};
-use super::table::{PodDirs, PodEndpoint};
+use super::pod_status::{Conditions, Terminated};
+use super::table::PodDirs;
 use super::volume::{self, Payload};
 use super::{DataDirPolicy, RestartData, Shared};
-use crate::bind::layout::mount;
-use crate::controller::names::{LABEL_CLUSTER, LABEL_INSTANCE};
 
 /// Probe period until a started named first answers.
 const STARTUP_PROBE_INTERVAL: Duration = Duration::from_millis(100);
@@ -259,118 +256,6 @@ impl Worker {
     }
 
     /// Writes the config volume; false (and a waiting reason) on failure.
-    fn mount(&mut self, payload: Payload) -> bool {
-        let writer = AtomicWriter::new(&self.dirs.config);
-        match writer.write(&payload) {
-            Ok(changed) => {
-                if changed {
-                    tracing::debug!(pod = %self.name(), "config volume updated");
-                }
-                self.pod.mounted = Some(payload);
-                self.pod.pending_since = None;
-                true
-            }
-            Err(e) => {
-                tracing::warn!(pod = %self.name(), error = %e, "failed to write config volume");
-                self.pod.waiting = (
-                    "ContainerCreating".into(),
-                    format!("failed to write config volume: {e}"),
-                );
-                self.pod.restart_at = Some(Instant::now() + self.shared.config.restart_backoff);
-                false
-            }
-        }
-    }
-
-    fn ordinal(&self, pod: &Pod) -> u32 {
-        pod.metadata
-            .labels
-            .as_ref()
-            .and_then(|l| l.get(POD_INDEX_LABEL))
-            .and_then(|v| v.parse().ok())
-            .or_else(|| trailing_ordinal(self.name()))
-            .unwrap_or(0)
-    }
-
-    fn env(&self, pod: &Pod, ordinal: u32) -> Result<Vec<(String, String)>, String> {
-        let layout = self
-            .shared
-            .layout(self.ns(), self.name())
-            .map_err(|e| e.to_string())?;
-        let path = std::env::var("PATH").unwrap_or_else(|_| {
-            "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin".into()
-        });
-        let mut env = vec![
-            ("PATH".to_string(), path),
-            ("HOSTNAME".to_string(), self.name().to_string()),
-        ];
-        // The template's literal values first; the local seam's overrides win.
-        let container = pod.spec.as_ref().and_then(|s| s.containers.first());
-        for e in container.and_then(|c| c.env.as_ref()).into_iter().flatten() {
-            if let Some(v) = &e.value {
-                env.push((e.name.clone(), v.clone()));
-            }
-        }
-        env.extend(layout.entrypoint_env(ordinal, IpAddr::V4(Ipv4Addr::LOCALHOST)));
-        env.push((
-            crate::bind::layout::env::NAMED_BIN.into(),
-            self.shared.named.clone(),
-        ));
-        Ok(env)
-    }
-
-    fn start_container(&mut self, pod: &Pod) {
-        let ordinal = self.ordinal(pod);
-        let script = self.dirs.config.join(mount::ENTRYPOINT);
-        let env = match self.env(pod, ordinal) {
-            Ok(env) => env,
-            Err(e) => {
-                self.pod.waiting = ("CreateContainerError".into(), e);
-                return;
-            }
-        };
-        if !script.exists() {
-            self.pod.waiting = (
-                "CreateContainerError".into(),
-                format!("failed to find {} in the config volume", mount::ENTRYPOINT),
-            );
-            return;
-        }
-        if let Err(e) = std::fs::create_dir_all(&self.dirs.data) {
-            self.pod.waiting = ("CreateContainerError".into(), e.to_string());
-            return;
-        }
-        let spec = ContainerSpec {
-            script,
-            cwd: self.dirs.data.clone(),
-            env,
-            log: self.dirs.log.clone(),
-        };
-        let header = format!(
-            "{} pod {}/{} uid {} restart {}",
-            Timestamp::now(),
-            self.ns(),
-            self.name(),
-            self.pod.uid.as_deref().unwrap_or_default(),
-            self.pod.restarts
-        );
-        match Container::start(&spec, &header, &self.shared.pids) {
-            Ok(c) => {
-                tracing::info!(pod = %self.name(), namespace = %self.ns(), pid = c.pid(), "named started");
-                self.pod.container = Some(c);
-                self.pod.started_at = Some((Instant::now(), Timestamp::now()));
-                self.pod.started_once = true;
-                self.pod.probe_failures = 0;
-                self.pod.next_probe = Instant::now() + STARTUP_PROBE_INTERVAL;
-            }
-            Err(e) => {
-                tracing::warn!(pod = %self.name(), error = %e, "failed to start named");
-                self.pod.waiting = ("CreateContainerError".into(), e.to_string());
-                self.pod.restart_at = Some(Instant::now() + self.next_backoff());
-            }
-        }
-    }
-
     fn next_backoff(&mut self) -> Duration {
         let b = self.backoff;
         self.backoff = (self.backoff * 2).min(self.shared.config.max_restart_backoff);
@@ -480,109 +365,6 @@ impl Worker {
         .into_iter()
         .flatten()
         .min()
-    }
-
-    fn cluster(&self, pod: &Pod) -> String {
-        let sts = pod
-            .metadata
-            .owner_references
-            .iter()
-            .flatten()
-            .find(|o| o.kind == "StatefulSet")
-            .map(|o| o.name.clone());
-        let owner = sts
-            .as_deref()
-            .and_then(|s| self.stores.statefulset(self.ns(), s))
-            .and_then(|s| {
-                s.metadata
-                    .owner_references
-                    .iter()
-                    .flatten()
-                    .find(|o| o.kind == "BindCluster")
-                    .map(|o| o.name.clone())
-            });
-        let label = pod
-            .metadata
-            .labels
-            .as_ref()
-            .and_then(|l| l.get(LABEL_CLUSTER).or_else(|| l.get(LABEL_INSTANCE)))
-            .cloned();
-        owner.or(label).or(sts).unwrap_or_else(|| {
-            self.name()
-                .rsplit_once('-')
-                .map_or(self.name(), |(s, _)| s)
-                .to_string()
-        })
-    }
-
-    /// Updates the runtime's table and, when it changed, the Pod's status.
-    async fn publish(&mut self, pod: &Pod) {
-        let ordinal = self.ordinal(pod);
-        if let Ok(ports) = self.shared.ports.ports(self.ns(), self.name()) {
-            let mut entry = PodEndpoint::new(
-                self.ns(),
-                self.name(),
-                &self.cluster(pod),
-                ordinal,
-                ports,
-                self.dirs.log.clone(),
-            );
-            entry.running = self.pod.container.is_some();
-            entry.ready = self.pod.ready;
-            entry.restarts = self.pod.restarts;
-            entry.uid = self.pod.uid.clone().unwrap_or_default();
-            self.shared.table.set(entry);
-        }
-
-        let now = Timestamp::now();
-        let running = self.pod.container.is_some();
-        let p = &mut self.pod;
-        p.conditions.set("PodScheduled", true, p.start_time);
-        p.conditions.set("Initialized", true, p.start_time);
-        p.conditions.set("ContainersReady", running && p.ready, now);
-        p.conditions.set("Ready", running && p.ready, now);
-        let phase = match (&p.container, p.started_at) {
-            (Some(c), Some((_, since))) => ContainerPhase::Running {
-                since,
-                pid: c.pid(),
-            },
-            _ => ContainerPhase::Waiting {
-                reason: p.waiting.0.clone(),
-                message: p.waiting.1.clone(),
-            },
-        };
-        let container = pod.spec.as_ref().and_then(|s| s.containers.first());
-        let status = pod_status::build(&StatusInput {
-            container_name: container.map_or("bind", |c| c.name.as_str()),
-            image: container
-                .and_then(|c| c.image.as_deref())
-                .unwrap_or_default(),
-            start_time: p.start_time,
-            started_once: p.started_once,
-            phase: &phase,
-            ready: running && p.ready,
-            restarts: p.restarts,
-            last_terminated: p.last_terminated.as_ref(),
-            conditions: &p.conditions,
-        });
-        if p.published.as_ref() == Some(&status) {
-            return;
-        }
-        let api: Api<Pod> = Api::namespaced(self.shared.client.clone(), &self.key.0);
-        let patch = json!({ "status": status });
-        match api
-            .patch_status(&self.key.1, &PatchParams::default(), &Patch::Merge(&patch))
-            .await
-        {
-            Ok(_) => {
-                self.pod.published = Some(status);
-                self.pod.status_retry_at = None;
-            }
-            Err(e) => {
-                tracing::debug!(pod = %self.key.1, error = %e, "failed to write pod status; retrying");
-                self.pod.status_retry_at = Some(Instant::now() + STATUS_RETRY);
-            }
-        }
     }
 }
 
