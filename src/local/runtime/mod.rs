@@ -138,7 +138,7 @@ impl RuntimeConfig {
             stop_grace: Duration::from_secs(5),
             restart_backoff: Duration::from_millis(200),
             max_restart_backoff: Duration::from_secs(10),
-            exec_timeout: Duration::from_secs(120),
+            exec_timeout: crate::controller::exec::EXEC_TIMEOUT,
             named: None,
         }
     }

@@ -325,6 +325,43 @@ mod tests {
     }
 
     #[test]
+    fn claim_templates_become_per_pod_claims_that_outlive_the_pod() {
+        let mut s = sts(1, "bind:1");
+        let spec = &mut s.spec;
+        spec.volume_claim_templates =
+            Some(vec![k8s_openapi::api::core::v1::PersistentVolumeClaim {
+                metadata: ObjectMeta {
+                    name: Some("data".into()),
+                    ..Default::default()
+                },
+                ..Default::default()
+            }]);
+        let pod_spec = spec.template.spec.as_mut().unwrap();
+        pod_spec.containers[0].volume_mounts =
+            Some(vec![k8s_openapi::api::core::v1::VolumeMount {
+                name: "data".into(),
+                mount_path: "/var/lib/bind".into(),
+                ..Default::default()
+            }]);
+        pod_spec.volumes = Some(vec![Volume {
+            name: "data".into(),
+            empty_dir: Some(Default::default()),
+            ..Default::default()
+        }]);
+        let pod = desired_pod(&s, 0, "r");
+        let vols = pod.spec.as_ref().unwrap().volumes.as_ref().unwrap();
+        assert_eq!(vols.len(), 1);
+        assert_eq!(
+            vols[0].persistent_volume_claim.as_ref().unwrap().claim_name,
+            "data-dns-0"
+        );
+        assert!(super::super::volume::data_volume_is_persistent(&pod));
+        assert!(!super::super::volume::data_volume_is_persistent(
+            &desired_pod(&sts(1, "bind:1"), 0, "r")
+        ));
+    }
+
+    #[test]
     fn converged_set_plans_nothing_and_changes_are_planned() {
         let s = sts(2, "bind:1");
         let pods = created(&plan(&s, &[]));
