@@ -267,3 +267,15 @@ fn record_type_parses_case_insensitively_from_bind_output() {
         );
     }
 }
+
+#[test]
+fn catalog_zone_name_is_explicit_or_derived_per_cluster() {
+    let mut c: BindCluster = serde_yaml::from_str(
+        "apiVersion: bind.unkin.net/v1alpha1\nkind: BindCluster\nmetadata: {name: main, namespace: dns}\nspec: {catalog: {transferKeyRef: xfr}}\n",
+    )
+    .unwrap();
+    assert_eq!(c.catalog_zone_name(), "main.dns.catalog.invalid");
+    assert_eq!(c.transfer_key_ref(), Some("xfr"));
+    c.spec.catalog.as_mut().unwrap().zone_name = Some("cat.example.".into());
+    assert_eq!(c.catalog_zone_name(), "cat.example");
+}

@@ -209,9 +209,36 @@ impl Default for BindClusterSpec {
     }
 }
 
+/// Suffix of a derived catalog zone name. `.invalid` (RFC 6761) can never
+/// collide with a real zone the cluster serves.
+pub const CATALOG_ZONE_SUFFIX: &str = "catalog.invalid";
+
+impl BindCluster {
+    /// Name of the cluster's catalog zone: spec.catalog.zoneName, else
+    /// `<name>.<namespace>.catalog.invalid` (stable, unique per cluster).
+    pub fn catalog_zone_name(&self) -> String {
+        if let Some(name) = self
+            .spec
+            .catalog
+            .as_ref()
+            .and_then(|c| c.zone_name.as_deref())
+        {
+            return name.trim_end_matches('.').to_owned();
+        }
+        let name = self.metadata.name.as_deref().unwrap_or_default();
+        let namespace = self.metadata.namespace.as_deref().unwrap_or("default");
+        format!("{name}.{namespace}.{CATALOG_ZONE_SUFFIX}")
+    }
+
+    /// Name of the BindTSIGKey that signs transfers and NOTIFY, if set.
+    pub fn transfer_key_ref(&self) -> Option<&str> {
+        self.spec.catalog.as_ref()?.transfer_key_ref.as_deref()
+    }
+}
+
 /// Kubernetes image pull policy.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
-#[schemars(transform = super::common::drop_type_description)]
+#[schemars(transform = super::common::drop_type_description, extend("maxLength" = 12))]
 pub enum ImagePullPolicy {
     /// Pull on every pod start.
     Always,
@@ -235,7 +262,7 @@ impl ImagePullPolicy {
 /// BIND `dnssec-validation` setting.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "lowercase")]
-#[schemars(transform = super::common::drop_type_description)]
+#[schemars(transform = super::common::drop_type_description, extend("maxLength" = 4))]
 pub enum DnssecValidation {
     /// Validate with the built-in root trust anchor.
     Auto,
@@ -258,7 +285,7 @@ impl DnssecValidation {
 
 /// Kubernetes Service type of the DNS Service.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default, JsonSchema)]
-#[schemars(transform = super::common::drop_type_description)]
+#[schemars(transform = super::common::drop_type_description, extend("maxLength" = 12))]
 pub enum ServiceType {
     /// Reachable inside the cluster only.
     #[default]
@@ -271,7 +298,7 @@ pub enum ServiceType {
 
 /// How external traffic reaches the pods of a NodePort/LoadBalancer Service.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
-#[schemars(transform = super::common::drop_type_description)]
+#[schemars(transform = super::common::drop_type_description, extend("maxLength" = 7))]
 pub enum ExternalTrafficPolicy {
     /// Any node forwards to any pod (source IP is lost).
     Cluster,
@@ -367,8 +394,8 @@ pub struct View {
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CatalogSpec {
-    /// Name of the catalog zone. Unset: derived from the cluster's name and
-    /// namespace (`<name>.<namespace>.catalog.invalid`-style, never a real zone).
+    /// Name of the catalog zone. Unset: `<name>.<namespace>.catalog.invalid`
+    /// (derived from the cluster, never a real zone).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = MAX_DNS_NAME_LEN), regex(pattern = DNS_NAME_PATTERN))]
     pub zone_name: Option<String>,

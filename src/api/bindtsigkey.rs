@@ -74,7 +74,7 @@ pub struct BindTSIGKeySpec {
 
 /// TSIG HMAC algorithms BIND accepts, spelled as in named.conf.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, Default, JsonSchema)]
-#[schemars(transform = super::common::drop_type_description)]
+#[schemars(transform = super::common::drop_type_description, extend("maxLength" = 11))]
 pub enum TsigAlgorithm {
     /// HMAC-SHA256 (the default; 32-byte key).
     #[default]

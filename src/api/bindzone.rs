@@ -169,7 +169,7 @@ pub struct BindZoneSpec {
 /// Whether the cluster is the zone's primary or a secondary of outside servers.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, Default, JsonSchema)]
 #[serde(rename_all = "lowercase")]
-#[schemars(transform = super::common::drop_type_description)]
+#[schemars(transform = super::common::drop_type_description, extend("maxLength" = 9))]
 pub enum ZoneType {
     /// Authoritative copy lives on pod 0; updated by TSIG dynamic update.
     #[default]

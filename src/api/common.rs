@@ -65,7 +65,7 @@ fn default_secret_key() -> String {
 
 /// Lifecycle phase reported by BindZone and DNSRecord.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, JsonSchema)]
-#[schemars(transform = drop_type_description)]
+#[schemars(transform = drop_type_description, extend("maxLength" = 7))]
 pub enum Phase {
     /// Accepted, waiting for what it depends on (cluster, zone, primary pod).
     Pending,

@@ -76,3 +76,45 @@ pub fn all_yaml() -> Result<String, CrdGenError> {
     }
     Ok(out)
 }
+
+/// Failure to write the CRD files.
+#[derive(Debug, thiserror::Error)]
+pub enum CrdWriteError {
+    /// Rendering failed.
+    #[error(transparent)]
+    Render(#[from] CrdGenError),
+    /// The directory or a file could not be written.
+    #[error("failed to write {path}")]
+    Io {
+        /// File or directory being written.
+        path: std::path::PathBuf,
+        /// Underlying I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Every file the `crds/` directory holds, as (file name, content): one per
+/// kind plus [`ALL_IN_ONE_FILE`]. Other files in the directory (such as a
+/// kustomization.yaml) are not generated and left alone.
+pub fn files() -> Result<Vec<(String, String)>, CrdGenError> {
+    let mut files = generated()
+        .into_iter()
+        .map(|g| Ok((g.file_name, to_yaml(&g.crd)?)))
+        .collect::<Result<Vec<_>, CrdGenError>>()?;
+    files.push((ALL_IN_ONE_FILE.to_owned(), all_yaml()?));
+    Ok(files)
+}
+
+/// Writes [`files`] into `dir` (created if missing), overwriting older copies.
+pub fn write_dir(dir: &std::path::Path) -> Result<(), CrdWriteError> {
+    std::fs::create_dir_all(dir).map_err(|source| CrdWriteError::Io {
+        path: dir.to_owned(),
+        source,
+    })?;
+    for (name, content) in files()? {
+        let path = dir.join(name);
+        std::fs::write(&path, content).map_err(|source| CrdWriteError::Io { path, source })?;
+    }
+    Ok(())
+}

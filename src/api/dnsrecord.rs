@@ -98,7 +98,7 @@ pub struct DNSRecordSpec {
     Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, JsonSchema,
 )]
 #[allow(clippy::upper_case_acronyms)]
-#[schemars(transform = super::common::drop_type_description)]
+#[schemars(transform = super::common::drop_type_description, extend("maxLength" = 10))]
 pub enum RecordType {
     /// IPv4 address.
     A,

@@ -5,6 +5,7 @@
 //! Types only: nothing in here talks to the cluster. Key material never lives
 //! in these types; they only name the Secrets that hold it.
 
+pub mod admission;
 pub mod bindcluster;
 pub mod bindtsigkey;
 pub mod bindzone;

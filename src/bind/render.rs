@@ -13,10 +13,10 @@
 use std::collections::BTreeMap;
 
 use super::conf::{ConfWriter, Tok, server_tokens};
-use super::entrypoint::{render_entrypoint, render_rndc_key};
+use super::entrypoint::render_entrypoint;
 use super::layout::{data, mount};
 use super::name::ZoneName;
-use super::types::{AclElement, Endpoint, KeyName, TsigAlgorithm, TsigKey, TsigSecret, ViewName};
+use super::types::{AclElement, Endpoint, KeyName, TsigKey, ViewName};
 use super::zone::catalog_zone_for;
 
 /// Largest number of concurrent outgoing transfers on the primary.
@@ -87,8 +87,6 @@ pub struct ClusterConfig {
     pub primary_endpoint: Endpoint,
     /// Every TSIG key the cluster loads.
     pub keys: Vec<TsigKey>,
-    pub rndc_algorithm: TsigAlgorithm,
-    pub rndc_secret: TsigSecret,
 }
 
 /// A render input that BIND would accept syntactically but not run with.
@@ -110,15 +108,15 @@ pub enum RenderError {
     CatalogName(String, String),
 }
 
-/// The files of one cluster, keyed by their names in the mount.
+/// The files of one cluster, keyed by their names in the mount. The rndc
+/// key is rendered on its own ([`super::entrypoint::render_rndc_key`]): it is
+/// generated once per cluster and kept, independent of this input.
 #[derive(Clone, PartialEq, Eq)]
 pub struct RenderedFiles {
     pub named_conf_primary: String,
     pub named_conf_secondary: String,
     /// Holds key material: never log it.
     pub keys_conf: String,
-    /// Holds key material: never log it.
-    pub rndc_key: String,
     pub entrypoint: String,
 }
 
@@ -128,14 +126,14 @@ impl std::fmt::Debug for RenderedFiles {
             .field("named_conf_primary", &self.named_conf_primary)
             .field("named_conf_secondary", &self.named_conf_secondary)
             .field("keys_conf", &"<redacted>")
-            .field("rndc_key", &"<redacted>")
             .field("entrypoint", &self.entrypoint)
             .finish()
     }
 }
 
 impl RenderedFiles {
-    /// `(file name in the mount, contents)`, sorted by name.
+    /// `(file name in the mount, contents)`, sorted by name (rndc.key is
+    /// not among them).
     pub fn files(&self) -> BTreeMap<&'static str, &str> {
         BTreeMap::from([
             (mount::NAMED_CONF_PRIMARY, self.named_conf_primary.as_str()),
@@ -144,7 +142,6 @@ impl RenderedFiles {
                 self.named_conf_secondary.as_str(),
             ),
             (mount::KEYS_CONF, self.keys_conf.as_str()),
-            (mount::RNDC_KEY, self.rndc_key.as_str()),
             (mount::ENTRYPOINT, self.entrypoint.as_str()),
         ])
     }
@@ -164,7 +161,6 @@ pub fn render_cluster(cfg: &ClusterConfig) -> Result<RenderedFiles, RenderError>
         named_conf_primary: render_named_conf(cfg, Role::Primary)?,
         named_conf_secondary: render_named_conf(cfg, Role::Secondary)?,
         keys_conf: render_keys_conf(&cfg.keys),
-        rndc_key: render_rndc_key(cfg.rndc_algorithm, &cfg.rndc_secret),
         entrypoint: render_entrypoint(),
     })
 }

@@ -21,6 +21,7 @@ use super::conf::{ConfWriter, Tok};
 use super::error::ValidationError;
 use super::layout::data;
 use super::name::{DomainName, ZoneName};
+use super::nsupdate::RrsetChange;
 use super::rdata::{Rdata, RecordType};
 use super::types::{AclElement, Endpoint, KeyName, Ttl, ViewName};
 
@@ -190,6 +191,12 @@ impl PrimaryZone {
         clause(|w| {
             w.stmt(&[Tok::Kw("type"), Tok::Kw("primary")]);
             w.stmt(&[Tok::Kw("file"), Tok::Str(&file)]);
+            // With integrity checks on, BIND refuses a whole UPDATE message
+            // when an in-zone MX/SRV target has no address yet. Records are
+            // declarative and batched (a target's address may come in a later
+            // message or from another object), so one record must not fail
+            // the batch. Apex NS glue is still ordered first by nsupdate.rs.
+            w.stmt(&[Tok::Kw("check-integrity"), Tok::Kw("no")]);
             w.inline_list(
                 &[Tok::Kw("update-policy")],
                 &[vec![
@@ -338,6 +345,25 @@ pub fn catalog_member_owner(catalog: &ZoneName, zone: &ZoneName) -> DomainName {
         .expect("a hex label under a valid zone is valid")
 }
 
+/// The nsupdate change that makes `zone` a catalog member (PTR at its
+/// stable member id). Send it signed with the transfer key.
+pub fn catalog_add_member(catalog: &ZoneName, zone: &ZoneName) -> RrsetChange {
+    RrsetChange::Replace {
+        name: catalog_member_owner(catalog, zone),
+        rtype: RecordType::Ptr,
+        ttl: Ttl::new(0).expect("zero is a ttl"),
+        values: vec![Rdata::Name(zone.as_domain().clone())],
+    }
+}
+
+/// The nsupdate change that removes `zone` from the catalog.
+pub fn catalog_remove_member(catalog: &ZoneName, zone: &ZoneName) -> RrsetChange {
+    RrsetChange::Delete {
+        name: catalog_member_owner(catalog, zone),
+        rtype: RecordType::Ptr,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -359,7 +385,7 @@ mod tests {
         };
         assert_eq!(
             pz.clause(),
-            "{\n\ttype primary;\n\tfile \"zones/internal/example.com.db\";\n\tupdate-policy { grant \"upd\" zonesub ANY; };\n\tallow-transfer { key \"xfer\"; key \"upd\"; 10.0.0.0/8; };\n\talso-notify { 127.0.0.1 port 5301 key \"xfer\"; };\n\tdnssec-policy \"default\";\n};"
+            "{\n\ttype primary;\n\tfile \"zones/internal/example.com.db\";\n\tcheck-integrity no;\n\tupdate-policy { grant \"upd\" zonesub ANY; };\n\tallow-transfer { key \"xfer\"; key \"upd\"; 10.0.0.0/8; };\n\talso-notify { 127.0.0.1 port 5301 key \"xfer\"; };\n\tdnssec-policy \"default\";\n};"
         );
     }
 

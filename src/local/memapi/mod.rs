@@ -45,7 +45,8 @@
 //! - Test hooks: per-verb request counters, injected faults, raw object
 //!   access, a change notifier.
 //!
-//! Not emulated: pods/exec, pods/log and other subresources than status,
+//! Not emulated: graceful deletion (a Pod without finalizers is removed at
+//! once; no kubelet), pods/exec, pods/log and other subresources than status,
 //! deleteCollection, admission/defaulting/schema validation, field
 //! ownership for non-apply writes, namespace existence checks, real
 //! authentication. It holds no BIND knowledge and must never do network I/O.
@@ -180,6 +181,17 @@ impl MemApi {
             state.registry.insert(i);
         }
         Ok(())
+    }
+
+    /// What is served for `kind` in `api_version` (`v1`/`ConfigMap`,
+    /// `bind.unkin.net/v1alpha1`/`BindZone`): the URL plural and scope a
+    /// manifest loader needs for a `DynamicObject` request.
+    pub fn resource(&self, api_version: &str, kind: &str) -> Option<ResourceInfo> {
+        self.shared
+            .lock()
+            .registry
+            .by_kind(api_version, kind)
+            .cloned()
     }
 
     /// Serves a `#[derive(CustomResource)]` type.

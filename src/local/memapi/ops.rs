@@ -147,10 +147,7 @@ impl State {
         let mut items = Vec::new();
         let mut more = 0usize;
         let mut last: Option<ObjKey> = None;
-        for (k, e) in self.iter(&res_key(&t.info), t.namespace.as_deref()) {
-            if after.as_ref().is_some_and(|a| k <= a) {
-                continue;
-            }
+        for (k, e) in self.iter_after(&res_key(&t.info), t.namespace.as_deref(), after) {
             if !(labels.matches(&e.obj) && fields.matches(&e.obj)) {
                 continue;
             }
@@ -246,6 +243,18 @@ impl State {
             && let Some(root) = obj.as_object_mut()
         {
             root.remove("status");
+        }
+        if is_crd(&t.info) {
+            // The real CRD controller accepts names and establishes the CRD
+            // right away; waiters such as `is_crd_established` rely on it.
+            let names = obj.pointer("/spec/names").cloned().unwrap_or_default();
+            obj["status"] = json!({
+                "acceptedNames": names,
+                "conditions": [
+                    {"type": "NamesAccepted", "status": "True", "reason": "NoConflicts", "lastTransitionTime": meta::now()},
+                    {"type": "Established", "status": "True", "reason": "InitialNamesAccepted", "lastTransitionTime": meta::now()},
+                ],
+            });
         }
         meta::normalize(&mut obj);
         meta::check_labels(&obj).map_err(|e| ApiError::invalid(&t.info, &name, &e))?;
@@ -500,7 +509,7 @@ impl State {
     /// Keeps the registry in step with CustomResourceDefinition objects, so
     /// a CRD created through the API is served like on a real server.
     pub(crate) fn on_crd_change(&mut self, info: &ResourceInfo, crd: Option<&Value>) {
-        if info.group != "apiextensions.k8s.io" || info.plural != "customresourcedefinitions" {
+        if !is_crd(info) {
             return;
         }
         if let Some(infos) = crd.and_then(|c| ResourceInfo::from_crd_json(c).ok()) {
@@ -509,6 +518,10 @@ impl State {
             }
         }
     }
+}
+
+fn is_crd(info: &ResourceInfo) -> bool {
+    info.group == "apiextensions.k8s.io" && info.plural == "customresourcedefinitions"
 }
 
 fn is_builtin_group(group: &str) -> bool {

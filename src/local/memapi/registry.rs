@@ -211,6 +211,13 @@ impl Registry {
             .get(&(group.to_owned(), version.to_owned(), plural.to_owned()))
     }
 
+    /// Resource by kind in an apiVersion (`apps/v1`, `Deployment`).
+    pub(crate) fn by_kind(&self, api_version: &str, kind: &str) -> Option<&ResourceInfo> {
+        self.by_path
+            .values()
+            .find(|i| i.api_version() == api_version && i.kind == kind)
+    }
+
     fn group_versions(&self) -> BTreeMap<String, Vec<String>> {
         let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for (g, v, _) in self.by_path.keys() {

@@ -62,7 +62,7 @@ impl tower::Service<Request<kube::client::Body>> for MemService {
     }
 }
 
-fn header_str<'a>(parts: &'a http::request::Parts, name: header::HeaderName) -> &'a str {
+fn header_str(parts: &http::request::Parts, name: header::HeaderName) -> &str {
     parts
         .headers
         .get(name)
@@ -103,6 +103,15 @@ fn handle(
     };
     let q = Query::parse(parts.uri.query())?;
     let verb = verb_of(&parts.method, &target, &q)?;
+    // Identity only: bodies may hold secret material and are never logged.
+    tracing::trace!(
+        %verb,
+        resource = %target.info.plural,
+        namespace = target.namespace.as_deref().unwrap_or_default(),
+        name = target.name.as_deref().unwrap_or_default(),
+        status = target.status,
+        "memapi request"
+    );
     state.hooks.on_request(&RequestKey {
         verb,
         resource: &target.info.plural,

@@ -6,6 +6,7 @@
 //! Callers hold the one state lock; nothing here blocks or awaits.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::ops::Bound;
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -107,10 +108,24 @@ impl State {
         res: &ResKey,
         namespace: Option<&'a str>,
     ) -> impl Iterator<Item = (&'a ObjKey, &'a Entry)> + 'a {
+        self.iter_after(res, namespace, None)
+    }
+
+    /// Like `iter`, starting after `after` (the key a list page ended on).
+    pub(crate) fn iter_after<'a>(
+        &'a self,
+        res: &ResKey,
+        namespace: Option<&'a str>,
+        after: Option<ObjKey>,
+    ) -> impl Iterator<Item = (&'a ObjKey, &'a Entry)> + 'a {
+        let lower = match after {
+            Some(k) => Bound::Excluded(k),
+            None => Bound::Unbounded,
+        };
         self.objects
             .get(res)
             .into_iter()
-            .flat_map(|m| m.iter())
+            .flat_map(move |m| m.range((lower.clone(), Bound::Unbounded)))
             .filter(move |(k, _)| namespace.is_none_or(|ns| k.0 == ns))
     }
 

@@ -1,0 +1,335 @@
+//! Test harness for real `named` processes on 127.0.0.1: a port allocator
+//! that is safe across parallel test processes, temp dirs, pods started
+//! through the rendered `entrypoint.sh` (so the entrypoint is proven for
+//! real), a local command runner for the BIND layer's [`Command`]s, and
+//! `dig` helpers. Every named is killed when its [`Pod`] drops.
+#![allow(dead_code)]
+
+use std::fs;
+use std::io::Write as _;
+use std::net::{IpAddr, Ipv4Addr, TcpListener, UdpSocket};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant, SystemTime};
+
+use base64::Engine as _;
+use bind_operator::bind::commands::Command;
+use bind_operator::bind::entrypoint::render_rndc_key;
+use bind_operator::bind::layout::{PodLayout, mount};
+use bind_operator::bind::render::{ClusterConfig, DnssecValidation, RenderedFiles};
+use bind_operator::bind::{Endpoint, KeyName, TsigAlgorithm, TsigKey, TsigSecret, ZoneName};
+
+/// How long a pod may take to answer DNS after start.
+const START_TIMEOUT: Duration = Duration::from_secs(15);
+/// Lock files older than this belong to a dead test run.
+const STALE_LOCK: Duration = Duration::from_secs(30 * 60);
+
+/// A port reserved for this test process until dropped.
+pub struct PortLease {
+    pub port: u16,
+    lock: PathBuf,
+}
+
+impl Drop for PortLease {
+    fn drop(&mut self) {
+        let _ = fs::remove_file(&self.lock);
+    }
+}
+
+/// Reserves a port free on 127.0.0.1 for both UDP and TCP. The kernel picks
+/// it (bind to 0); a lock file created with `create_new` keeps other test
+/// processes from taking the same port between our probe and named's bind.
+pub fn reserve_port() -> PortLease {
+    let dir = std::env::temp_dir().join("bind-operator-test-ports");
+    fs::create_dir_all(&dir).expect("create port lock dir");
+    for _ in 0..200 {
+        let udp = UdpSocket::bind("127.0.0.1:0").expect("bind udp probe");
+        let port = udp.local_addr().expect("udp addr").port();
+        if TcpListener::bind(("127.0.0.1", port)).is_err() {
+            continue;
+        }
+        let lock = dir.join(format!("{port}.lock"));
+        if let Ok(meta) = fs::metadata(&lock) {
+            let age = meta
+                .modified()
+                .ok()
+                .and_then(|m| SystemTime::now().duration_since(m).ok())
+                .unwrap_or_default();
+            if age > STALE_LOCK {
+                let _ = fs::remove_file(&lock);
+            }
+        }
+        if fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&lock)
+            .is_ok()
+        {
+            return PortLease { port, lock };
+        }
+    }
+    panic!("failed to reserve a free port");
+}
+
+/// Output of a command run locally.
+#[derive(Debug)]
+pub struct Output {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Output {
+    pub fn ok(&self) -> bool {
+        self.code == 0
+    }
+}
+
+/// Runs a BIND-layer command on this machine, as the local executor would.
+pub fn run(cmd: &Command) -> Output {
+    let mut child = std::process::Command::new(&cmd.argv[0])
+        .args(&cmd.argv[1..])
+        .stdin(if cmd.stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("failed to spawn {:?}: {e}", cmd.argv[0]));
+    if let Some(input) = &cmd.stdin {
+        let mut stdin = child.stdin.take().expect("stdin");
+        stdin.write_all(input.as_bytes()).expect("write stdin");
+    }
+    let out = child.wait_with_output().expect("wait");
+    Output {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// Runs and asserts success, showing stdout/stderr otherwise.
+#[track_caller]
+pub fn run_ok(cmd: &Command) -> Output {
+    let out = run(cmd);
+    assert!(
+        out.ok(),
+        "command {:?} failed ({}):\nstdout: {}\nstderr: {}",
+        cmd.argv,
+        out.code,
+        out.stdout,
+        out.stderr
+    );
+    out
+}
+
+/// A fresh random TSIG key.
+pub fn random_key(name: &str, algorithm: TsigAlgorithm) -> TsigKey {
+    let bytes: Vec<u8> = (0..algorithm.key_len())
+        .map(|_| rand::random::<u8>())
+        .collect();
+    TsigKey {
+        name: KeyName::parse(name).unwrap(),
+        algorithm,
+        secret: TsigSecret::from_bytes(&bytes).unwrap(),
+    }
+}
+
+/// A deterministic fake secret for golden files.
+pub fn fixed_secret(seed: u8, len: usize) -> TsigSecret {
+    let bytes: Vec<u8> = (0..len)
+        .map(|i| seed.wrapping_mul(31).wrapping_add(i as u8))
+        .collect();
+    TsigSecret::from_base64(&base64::engine::general_purpose::STANDARD.encode(bytes)).unwrap()
+}
+
+/// A minimal authoritative cluster config with a transfer key and an update key.
+pub fn small_config(primary: Endpoint, xfer: &TsigKey, update: &TsigKey) -> ClusterConfig {
+    ClusterConfig {
+        recursion: false,
+        allow_query: vec![],
+        allow_recursion: vec![],
+        forwarders: vec![],
+        forward_only: false,
+        dnssec_validation: DnssecValidation::No,
+        validate_except: vec![],
+        forward_zones: vec![],
+        views: vec![],
+        catalog_zone: ZoneName::parse("catalog.test.internal").unwrap(),
+        transfer_key: xfer.name.clone(),
+        primary_endpoint: primary,
+        keys: vec![xfer.clone(), update.clone()],
+    }
+}
+
+/// A config directory as kubelet would project it, with a fresh rndc key.
+pub fn write_mount(dir: &Path, files: &RenderedFiles) {
+    fs::create_dir_all(dir).unwrap();
+    for (name, text) in files.files() {
+        fs::write(dir.join(name), text).unwrap();
+    }
+    let rndc = random_key("rndc", TsigAlgorithm::HmacSha256);
+    fs::write(dir.join(mount::RNDC_KEY), render_rndc_key(rndc.algorithm, &rndc.secret)).unwrap();
+}
+
+/// One BIND pod: its dirs, ports and (once started) its named process.
+pub struct Pod {
+    pub ordinal: u32,
+    pub layout: PodLayout,
+    pub dns: PortLease,
+    pub control: PortLease,
+    child: Option<Child>,
+    pub log: PathBuf,
+}
+
+impl Pod {
+    /// Reserves ports and a data dir under `root`, sharing `config_dir`.
+    pub fn new(root: &Path, config_dir: &Path, ordinal: u32) -> Pod {
+        let dns = reserve_port();
+        let control = reserve_port();
+        let data = root.join(format!("pod-{ordinal}"));
+        fs::create_dir_all(&data).unwrap();
+        let layout = PodLayout::local(&data, config_dir, dns.port, control.port);
+        Pod {
+            ordinal,
+            layout,
+            dns,
+            control,
+            child: None,
+            log: root.join(format!("pod-{ordinal}.log")),
+        }
+    }
+
+    /// This pod's DNS endpoint.
+    pub fn endpoint(&self) -> Endpoint {
+        Endpoint::new(IpAddr::V4(Ipv4Addr::LOCALHOST), self.dns.port).unwrap()
+    }
+
+    fn entrypoint_cmd(&self) -> std::process::Command {
+        let mut c = std::process::Command::new("sh");
+        c.arg(self.layout.config_dir.join(mount::ENTRYPOINT));
+        for (k, v) in self
+            .layout
+            .entrypoint_env(self.ordinal, IpAddr::V4(Ipv4Addr::LOCALHOST))
+        {
+            c.env(k, v);
+        }
+        c.env(
+            "BIND_NAMED",
+            bind_operator::bind::layout::locate_tool("named"),
+        );
+        c
+    }
+
+    /// Runs the entrypoint with `BIND_PREPARE_ONLY=1`: the data dir is laid
+    /// out exactly as for a start, but named is not started.
+    pub fn prepare(&self) {
+        let out = self
+            .entrypoint_cmd()
+            .env("BIND_PREPARE_ONLY", "1")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "entrypoint failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// Starts named through the rendered entrypoint and waits until it
+    /// answers DNS.
+    pub fn start(&mut self) {
+        let log = fs::File::create(&self.log).unwrap();
+        let child = self
+            .entrypoint_cmd()
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .expect("spawn entrypoint");
+        self.child = Some(child);
+        let deadline = Instant::now() + START_TIMEOUT;
+        while Instant::now() < deadline {
+            if let Some(status) = self.child.as_mut().unwrap().try_wait().unwrap() {
+                panic!("named exited early ({status}):\n{}", self.log_text());
+            }
+            if dig(self.dns.port, &["version.bind", "CH", "TXT", "+short"]).contains('"') {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!(
+            "named did not answer within {START_TIMEOUT:?}:\n{}",
+            self.log_text()
+        );
+    }
+
+    /// Stops named (SIGKILL) and waits for it.
+    pub fn stop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// named's log so far.
+    pub fn log_text(&self) -> String {
+        fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Runs a command built for this pod's layout.
+    pub fn run(&self, cmd: &Command) -> Output {
+        run(cmd)
+    }
+}
+
+impl Drop for Pod {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// `dig -p PORT @127.0.0.1 ARGS...` with short timeouts; stdout.
+pub fn dig(port: u16, args: &[&str]) -> String {
+    let out = std::process::Command::new(bind_operator::bind::layout::locate_tool("dig"))
+        .args(["-p", &port.to_string(), "@127.0.0.1", "+time=1", "+tries=1"])
+        .args(args)
+        .output()
+        .expect("run dig");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The sorted rdata of NAME TYPE as dig +short prints it.
+pub fn dig_short(port: u16, name: &str, rtype: &str) -> Vec<String> {
+    let mut v: Vec<String> = dig(port, &["+short", "+norecurse", name, rtype])
+        .lines()
+        .map(str::to_string)
+        .filter(|l| !l.is_empty() && !l.starts_with(';'))
+        .collect();
+    v.sort();
+    v
+}
+
+/// Polls `f` every 50 ms until it returns true or `timeout` passes.
+pub fn wait_until(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if f() {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Now in seconds since the epoch, as a starting zone serial.
+pub fn now_serial() -> u32 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as u32
+}
