@@ -1,9 +1,10 @@
-//! bind-operator library: the CRD types (`api`), pure BIND knowledge (`bind`), the
-//! reconcilers (`controller`),
-//! and the in-process Kubernetes API and local runtime (`local`). The binary in
-//! `main.rs` only wires these together.
+//! bind-operator library: the CRD types (`api`), pure BIND knowledge (`bind`),
+//! CRD-to-BIND validation and offline rendering (`render`), the reconcilers
+//! (`controller`), and the in-process Kubernetes API and local runtime
+//! (`local`). The binary in `main.rs` only wires these together.
 
 pub mod api;
 pub mod bind;
 pub mod controller;
 pub mod local;
+pub mod render;

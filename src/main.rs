@@ -25,6 +25,24 @@ enum Command {
         #[arg(long, value_name = "DIR")]
         write: Vec<PathBuf>,
     },
+    /// Render every BindCluster's mounted files (named.conf.primary,
+    /// named.conf.secondary, keys.conf, entrypoint.sh) from the manifests in
+    /// DIR into OUT/<namespace>/<cluster>/, offline.
+    Render {
+        /// Directory of manifests (YAML, multi-document; searched recursively).
+        #[arg(short = 'f', long = "filename", value_name = "DIR")]
+        dir: PathBuf,
+        /// Output directory.
+        #[arg(long, value_name = "OUT")]
+        out: PathBuf,
+        /// Address secondaries use to reach the primary (in a cluster: the
+        /// primary Service's ClusterIP).
+        #[arg(long, value_name = "IP", default_value = "127.0.0.1")]
+        primary_address: std::net::IpAddr,
+        /// Port secondaries use to reach the primary.
+        #[arg(long, value_name = "PORT", default_value_t = 53)]
+        primary_port: u16,
+    },
 }
 
 fn main() -> ExitCode {
@@ -37,6 +55,12 @@ fn main() -> ExitCode {
             .iter()
             .try_for_each(|dir| bind_operator::api::crdgen::write_dir(dir))
             .map_err(|e| error_chain(&e)),
+        Command::Render {
+            dir,
+            out,
+            primary_address,
+            primary_port,
+        } => render(&dir, &out, primary_address, primary_port),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -44,6 +68,45 @@ fn main() -> ExitCode {
             eprintln!("bind-operator: {message}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// Runs the offline render and prints its report.
+fn render(
+    dir: &std::path::Path,
+    out: &std::path::Path,
+    ip: std::net::IpAddr,
+    port: u16,
+) -> Result<(), String> {
+    use bind_operator::render::offline::{RenderOptions, render_dir};
+    let primary = bind_operator::bind::Endpoint::new(ip, port).map_err(|e| e.to_string())?;
+    let report = render_dir(dir, out, &RenderOptions { primary }).map_err(|e| error_chain(&e))?;
+    let mut text = String::new();
+    for e in &report.manifest_errors {
+        text.push_str(&format!("error: {e}\n"));
+    }
+    for c in &report.clusters {
+        match &c.result {
+            Ok(files) => text.push_str(&format!(
+                "rendered BindCluster {}/{}: {} files\n",
+                c.namespace,
+                c.name,
+                files.len()
+            )),
+            Err(e) => text.push_str(&format!(
+                "error: BindCluster {}/{}: {e}\n",
+                c.namespace, c.name
+            )),
+        }
+    }
+    for n in &report.notes {
+        text.push_str(&format!("note: {n}\n"));
+    }
+    write_stdout(&text)?;
+    if report.success() {
+        Ok(())
+    } else {
+        Err("some manifests or clusters could not be rendered".into())
     }
 }
 

@@ -32,10 +32,14 @@ pub enum RecordType {
     Sshfp,
     Tlsa,
     Ds,
+    Naptr,
+    Svcb,
+    Https,
+    Loc,
 }
 
 impl RecordType {
-    const ALL: [RecordType; 13] = [
+    const ALL: [RecordType; 17] = [
         RecordType::A,
         RecordType::Aaaa,
         RecordType::Cname,
@@ -49,6 +53,10 @@ impl RecordType {
         RecordType::Sshfp,
         RecordType::Tlsa,
         RecordType::Ds,
+        RecordType::Naptr,
+        RecordType::Svcb,
+        RecordType::Https,
+        RecordType::Loc,
     ];
 
     /// The mnemonic as BIND writes it.
@@ -67,6 +75,10 @@ impl RecordType {
             RecordType::Sshfp => "SSHFP",
             RecordType::Tlsa => "TLSA",
             RecordType::Ds => "DS",
+            RecordType::Naptr => "NAPTR",
+            RecordType::Svcb => "SVCB",
+            RecordType::Https => "HTTPS",
+            RecordType::Loc => "LOC",
         }
     }
 }
@@ -83,7 +95,7 @@ impl FromStr for RecordType {
                 ValidationError::new(
                     "record type",
                     s,
-                    "must be one of A, AAAA, CNAME, DNAME, NS, PTR, MX, TXT, SRV, CAA, SSHFP, TLSA, DS",
+                    "must be one of A, AAAA, CNAME, DNAME, NS, PTR, MX, TXT, SRV, CAA, SSHFP, TLSA, DS, NAPTR, SVCB, HTTPS, LOC",
                 )
             })
     }
@@ -121,6 +133,18 @@ pub enum Rdata {
     },
     /// SSHFP, TLSA, DS: numbers and hex, normalised to upper case.
     Fields(Vec<String>),
+    Naptr {
+        order: u16,
+        preference: u16,
+        flags: Vec<u8>,
+        service: Vec<u8>,
+        regexp: Vec<u8>,
+        replacement: DomainName,
+    },
+    /// SVCB, HTTPS (priority and target normalised, parameters as given)
+    /// and LOC (as given, whitespace collapsed): checked against a strict
+    /// alphabet, since their presentation forms are not canonicalised here.
+    Raw(String),
 }
 
 fn bad(rtype: RecordType, value: &str, reason: &str) -> ValidationError {
@@ -228,6 +252,54 @@ impl Rdata {
                     value: value_bytes,
                 }
             }
+            RecordType::Naptr => {
+                let t = parse_charstrings(v).map_err(|r| bad(rtype, value, r))?;
+                if t.len() != 6 {
+                    return Err(bad(
+                        rtype,
+                        value,
+                        "must have 6 fields: order preference flags service regexp replacement",
+                    ));
+                }
+                let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+                Rdata::Naptr {
+                    order: num(rtype, value, Some(&text(&t[0])))?,
+                    preference: num(rtype, value, Some(&text(&t[1])))?,
+                    flags: t[2].clone(),
+                    service: t[3].clone(),
+                    regexp: t[4].clone(),
+                    replacement: name(&text(&t[5]))?,
+                }
+            }
+            RecordType::Svcb | RecordType::Https => {
+                if fields.len() < 2 {
+                    return Err(bad(rtype, value, "must have a priority and a target"));
+                }
+                let priority: u16 = num(rtype, value, Some(fields[0]))?;
+                let target = name(fields[1])?;
+                let mut out = format!("{priority} {target}");
+                for p in &fields[2..] {
+                    if !svc_param_ok(p) {
+                        return Err(bad(
+                            rtype,
+                            value,
+                            "has a parameter outside key=value with letters, digits and ,.:/+=_-",
+                        ));
+                    }
+                    out.push(' ');
+                    out.push_str(&p.to_ascii_lowercase_key());
+                }
+                Rdata::Raw(out)
+            }
+            RecordType::Loc => {
+                if !fields.iter().all(|f| {
+                    f.bytes()
+                        .all(|b| b.is_ascii_digit() || b"-.mNSEW".contains(&b))
+                }) {
+                    return Err(bad(rtype, value, "may only contain numbers, N/S/E/W and m"));
+                }
+                Rdata::Raw(fields.join(" "))
+            }
             RecordType::Sshfp | RecordType::Tlsa | RecordType::Ds => {
                 let want = match rtype {
                     RecordType::Sshfp => 3,
@@ -263,6 +335,16 @@ impl Rdata {
             Rdata::Caa { tag, value, .. } => 2 + tag.len() + value.len(),
             // Hex is twice the wire size; good enough as an upper bound.
             Rdata::Fields(f) => f.iter().map(|s| s.len() + 1).sum(),
+            Rdata::Naptr {
+                flags,
+                service,
+                regexp,
+                replacement,
+                ..
+            } => 4 + 3 + flags.len() + service.len() + regexp.len() + replacement.wire_len(),
+            // Presentation text is never shorter than SVCB/LOC wire data
+            // by more than the fixed header; add slack for it.
+            Rdata::Raw(text) => text.len() + 16,
         }
     }
 }
@@ -292,6 +374,50 @@ impl fmt::Display for Rdata {
                 write!(f, "{flags} {tag} {}", quote_charstring(value))
             }
             Rdata::Fields(fields) => f.write_str(&fields.join(" ")),
+            Rdata::Naptr {
+                order,
+                preference,
+                flags,
+                service,
+                regexp,
+                replacement,
+            } => write!(
+                f,
+                "{order} {preference} {} {} {} {replacement}",
+                quote_charstring(flags),
+                quote_charstring(service),
+                quote_charstring(regexp)
+            ),
+            Rdata::Raw(text) => f.write_str(text),
+        }
+    }
+}
+
+/// An SVCB parameter: `key` or `key=value` (value optionally in plain
+/// double quotes), from a small alphabet with no `;`, `\\` or spaces.
+fn svc_param_ok(p: &str) -> bool {
+    let (key, val) = p.split_once('=').unwrap_or((p, ""));
+    let key_ok = !key.is_empty() && key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-');
+    let inner = val
+        .strip_prefix('"')
+        .and_then(|v| v.strip_suffix('"'))
+        .unwrap_or(val);
+    key_ok
+        && inner
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b",.:/+=_-".contains(&b))
+}
+
+trait LowerKey {
+    fn to_ascii_lowercase_key(&self) -> String;
+}
+
+impl LowerKey for str {
+    /// Lowercases the `key` of `key=value`, leaving the value alone.
+    fn to_ascii_lowercase_key(&self) -> String {
+        match self.split_once('=') {
+            Some((k, v)) => format!("{}={v}", k.to_ascii_lowercase()),
+            None => self.to_ascii_lowercase(),
         }
     }
 }
@@ -435,6 +561,19 @@ mod tests {
         );
         assert_eq!(p("TXT", "\"caf\\195\\169\"").unwrap(), "\"caf\\195\\169\"");
         assert_eq!(p("TXT", "café").unwrap(), "\"caf\\195\\169\"");
+        assert_eq!(
+            p("NAPTR", "100 10 S SIP+D2U \"\" _sip._udp").unwrap(),
+            "100 10 \"S\" \"SIP+D2U\" \"\" _sip._udp.example.com."
+        );
+        assert_eq!(
+            p("HTTPS", "1 . ALPN=\"h2,h3\" port=443").unwrap(),
+            "1 . alpn=\"h2,h3\" port=443"
+        );
+        assert_eq!(p("SVCB", "0 svc").unwrap(), "0 svc.example.com.");
+        assert_eq!(
+            p("LOC", "52 22 23.000 N  4 53 32.000 E -2.00m").unwrap(),
+            "52 22 23.000 N 4 53 32.000 E -2.00m"
+        );
     }
 
     #[test]
@@ -462,5 +601,9 @@ mod tests {
         assert!(p("CAA", "0 issue a b").is_err());
         assert!(p("SSHFP", "1 1 xyz").is_err());
         assert!("SOA".parse::<RecordType>().is_err());
+        assert!(p("HTTPS", "1 . alpn=\"h2\";x").is_err());
+        assert!(p("HTTPS", "1 . alpn=h2 x\\y").is_err());
+        assert!(p("LOC", "52 22 N; 4").is_err());
+        assert!(p("NAPTR", "100 10 \"S\" \"SIP\" \"\"").is_err());
     }
 }

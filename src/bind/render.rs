@@ -309,7 +309,9 @@ pub fn render_named_conf(cfg: &ClusterConfig, role: Role) -> Result<String, Rend
         if !cfg.allow_query.is_empty() {
             w.acl(&[Tok::Kw("allow-query")], &cfg.allow_query);
         }
-        if !cfg.allow_recursion.is_empty() {
+        // allow-recursion only where recursion is on: named-checkconf warns
+        // about it anywhere else, and a warning would read like a failure.
+        if !cfg.allow_recursion.is_empty() && cfg.views.is_empty() && cfg.recursion {
             w.acl(&[Tok::Kw("allow-recursion")], &cfg.allow_recursion);
         }
         if !cfg.forwarders.is_empty() {
@@ -383,6 +385,9 @@ pub fn render_named_conf(cfg: &ClusterConfig, role: Role) -> Result<String, Rend
                 }
                 if let Some(r) = v.recursion {
                     w.stmt(&[Tok::Kw("recursion"), yes_no(r)]);
+                }
+                if !cfg.allow_recursion.is_empty() && v.recursion.unwrap_or(cfg.recursion) {
+                    w.acl(&[Tok::Kw("allow-recursion")], &cfg.allow_recursion);
                 }
                 if role == Role::Secondary {
                     catalog_zones(w, &catalog_names[i].1);

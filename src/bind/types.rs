@@ -236,8 +236,9 @@ impl fmt::Display for TsigKey {
     }
 }
 
-/// A BIND view name: 1-63 of `[A-Za-z0-9_-]`, not starting with `_` (BIND
-/// reserves `_default` and `_bind`).
+/// A BIND view name: 1-63 of `[A-Za-z0-9_.-]`, starting with a letter,
+/// digit or `_`, dot-separated parts non-empty (it also names the view's
+/// catalog zone, `<view>.<catalog>`), and not BIND's own `_default`/`_bind`.
 #[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ViewName(String);
 
@@ -246,15 +247,19 @@ impl ViewName {
     pub fn parse(text: &str) -> Result<Self, ValidationError> {
         let ok = !text.is_empty()
             && text.len() <= 63
-            && !text.starts_with('_')
-            && text
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+            && !matches!(text, "_default" | "_bind")
+            && text.split('.').all(|part| {
+                !part.is_empty()
+                    && !part.starts_with('-')
+                    && part
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+            });
         if !ok {
             return Err(ValidationError::new(
                 "view name",
                 text,
-                "must be 1-63 letters, digits, '-' or '_' and not start with '_'",
+                "must be 1-63 letters, digits, '-', '_' or '.' (not _default or _bind)",
             ));
         }
         Ok(ViewName(text.to_string()))
@@ -448,6 +453,8 @@ mod tests {
         assert!("hmac-sha257".parse::<TsigAlgorithm>().is_err());
         assert!(ViewName::parse("internal").is_ok());
         assert!(ViewName::parse("_default").is_err());
+        assert!(ViewName::parse("int.v2").is_ok());
+        assert!(ViewName::parse("a..b").is_err());
         assert!(ViewName::parse("a b").is_err());
     }
 }

@@ -171,7 +171,11 @@ pub fn write_mount(dir: &Path, files: &RenderedFiles) {
         fs::write(dir.join(name), text).unwrap();
     }
     let rndc = random_key("rndc", TsigAlgorithm::HmacSha256);
-    fs::write(dir.join(mount::RNDC_KEY), render_rndc_key(rndc.algorithm, &rndc.secret)).unwrap();
+    fs::write(
+        dir.join(mount::RNDC_KEY),
+        render_rndc_key(rndc.algorithm, &rndc.secret),
+    )
+    .unwrap();
 }
 
 /// One BIND pod: its dirs, ports and (once started) its named process.

@@ -1,0 +1,381 @@
+//! Validation from the CRD types into the BIND layer's strict types: which
+//! BindTSIGKeys a cluster loads, a BindTSIGKey plus its key material into a
+//! [`TsigKey`], a BindCluster into a [`ClusterConfig`], a BindZone into its
+//! zone clause, skeleton and record sets. Pure: no cluster access, no I/O.
+//!
+//! This is the one place raw CRD strings are read; nothing after it handles
+//! them. The reconcilers and the offline `render` command both call it, so
+//! they render the same bytes from the same objects. Error messages name
+//! the field and never contain key material.
+
+use std::net::IpAddr;
+
+use crate::api::{self, BindCluster, BindTSIGKey, BindZone, ZoneType};
+use crate::bind::nsupdate::RrsetChange;
+use crate::bind::render::{ClusterConfig, DnssecValidation, ForwardZone, View};
+use crate::bind::types::parse_acl;
+use crate::bind::zone::{
+    ExternalPrimary, PolicyName, PrimaryZone, SecondaryZone, Soa, parse_rname,
+};
+use crate::bind::{
+    DomainName, Endpoint, KeyName, TsigAlgorithm, TsigKey, TsigSecret, Ttl, ValidationError,
+    ViewName, ZoneName,
+};
+
+/// The DNS port forwarders are asked on.
+const DNS_PORT: u16 = 53;
+
+/// Why an object cannot become BIND input.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    #[error("failed to validate {kind} {name}: {source}")]
+    Invalid {
+        kind: &'static str,
+        name: String,
+        #[source]
+        source: ValidationError,
+    },
+    #[error(
+        "failed to validate BindCluster {0}: spec.catalog.transferKeyRef is not set; secondaries need a transfer key"
+    )]
+    NoTransferKey(String),
+    #[error(
+        "failed to validate BindCluster {cluster}: transfer key {key} is not a BindTSIGKey the cluster loads"
+    )]
+    TransferKeyNotLoaded { cluster: String, key: String },
+    #[error(
+        "failed to validate BindZone {zone}: {what} key {key} is not a BindTSIGKey the cluster loads"
+    )]
+    ZoneKeyNotLoaded {
+        zone: String,
+        what: &'static str,
+        key: String,
+    },
+    #[error(
+        "failed to validate BindZone {0}: spec.updateKeyRef is not set; the operator signs its updates with it"
+    )]
+    NoUpdateKey(String),
+}
+
+fn full_name(meta: &kube::api::ObjectMeta) -> String {
+    format!(
+        "{}/{}",
+        meta.namespace.as_deref().unwrap_or("default"),
+        meta.name.as_deref().unwrap_or_default()
+    )
+}
+
+fn invalid(
+    kind: &'static str,
+    meta: &kube::api::ObjectMeta,
+) -> impl Fn(ValidationError) -> ConfigError {
+    let name = full_name(meta);
+    move |source| ConfigError::Invalid {
+        kind,
+        name: name.clone(),
+        source,
+    }
+}
+
+/// The BindTSIGKeys `cluster` loads: same namespace, and `spec.clusterRef`
+/// naming it or unset (shared), sorted by name.
+pub fn keys_for_cluster<'a>(
+    cluster: &BindCluster,
+    keys: &'a [BindTSIGKey],
+) -> Vec<&'a BindTSIGKey> {
+    let ns = cluster.metadata.namespace.as_deref().unwrap_or("default");
+    let name = cluster.metadata.name.as_deref().unwrap_or_default();
+    let mut out: Vec<&BindTSIGKey> = keys
+        .iter()
+        .filter(|k| k.metadata.namespace.as_deref().unwrap_or("default") == ns)
+        .filter(|k| k.spec.cluster_ref.as_deref().is_none_or(|c| c == name))
+        .collect();
+    out.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+    out
+}
+
+/// The key's name inside BIND: `spec.keyName`, else `metadata.name`.
+pub fn key_name(key: &BindTSIGKey) -> Result<KeyName, ConfigError> {
+    let raw = key
+        .spec
+        .key_name
+        .as_deref()
+        .or(key.metadata.name.as_deref())
+        .unwrap_or_default();
+    KeyName::parse(raw).map_err(|e| invalid("BindTSIGKey", &key.metadata)(e.at("spec.keyName")))
+}
+
+/// The BIND layer's algorithm for the CRD's.
+pub fn algorithm(a: api::TsigAlgorithm) -> TsigAlgorithm {
+    match a {
+        api::TsigAlgorithm::HmacSha256 => TsigAlgorithm::HmacSha256,
+        api::TsigAlgorithm::HmacSha384 => TsigAlgorithm::HmacSha384,
+        api::TsigAlgorithm::HmacSha512 => TsigAlgorithm::HmacSha512,
+        api::TsigAlgorithm::HmacSha224 => TsigAlgorithm::HmacSha224,
+        api::TsigAlgorithm::HmacSha1 => TsigAlgorithm::HmacSha1,
+        api::TsigAlgorithm::HmacMd5 => TsigAlgorithm::HmacMd5,
+    }
+}
+
+/// A BindTSIGKey with its base64 key material (from its Secret).
+pub fn tsig_key(key: &BindTSIGKey, material_base64: &str) -> Result<TsigKey, ConfigError> {
+    let secret = TsigSecret::from_base64(material_base64)
+        .map_err(|e| invalid("BindTSIGKey", &key.metadata)(e.at("secret")))?;
+    Ok(TsigKey {
+        name: key_name(key)?,
+        algorithm: algorithm(key.spec.algorithm),
+        secret,
+    })
+}
+
+/// A key the cluster loads, resolved: the object and its validated key.
+#[derive(Debug, Clone)]
+pub struct LoadedKey<'a> {
+    pub object: &'a BindTSIGKey,
+    pub key: TsigKey,
+}
+
+/// Finds the loaded key a `*KeyRef` (a BindTSIGKey's metadata.name) names.
+pub fn find_key<'a>(keys: &'a [LoadedKey<'_>], object_name: &str) -> Option<&'a TsigKey> {
+    keys.iter()
+        .find(|k| k.object.metadata.name.as_deref() == Some(object_name))
+        .map(|k| &k.key)
+}
+
+fn ips(
+    field: &str,
+    items: &[String],
+    err: &dyn Fn(ValidationError) -> ConfigError,
+) -> Result<Vec<Endpoint>, ConfigError> {
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let ip: IpAddr =
+                crate::bind::types::parse_ip(s).map_err(|e| err(e.at(&format!("{field}[{i}]"))))?;
+            Ok(Endpoint { ip, port: DNS_PORT })
+        })
+        .collect()
+}
+
+/// Validates a BindCluster into render input. `keys` are the keys it loads
+/// (see [`keys_for_cluster`]), resolved; `primary` is where secondaries
+/// reach the primary (the primary Service's ClusterIP:53, or 127.0.0.1 and
+/// the primary pod's port locally).
+pub fn cluster_config(
+    cluster: &BindCluster,
+    keys: &[LoadedKey<'_>],
+    primary: Endpoint,
+) -> Result<ClusterConfig, ConfigError> {
+    let err = invalid("BindCluster", &cluster.metadata);
+    let spec = &cluster.spec;
+    let name = full_name(&cluster.metadata);
+    let transfer_ref = cluster
+        .transfer_key_ref()
+        .ok_or_else(|| ConfigError::NoTransferKey(name.clone()))?;
+    let transfer_key = find_key(keys, transfer_ref)
+        .ok_or_else(|| ConfigError::TransferKeyNotLoaded {
+            cluster: name.clone(),
+            key: transfer_ref.to_string(),
+        })?
+        .name
+        .clone();
+    let zone = |field: &str, s: &str| ZoneName::parse(s).map_err(|e| err(e.at(field)));
+    let dnssec = match spec.dnssec_validation {
+        Some(api::DnssecValidation::Auto) => DnssecValidation::Auto,
+        Some(api::DnssecValidation::Yes) => DnssecValidation::Yes,
+        Some(api::DnssecValidation::No) => DnssecValidation::No,
+        None if spec.recursion => DnssecValidation::Auto,
+        None => DnssecValidation::No,
+    };
+    let forward_zones = spec
+        .forward_zones
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            Ok(ForwardZone {
+                zone: zone(&format!("spec.forwardZones[{i}].zone"), &f.zone)?,
+                forwarders: ips(
+                    &format!("spec.forwardZones[{i}].forwarders"),
+                    &f.forwarders,
+                    &err,
+                )?,
+                forward_only: f.forward_only,
+            })
+        })
+        .collect::<Result<Vec<_>, ConfigError>>()?;
+    let views = spec
+        .views
+        .iter()
+        .enumerate()
+        .map(|(i, v)| {
+            let at = |f: &str| format!("spec.views[{i}].{f}");
+            Ok(View {
+                name: ViewName::parse(&v.name).map_err(|e| err(e.at(&at("name"))))?,
+                match_clients: parse_acl(&at("matchClients"), &v.match_clients).map_err(&err)?,
+                match_destinations: parse_acl(&at("matchDestinations"), &v.match_destinations)
+                    .map_err(&err)?,
+                recursion: v.recursion,
+            })
+        })
+        .collect::<Result<Vec<_>, ConfigError>>()?;
+    Ok(ClusterConfig {
+        recursion: spec.recursion,
+        allow_query: parse_acl("spec.allowQuery", &spec.allow_query).map_err(&err)?,
+        allow_recursion: parse_acl("spec.allowRecursion", &spec.allow_recursion).map_err(&err)?,
+        forwarders: ips("spec.forwarders", &spec.forwarders, &err)?,
+        forward_only: spec.forward_only,
+        dnssec_validation: dnssec,
+        validate_except: spec
+            .validate_except
+            .iter()
+            .enumerate()
+            .map(|(i, s)| zone(&format!("spec.validateExcept[{i}]"), s))
+            .collect::<Result<_, _>>()?,
+        forward_zones,
+        views,
+        catalog_zone: zone("spec.catalog.zoneName", &cluster.catalog_zone_name())?,
+        transfer_key,
+        primary_endpoint: primary,
+        keys: keys.iter().map(|k| k.key.clone()).collect(),
+    })
+}
+
+/// A BindZone, validated: what the server needs to serve it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ZoneConfig {
+    Primary(Box<PrimaryZoneConfig>),
+    Secondary(SecondaryZone),
+}
+
+/// A primary zone: its clause, the skeleton inputs and the record sets from
+/// `spec.records`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PrimaryZoneConfig {
+    pub clause: PrimaryZone,
+    pub soa: Soa,
+    pub default_ttl: Ttl,
+    /// Apex NS targets (`spec.nameservers`; empty: the SOA MNAME).
+    pub nameservers: Vec<DomainName>,
+    /// `spec.records`, one change per entry, in order.
+    pub records: Vec<RrsetChange>,
+    /// Whether the zone is a catalog member.
+    pub catalog: bool,
+}
+
+/// Validates a BindZone. `keys` are the keys its cluster loads; `transfer_key`
+/// the cluster's transfer key.
+pub fn zone_config(
+    zone: &BindZone,
+    keys: &[LoadedKey<'_>],
+    transfer_key: &KeyName,
+) -> Result<ZoneConfig, ConfigError> {
+    let err = invalid("BindZone", &zone.metadata);
+    let spec = &zone.spec;
+    let name = ZoneName::parse(&spec.zone_name).map_err(|e| err(e.at("spec.zoneName")))?;
+    let view = spec
+        .view
+        .as_deref()
+        .map(|v| ViewName::parse(v).map_err(|e| err(e.at("spec.view"))))
+        .transpose()?;
+    let allow_transfer = parse_acl("spec.allowTransfer", &spec.allow_transfer).map_err(&err)?;
+    let zone_key = |what: &'static str, r: &str| {
+        find_key(keys, r)
+            .cloned()
+            .ok_or_else(|| ConfigError::ZoneKeyNotLoaded {
+                zone: full_name(&zone.metadata),
+                what,
+                key: r.to_string(),
+            })
+    };
+    if spec.type_ == ZoneType::Secondary {
+        let primaries = spec
+            .primaries
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let ip = crate::bind::types::parse_ip(&p.address)
+                    .map_err(|e| err(e.at(&format!("spec.primaries[{i}].address"))))?;
+                let endpoint = Endpoint::new(ip, p.port)
+                    .map_err(|e| err(e.at(&format!("spec.primaries[{i}].port"))))?;
+                let key = p
+                    .key_ref
+                    .as_deref()
+                    .map(|r| zone_key("primary", r).map(|k| k.name))
+                    .transpose()?;
+                Ok(ExternalPrimary { endpoint, key })
+            })
+            .collect::<Result<Vec<_>, ConfigError>>()?;
+        return Ok(ZoneConfig::Secondary(SecondaryZone {
+            zone: name,
+            view,
+            primaries,
+            allow_transfer,
+        }));
+    }
+    let update_ref = spec
+        .update_key_ref
+        .as_deref()
+        .ok_or_else(|| ConfigError::NoUpdateKey(full_name(&zone.metadata)))?;
+    let update_key = zone_key("update", update_ref)?.name;
+    let ttl = |field: &str, v: u32| Ttl::new(i64::from(v)).map_err(|e| err(e.at(field)));
+    let mut soa = Soa::defaults_for(&name);
+    if let Some(m) = &spec.soa.mname {
+        soa.mname =
+            DomainName::resolve_target(m, &name).map_err(|e| err(e.at("spec.soa.mname")))?;
+    }
+    if let Some(r) = &spec.soa.rname {
+        soa.rname = parse_rname(r, &name).map_err(|e| err(e.at("spec.soa.rname")))?;
+    }
+    soa.refresh = ttl("spec.soa.refresh", spec.soa.refresh)?;
+    soa.retry = ttl("spec.soa.retry", spec.soa.retry)?;
+    soa.expire = ttl("spec.soa.expire", spec.soa.expire)?;
+    soa.minimum = ttl("spec.soa.minimum", spec.soa.minimum)?;
+    let default_ttl = ttl("spec.defaultTTL", spec.default_ttl)?;
+    let nameservers = spec
+        .nameservers
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            DomainName::resolve_target(n, &name)
+                .map_err(|e| err(e.at(&format!("spec.nameservers[{i}]"))))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let records = spec
+        .records
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            RrsetChange::parse_replace(
+                &name,
+                &r.name,
+                r.type_.as_str(),
+                r.ttl.map(i64::from),
+                default_ttl,
+                &r.values,
+            )
+            .map_err(|e| err(e.at(&format!("spec.records[{i}]"))))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let dnssec_policy = spec
+        .dnssec_policy
+        .as_deref()
+        .map(|p| PolicyName::parse(p).map_err(|e| err(e.at("spec.dnssecPolicy"))))
+        .transpose()?;
+    Ok(ZoneConfig::Primary(Box::new(PrimaryZoneConfig {
+        clause: PrimaryZone {
+            zone: name,
+            view,
+            update_key,
+            transfer_key: transfer_key.clone(),
+            allow_transfer,
+            also_notify: Vec::new(),
+            dnssec_policy,
+        },
+        soa,
+        default_ttl,
+        nameservers,
+        records,
+        catalog: spec.catalog,
+    })))
+}
