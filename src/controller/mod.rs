@@ -9,17 +9,22 @@
 //! - [`error::Categorized`]: the error-category pattern (category = Event
 //!   reason), with the shared `error_policy`.
 //! - [`stores`]: the reflector caches and the watch streams behind them.
+//! - [`bindzone`], [`dnsrecord`], [`zonesync`]: zones and records on the
+//!   servers (the zone is the unit of write).
 //! - [`run`]: starts every controller; `bind-operator run` (a real API
 //!   server) and `bind-operator local` (the in-memory one) both call it.
 //!
 //! Touches the cluster. Never logs, returns or records key material.
 
+pub mod bindzone;
 pub mod context;
+pub mod dnsrecord;
 pub mod error;
 pub mod exec;
 pub mod names;
 pub mod network;
 pub mod stores;
+pub mod zonesync;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -62,10 +67,9 @@ pub async fn run(
             }
             .boxed()
         },
-        // Issue 6: the BindZone and DNSRecord controllers plug in here:
-        // `bindzone::controller(ctx.clone(), streams.zones, shutdown.clone()).boxed()`.
+        // The BindZone and DNSRecord controllers, with their own caches.
+        zonesync::run(ctx.clone(), zonesync::Settings::default(), shutdown.clone()).boxed(),
     ];
-    let _ = &ctx;
     futures::future::join_all(controllers).await;
     tracing::info!("controllers stopped");
 }
