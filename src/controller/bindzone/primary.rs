@@ -319,19 +319,28 @@ pub async fn converge(
             undo_old_placement(ctx, inputs, &target, zname, applied).await?;
         }
         let periodic = settled && same_plan && !moved;
-        let (serial, catalog_present) = probe(
-            ctx,
-            inputs,
-            &target,
-            &memory,
-            periodic,
-            &Placement {
-                zone: zname,
-                view,
-                catalog: catalog.as_ref(),
-            },
-        )
-        .await?;
+        // Only the plan changed and the snapshot is fresh: write on it.
+        let trusted = snap
+            .as_ref()
+            .filter(|s| settled && !moved && s.verified_at.elapsed() < ctx.settings.snapshot_trust);
+        let (serial, catalog_present) = match trusted {
+            Some(s) if !periodic => (Some(s.served.serial), catalog.as_ref().map(|_| true)),
+            _ => {
+                probe(
+                    ctx,
+                    inputs,
+                    &target,
+                    &memory,
+                    periodic,
+                    &Placement {
+                        zone: zname,
+                        view,
+                        catalog: catalog.as_ref(),
+                    },
+                )
+                .await?
+            }
+        };
 
         let mut wrote = false;
         let mut created = false;
@@ -398,18 +407,17 @@ pub async fn converge(
 
         let batch = diff(zname, &desired, &served);
         let mut served = served;
-        if target.update(&batch, update_key).await? {
+        if let Some(serial) = target
+            .update_and_read_serial(&batch, update_key, view)
+            .await?
+        {
             wrote = true;
             served.apply(&batch);
-            served.serial =
-                target
-                    .serial_of(zname, view)
-                    .await?
-                    .ok_or_else(|| ServerError::Transfer {
-                        zone: zname.to_string(),
-                        pod: target.pod.to_string(),
-                        reason: "the zone vanished right after the update".into(),
-                    })?;
+            served.serial = serial.ok_or_else(|| ServerError::Transfer {
+                zone: zname.to_string(),
+                pod: target.pod.to_string(),
+                reason: "the zone vanished right after the update".into(),
+            })?;
         }
         memory.note_serial(&target.pod.name, zname, Some(served.serial));
         Ok((served, wrote, member_epoch))

@@ -53,15 +53,25 @@ pub const ANNOTATION_APPLIED: &str = "bind.unkin.net/applied-zone";
 pub const VERIFY_INTERVAL: Duration = Duration::from_secs(60);
 /// A cluster survey younger than this answers every zone's periodic check.
 pub const SURVEY_MAX_AGE: Duration = Duration::from_secs(30);
-/// Trailing-edge debounce of zone reconciles: 1,000 DNSRecords applied at
-/// once wake their zone many times; the zone flushes after the burst.
-pub const ZONE_DEBOUNCE: Duration = Duration::from_millis(300);
+/// DNSRecord changes wake their zone once they pause this long: 1,000
+/// DNSRecords applied at once make one or two zone flushes, not 1,000.
+pub const RECORD_QUIET: Duration = Duration::from_millis(300);
+/// ... or once the first of them waited this long, so a zone whose records
+/// never stop changing still flushes (a plain trailing debounce would
+/// starve it).
+pub const RECORD_MAX_WAIT: Duration = Duration::from_secs(2);
 /// How often the pod poller compares the clusters' pods (store reads only).
 pub const POD_POLL: Duration = Duration::from_secs(1);
 /// First retry after a failed flush; doubled per failure.
 pub const RETRY_BASE: Duration = Duration::from_secs(5);
 /// Longest retry delay after repeated failures.
 pub const RETRY_MAX: Duration = Duration::from_secs(120);
+/// A snapshot read or written this recently is trusted without a fresh SOA
+/// read before the next write: during a burst of DNSRecord changes each
+/// flush is then one exec (update and serial read together). Anything it
+/// could miss (a write behind our back in that window) is caught by the
+/// next periodic check.
+pub const SNAPSHOT_TRUST: Duration = Duration::from_secs(10);
 /// After a write, check again this soon so `status.servers` shows the
 /// secondaries catching up.
 pub const RECHECK_AFTER_WRITE: Duration = Duration::from_secs(5);
@@ -71,11 +81,13 @@ pub const RECHECK_AFTER_WRITE: Duration = Duration::from_secs(5);
 pub struct Settings {
     pub verify_interval: Duration,
     pub survey_max_age: Duration,
-    pub debounce: Duration,
+    pub record_quiet: Duration,
+    pub record_max_wait: Duration,
     pub pod_poll: Duration,
     pub retry_base: Duration,
     pub retry_max: Duration,
     pub recheck_after_write: Duration,
+    pub snapshot_trust: Duration,
 }
 
 impl Default for Settings {
@@ -83,11 +95,13 @@ impl Default for Settings {
         Settings {
             verify_interval: VERIFY_INTERVAL,
             survey_max_age: SURVEY_MAX_AGE,
-            debounce: ZONE_DEBOUNCE,
+            record_quiet: RECORD_QUIET,
+            record_max_wait: RECORD_MAX_WAIT,
             pod_poll: POD_POLL,
             retry_base: RETRY_BASE,
             retry_max: RETRY_MAX,
             recheck_after_write: RECHECK_AFTER_WRITE,
+            snapshot_trust: SNAPSHOT_TRUST,
         }
     }
 }

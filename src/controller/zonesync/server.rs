@@ -31,6 +31,14 @@ use super::diff::Served;
 /// zones.
 pub const ZONES_PER_DIG: usize = 400;
 
+/// nsupdate, then (only if it succeeded) the SOA query: the BIND layer's two
+/// commands chained in one exec, so a flush and the serial it produced cost
+/// one round trip to the pod. Fixed text; the commands come as arguments.
+const UPDATE_THEN_SOA: &str = r#"n="$1"
+shift
+"$n" -v || exit $?
+exec "$@""#;
+
 /// A failed zone operation.
 #[derive(Debug, thiserror::Error)]
 pub enum ServerError {
@@ -315,36 +323,91 @@ impl<'a> Target<'a> {
         Served::from_axfr(zone, sets).ok_or_else(|| failed("the transfer carried no SOA".into()))
     }
 
-    /// Sends the batch as one nsupdate run signed with `key`. `Ok(false)`:
-    /// nothing to send, nothing run.
-    pub async fn update(&self, batch: &UpdateBatch, key: &TsigKey) -> Result<bool, ServerError> {
+    fn script(&self, batch: &UpdateBatch, key: &TsigKey) -> Result<Option<Command>, ServerError> {
         let script = build_script(batch, local_server(&self.layout), key).map_err(|source| {
             ServerError::Batch {
                 zone: batch.zone.to_string(),
                 source,
             }
         })?;
-        let Some(script) = script else {
-            return Ok(false);
-        };
-        tracing::debug!(
-            pod = %self.pod,
-            zone = %batch.zone,
-            messages = script.messages,
-            changes = script.changes,
-            "sending update"
-        );
-        match self.run(&commands::nsupdate(&self.layout, &script)).await {
-            Ok(_) => Ok(true),
-            Err(e @ ExecError::Transport { .. }) => Err(self.unreachable(e)),
-            Err(e) => match parse_nsupdate_failure(e.stderr()) {
-                NsupdateError::Unreachable => Err(self.unreachable(e)),
-                source => Err(ServerError::Update {
-                    zone: batch.zone.to_string(),
+        Ok(script.map(|script| {
+            tracing::debug!(
+                pod = %self.pod,
+                zone = %batch.zone,
+                messages = script.messages,
+                changes = script.changes,
+                "sending update"
+            );
+            commands::nsupdate(&self.layout, &script)
+        }))
+    }
+
+    fn update_error(&self, zone: &ZoneName, e: ExecError) -> ServerError {
+        match e {
+            e @ ExecError::Transport { .. } => self.unreachable(e),
+            e => match parse_nsupdate_failure(e.stderr()) {
+                NsupdateError::Unreachable => self.unreachable(e),
+                source => ServerError::Update {
+                    zone: zone.to_string(),
                     pod: self.pod.to_string(),
                     source,
-                }),
+                },
             },
+        }
+    }
+
+    /// Sends the batch as one nsupdate run signed with `key`. `Ok(false)`:
+    /// nothing to send, nothing run.
+    pub async fn update(&self, batch: &UpdateBatch, key: &TsigKey) -> Result<bool, ServerError> {
+        let Some(cmd) = self.script(batch, key)? else {
+            return Ok(false);
+        };
+        match self.run(&cmd).await {
+            Ok(_) => Ok(true),
+            Err(e) => Err(self.update_error(&batch.zone, e)),
+        }
+    }
+
+    /// Sends the batch and reads the serial it produced. `Ok(None)`: nothing
+    /// to send; `Ok(Some(None))`: sent, but the zone is not served after.
+    /// Outside a view both happen in one exec; in a view the serial comes
+    /// from rndc afterwards.
+    pub async fn update_and_read_serial(
+        &self,
+        batch: &UpdateBatch,
+        key: &TsigKey,
+        view: Option<&ViewName>,
+    ) -> Result<Option<Option<u32>>, ServerError> {
+        let Some(update) = self.script(batch, key)? else {
+            return Ok(None);
+        };
+        if view.is_some() {
+            self.run(&update)
+                .await
+                .map_err(|e| self.update_error(&batch.zone, e))?;
+            return Ok(Some(self.serial_of(&batch.zone, view).await?));
+        }
+        let soa = dig_soa(&self.layout, std::slice::from_ref(&batch.zone));
+        let mut argv = vec![
+            "sh".to_string(),
+            "-c".to_string(),
+            UPDATE_THEN_SOA.to_string(),
+            "sh".to_string(),
+        ];
+        // The program only: the script adds `-v` (TCP), as commands::nsupdate does.
+        argv.push(update.argv[0].clone());
+        argv.extend(soa.argv);
+        let cmd = Command {
+            argv,
+            stdin: update.stdin,
+        };
+        match self.run(&cmd).await {
+            Ok(out) => Ok(Some(parse_dig_soa(&out.stdout).get(&batch.zone).copied())),
+            // The update went through but the query did not answer.
+            Err(e) if e.stderr().is_empty() && e.stdout().contains(";;") => {
+                Err(self.unreachable(e))
+            }
+            Err(e) => Err(self.update_error(&batch.zone, e)),
         }
     }
 }

@@ -7,10 +7,10 @@
 //! - BindZone changes wake the zone, but only spec (generation), deletion
 //!   and finalizer changes: the zone's own status and applied annotation
 //!   writes must not wake it again.
-//! - DNSRecord spec, deletion and finalizer changes wake the record's zone
-//!   (the `watches` mapper): the zone is the unit of write, so 1,000 new
-//!   DNSRecords make a handful of zone flushes, not 1,000 (with the
-//!   debounce, usually one).
+//! - DNSRecord spec, deletion and finalizer changes wake the record's zone,
+//!   coalesced per zone ([`coalesce`]: after a quiet moment, or a bounded
+//!   wait): the zone is the unit of write, so 1,000 new DNSRecords make one
+//!   or two zone flushes, not 1,000.
 //! - The same DNSRecord changes wake the DNSRecord controller (finalizer,
 //!   zone-not-found status).
 //! - The pod poller compares each cluster's pods and object on every tick
@@ -23,11 +23,12 @@
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use futures::channel::mpsc;
 use futures::{StreamExt as _, future};
 use kube::api::Api;
-use kube::runtime::controller::{self, Controller};
+use kube::runtime::controller::Controller;
 use kube::runtime::reflector::{self, ObjectRef};
 use kube::runtime::{WatchStreamExt as _, watcher};
 use kube::{Resource, ResourceExt as _};
@@ -108,6 +109,51 @@ fn cluster_fingerprint(ctx: &ZoneContext, key: &ObjKey) -> u64 {
         applied,
         pods_fingerprint(&cluster_pods(ctx, &c)),
     ))
+}
+
+/// Forwards zone wake-ups coalesced per zone: a zone is woken once its
+/// triggers paused for `quiet`, or `max_wait` after the first one, whichever
+/// comes first (a trailing debounce with a cap).
+async fn coalesce(
+    input: impl futures::Stream<Item = ObjectRef<BindZone>>,
+    wake: mpsc::UnboundedSender<ObjectRef<BindZone>>,
+    quiet: Duration,
+    max_wait: Duration,
+) {
+    let mut input = std::pin::pin!(input);
+    // zone -> (first pending trigger, latest trigger)
+    let mut pending: HashMap<ObjectRef<BindZone>, (Instant, Instant)> = HashMap::new();
+    loop {
+        let next_due = pending
+            .values()
+            .map(|(first, last)| (*last + quiet).min(*first + max_wait))
+            .min();
+        let sleep = async {
+            match next_due {
+                Some(t) => tokio::time::sleep_until(t.into()).await,
+                None => future::pending().await,
+            }
+        };
+        tokio::select! {
+            item = input.next() => {
+                let Some(zone) = item else { return };
+                let now = Instant::now();
+                pending.entry(zone).and_modify(|e| e.1 = now).or_insert((now, now));
+            }
+            () = sleep => {
+                let now = Instant::now();
+                let due: Vec<_> = pending
+                    .iter()
+                    .filter(|(_, (first, last))| *last + quiet <= now || *first + max_wait <= now)
+                    .map(|(k, _)| k.clone())
+                    .collect();
+                for zone in due {
+                    pending.remove(&zone);
+                    let _ = wake.unbounded_send(zone);
+                }
+            }
+        }
+    }
 }
 
 /// Wakes the zones of a cluster whose pods or object changed.
@@ -194,9 +240,7 @@ pub async fn run(ctx: Arc<Context>, settings: Settings, shutdown: Shutdown) {
             zctx.base.stores.wait_until_ready().await;
             let zone_ctrl =
                 Controller::for_shared_stream(zone_sub.filter(changed(zone_trigger)), zones)
-                    .watches_shared_stream(record_sub_zone.filter(changed(record_trigger)), zone_of)
                     .reconcile_on(wake_rx)
-                    .with_config(controller::Config::default().debounce(zctx.settings.debounce))
                     .graceful_shutdown_on(shutdown.clone())
                     .run(bindzone::reconcile, bindzone::error_policy, zctx.clone())
                     .for_each(|_| future::ready(()));
@@ -210,8 +254,21 @@ pub async fn run(ctx: Arc<Context>, settings: Settings, shutdown: Shutdown) {
             futures::join!(zone_ctrl, record_ctrl);
         }
     };
+    let record_wakes = record_sub_zone
+        .filter(changed(record_trigger))
+        .filter_map(|r| future::ready(zone_of(r)));
     let background = async {
-        futures::join!(zones_main, records_main, poll_pods(zctx.clone(), wake_tx));
+        futures::join!(
+            zones_main,
+            records_main,
+            poll_pods(zctx.clone(), wake_tx.clone()),
+            coalesce(
+                record_wakes,
+                wake_tx,
+                zctx.settings.record_quiet,
+                zctx.settings.record_max_wait
+            ),
+        );
     };
     tokio::select! {
         () = controllers => {},

@@ -357,7 +357,25 @@ impl FakeBind {
             "sh" => {
                 let script = argv[2].as_str();
                 let args = &argv[4..];
-                if script.contains("delzone") {
+                if script.contains("\"$n\" -v") {
+                    // nsupdate, then the SOA query when it succeeded.
+                    let update = Command {
+                        argv: vec![args[0].clone(), "-v".into()],
+                        stdin: cmd.stdin.clone(),
+                    };
+                    let (_, zone, r) = self.run(pod, &update);
+                    let r = match r {
+                        Ok(_) => {
+                            let dig = Command {
+                                argv: args[1..].to_vec(),
+                                stdin: None,
+                            };
+                            self.run(pod, &dig).2
+                        }
+                        Err(e) => Err(e),
+                    };
+                    (Kind::Nsupdate, zone, r)
+                } else if script.contains("delzone") {
                     let zone = lower(&args[3]);
                     if down {
                         let err = "rndc: connect failed: 127.0.0.1#953: connection refused\n";
