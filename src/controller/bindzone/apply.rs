@@ -89,7 +89,7 @@ pub async fn apply(zone: &Arc<BindZone>, ctx: &ZoneContext) -> Result<Action, Er
                     }
                     ctx.state.succeeded(&zone_key(zone));
                     Ok(Action::requeue(if c.wrote {
-                        ctx.settings.recheck_after_write
+                        ctx.settings.recheck_after_write.min(c.next_check)
                     } else {
                         c.next_check
                     }))

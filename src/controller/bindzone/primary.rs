@@ -76,7 +76,7 @@ fn start_serial(known: impl IntoIterator<Item = u32>) -> u32 {
 }
 
 /// Serials this process has seen for `zone` on any pod of the cluster.
-fn known_serials(memory: &ClusterMemory, zone: &ZoneName, snap: Option<&Snapshot>) -> Vec<u32> {
+fn known_serials(memory: &ClusterMemory, zone: &ZoneName, last: Option<u32>) -> Vec<u32> {
     let mut v: Vec<u32> = memory
         .last_survey()
         .map(|s| {
@@ -86,7 +86,7 @@ fn known_serials(memory: &ClusterMemory, zone: &ZoneName, snap: Option<&Snapshot
                 .collect()
         })
         .unwrap_or_default();
-    v.extend(snap.map(|s| s.served.serial));
+    v.extend(last);
     v
 }
 
@@ -277,11 +277,12 @@ pub async fn converge(
     let snap = ctx.state.snapshot(&zkey);
     let fingerprint = desired.fingerprint();
     let epoch = memory.catalog_epoch();
-    let member_current = catalog.is_none()
-        || snap
-            .as_ref()
-            .is_some_and(|s| s.member_epoch.unwrap_or(0) >= epoch);
+    let member_current = catalog.is_none() || ctx.state.member_epoch(&zkey) >= epoch;
     let settled = applied == &want_applied && member_current;
+    // A snapshot taken before the primary restarted says nothing about it.
+    // (Its serial still bounds a re-created zone's serial from below.)
+    let last_serial = snap.as_ref().map(|s| s.served.serial);
+    let snap = snap.filter(|s| s.primary == primary.identity);
     let same_plan = snap
         .as_ref()
         .is_some_and(|s| s.applied == Some(fingerprint));
@@ -350,7 +351,7 @@ pub async fn converge(
                     zone: zname.clone(),
                     default_ttl: cfg.default_ttl,
                     soa: cfg.soa.clone(),
-                    serial: start_serial(known_serials(&memory, zname, snap.as_ref())),
+                    serial: start_serial(known_serials(&memory, zname, last_serial)),
                     nameservers: desired.apex_ns.names.clone(),
                     records: Vec::new(),
                 };
@@ -383,16 +384,15 @@ pub async fn converge(
             wrote = true;
         }
 
-        let mut member_epoch = snap.as_ref().and_then(|s| s.member_epoch);
+        let member_epoch = ctx.state.member_epoch(&zkey);
         if let Some(cat) = &catalog {
             let epoch =
                 ensure_catalog(&memory, &target, cat, view, transfer, catalog_present).await?;
-            let joined = !created
-                && applied.catalog == want_applied.catalog
-                && member_epoch.unwrap_or(0) >= epoch;
+            let joined =
+                !created && applied.catalog == want_applied.catalog && member_epoch >= epoch;
             if !joined {
                 catalog_update(&target, cat, zname, true, transfer).await?;
-                member_epoch = Some(epoch);
+                ctx.state.set_member_epoch(&zkey, epoch);
                 wrote = true;
             }
         }
@@ -420,19 +420,19 @@ pub async fn converge(
             })?;
         }
         memory.note_serial(&target.pod.name, zname, Some(served.serial));
-        Ok((served, wrote, member_epoch))
+        Ok((served, wrote))
     }
     .await;
 
     let result = match result {
-        Ok((served, wrote, member_epoch)) => {
+        Ok((served, wrote)) => {
             ctx.state.set_snapshot(
                 &zkey,
                 Some(Snapshot {
                     served: served.clone(),
                     applied: Some(fingerprint),
                     verified_at: Instant::now(),
-                    member_epoch,
+                    primary: primary.identity,
                 }),
             );
             Ok(Converged {

@@ -117,7 +117,7 @@ pub async fn converge(
                 served: Served::default(),
                 applied: Some(fingerprint),
                 verified_at: Instant::now(),
-                member_epoch: None,
+                primary: 0,
             }),
         );
         Converged {

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::ResourceExt as _;
 
-use crate::api::{DNSRecord, ZoneRecord};
+use crate::api::{DNSRecord, Phase, ZoneRecord};
 use crate::bind::nsupdate::{BatchError, RrsetChange, UpdateBatch, build_script};
 use crate::bind::{
     DomainName, Endpoint, KeyName, Rdata, RecordType, TsigAlgorithm, TsigKey, TsigSecret, Ttl,
@@ -239,6 +239,9 @@ pub fn status_key(r: &DNSRecord) -> Option<RrKey> {
 
 struct Claimant<'a> {
     created: Option<&'a Time>,
+    /// Sorts first among equal timestamps (second granularity): the
+    /// claimant already serving this RRset keeps it against a newcomer.
+    newcomer: bool,
     name: &'a str,
     index: usize,
     owner: Owner,
@@ -260,6 +263,7 @@ pub fn plan(z: &ZoneInputs<'_>, records: &[Arc<DNSRecord>]) -> Desired {
         }
         claimants.push(Claimant {
             created: z.created,
+            newcomer: false,
             name: z.object_name,
             index: i,
             owner: Owner::Inline(i),
@@ -298,8 +302,16 @@ pub fn plan(z: &ZoneInputs<'_>, records: &[Arc<DNSRecord>]) -> Desired {
             verdicts.insert(name, Verdict::Deleting);
             continue;
         }
+        let serving = r
+            .status
+            .as_ref()
+            .is_some_and(|s| s.phase == Some(Phase::Ready))
+            && result
+                .as_ref()
+                .is_ok_and(|c| status_key(r).as_ref() == Some(&c.key));
         claimants.push(Claimant {
             created: r.metadata.creation_timestamp.as_ref(),
+            newcomer: !serving,
             name: r.metadata.name.as_deref().unwrap_or_default(),
             index: 0,
             owner: Owner::Record(name),
@@ -307,8 +319,11 @@ pub fn plan(z: &ZoneInputs<'_>, records: &[Arc<DNSRecord>]) -> Desired {
         });
     }
 
-    // First claimant (oldest, then by name, then entry order) keeps an RRset.
-    claimants.sort_by(|a, b| (a.created, a.name, a.index).cmp(&(b.created, b.name, b.index)));
+    // First claimant (oldest, then the one already serving, then by name,
+    // then entry order) keeps an RRset.
+    claimants.sort_by(|a, b| {
+        (a.created, a.newcomer, a.name, a.index).cmp(&(b.created, b.newcomer, b.name, b.index))
+    });
     let mut rrsets: BTreeMap<RrKey, WantedRrset> = BTreeMap::new();
     let mut types_at: BTreeMap<DomainName, BTreeSet<RecordType>> = BTreeMap::new();
     let mut inline_ok = true;

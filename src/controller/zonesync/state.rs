@@ -27,14 +27,19 @@ pub struct Snapshot {
     pub applied: Option<u64>,
     /// When the primary's serial last matched `served.serial`.
     pub verified_at: Instant,
-    /// Catalog epoch at which this zone last joined its catalog.
-    pub member_epoch: Option<u64>,
+    /// The primary pod's identity then: a restarted or replaced primary
+    /// may have lost everything, so the snapshot no longer counts.
+    pub primary: u64,
 }
 
 #[derive(Debug, Default)]
 struct ZoneMemory {
     snapshot: Option<Snapshot>,
     failures: u32,
+    /// Catalog epoch at which this zone last joined its catalog (kept when
+    /// the snapshot is dropped: membership does not change with a failed
+    /// write).
+    member_epoch: u64,
 }
 
 /// SOA serials every pod of a cluster served at one moment.
@@ -143,6 +148,18 @@ impl ServerState {
 
     pub fn set_snapshot(&self, zone: &ObjKey, snapshot: Option<Snapshot>) {
         lock(&self.zones).entry(zone.clone()).or_default().snapshot = snapshot;
+    }
+
+    /// The catalog epoch the zone last joined at (0: not in this process).
+    pub fn member_epoch(&self, zone: &ObjKey) -> u64 {
+        lock(&self.zones).get(zone).map_or(0, |m| m.member_epoch)
+    }
+
+    pub fn set_member_epoch(&self, zone: &ObjKey, epoch: u64) {
+        lock(&self.zones)
+            .entry(zone.clone())
+            .or_default()
+            .member_epoch = epoch;
     }
 
     /// Records a failure; returns how many in a row.

@@ -404,3 +404,22 @@ fn diff_touches_only_owned_rrsets_and_orders_apex_ns() {
             .contains_key(&(n("ext.example.com"), "A".to_string()))
     );
 }
+
+#[test]
+fn within_one_second_the_serving_claimant_keeps_its_rrset() {
+    let f = Fixture::new();
+    let mut serving = with_status(
+        rec("zz-serving", 10, "www", ApiType::A, &["192.0.2.1"]),
+        "www.example.com.",
+        ApiType::A,
+    );
+    serving.status.as_mut().unwrap().phase = Some(crate::api::Phase::Ready);
+    let d = f.plan(vec![
+        serving,
+        rec("aa-new", 10, "www", ApiType::CNAME, &["x.example.org."]),
+        rec("ab-new", 10, "www", ApiType::A, &["192.0.2.2"]),
+    ]);
+    assert!(matches!(d.verdicts["zz-serving"], Verdict::Accepted(_)));
+    assert_eq!(rejected(&d, "aa-new").0, REASON_CNAME_CONFLICT);
+    assert_eq!(rejected(&d, "ab-new").0, REASON_CONFLICT);
+}
