@@ -20,10 +20,10 @@ enum Command {
     /// Print the CustomResourceDefinitions of all four kinds as one
     /// multi-document YAML (pipe into `kubectl apply -f -`).
     Crds {
-        /// Instead of printing, write one file per kind plus all.yaml into
-        /// this directory (repeatable; regenerates the committed `crds/`).
-        #[arg(long, value_name = "DIR")]
-        write: Vec<PathBuf>,
+        /// Instead of printing, rewrite the committed CRD files (crds/ and the
+        /// Helm chart's crds/) under this repository root.
+        #[arg(long, value_name = "REPO_ROOT")]
+        regenerate: Option<PathBuf>,
     },
     /// Render every BindCluster's mounted files (named.conf.primary,
     /// named.conf.secondary, keys.conf, entrypoint.sh) from the manifests in
@@ -43,24 +43,55 @@ enum Command {
         #[arg(long, value_name = "PORT", default_value_t = 53)]
         primary_port: u16,
     },
+    /// Run the controllers against the API server of the in-cluster
+    /// service account, or of KUBECONFIG / ~/.kube/config.
+    Run {
+        /// Log filter (tracing EnvFilter syntax: `info`,
+        /// `bind_operator=debug,kube=warn`, ...). RUST_LOG wins when set.
+        #[arg(long, value_name = "FILTER", default_value = "info")]
+        log_level: String,
+        /// Log as JSON lines instead of text.
+        #[arg(long)]
+        log_json: bool,
+        /// Serve GET /healthz and /readyz on this address (e.g. 0.0.0.0:8080).
+        #[arg(long, value_name = "ADDR", env = "BIND_OPERATOR_HEALTH_ADDR")]
+        health_addr: Option<std::net::SocketAddr>,
+        /// Reconcile only while holding a Lease in POD_NAMESPACE (for more
+        /// than one replica).
+        #[arg(long, env = "BIND_OPERATOR_LEADER_ELECTION")]
+        leader_election: bool,
+    },
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Crds { write } if write.is_empty() => bind_operator::api::crdgen::all_yaml()
+        Command::Crds { regenerate: None } => bind_operator::api::crdgen::all_yaml()
             .map_err(|e| error_chain(&e))
             .and_then(|yaml| write_stdout(&yaml)),
-        Command::Crds { write } => write
-            .iter()
-            .try_for_each(|dir| bind_operator::api::crdgen::write_dir(dir))
-            .map_err(|e| error_chain(&e)),
+        Command::Crds {
+            regenerate: Some(root),
+        } => bind_operator::api::crdgen::regenerate(&root).map_err(|e| error_chain(&e)),
         Command::Render {
             dir,
             out,
             primary_address,
             primary_port,
         } => render(&dir, &out, primary_address, primary_port),
+        Command::Run {
+            log_level,
+            log_json,
+            health_addr,
+            leader_election,
+        } => bind_operator::controller::manager::run_blocking(
+            bind_operator::controller::manager::Options {
+                log_filter: log_level,
+                log_json,
+                health_addr,
+                leader_election,
+            },
+        )
+        .map_err(|e| error_chain(&e)),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

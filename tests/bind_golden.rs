@@ -29,7 +29,10 @@ fn root() -> PathBuf {
 fn read_tree(dir: &Path) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
     fn walk(base: &Path, dir: &Path, out: &mut BTreeMap<String, String>) {
-        let mut entries: Vec<_> = fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
+        let mut entries: Vec<_> = fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
         entries.sort();
         for p in entries {
             if p.is_dir() {
@@ -51,7 +54,12 @@ fn render_case(case: &str) -> (tempfile::TempDir, BTreeMap<String, String>) {
     let opts = RenderOptions {
         primary: Endpoint::new(PRIMARY_IP.parse().unwrap(), 53).unwrap(),
     };
-    let report = render_dir(&root().join("fixtures/render").join(case), out.path(), &opts).unwrap();
+    let report = render_dir(
+        &root().join("fixtures/render").join(case),
+        out.path(),
+        &opts,
+    )
+    .unwrap();
     assert!(report.success(), "{case}: {report:?}");
     let tree = read_tree(out.path());
     (out, tree)
@@ -75,7 +83,10 @@ fn check_golden(case: &str) {
         "{case}: rendered file set differs from tests/golden (UPDATE_GOLDEN=1 rewrites)"
     );
     for (rel, text) in &got {
-        assert_eq!(text, &want[rel], "{case}/{rel} differs from golden (UPDATE_GOLDEN=1 rewrites)");
+        assert_eq!(
+            text, &want[rel],
+            "{case}/{rel} differs from golden (UPDATE_GOLDEN=1 rewrites)"
+        );
     }
     // Same input, same bytes.
     let (_again, again) = render_case(case);
@@ -91,12 +102,21 @@ fn checkconf_both_roles(out: &Path) {
         for cluster in fs::read_dir(entry.unwrap().path()).unwrap() {
             let config = cluster.unwrap().path();
             let key = harness::random_key("rndc", bind_operator::bind::TsigAlgorithm::HmacSha256);
-            fs::write(config.join(mount::RNDC_KEY), render_rndc_key(key.algorithm, &key.secret)).unwrap();
+            fs::write(
+                config.join(mount::RNDC_KEY),
+                render_rndc_key(key.algorithm, &key.secret),
+            )
+            .unwrap();
             for ordinal in [0, 1] {
                 let pod = harness::Pod::new(tmp.path(), &config, ordinal);
                 pod.prepare();
                 let res = harness::run(&commands::checkconf(&pod.layout, false));
-                assert!(res.ok() && res.stdout.is_empty(), "{}: ordinal {ordinal}: {}", config.display(), res.stdout);
+                assert!(
+                    res.ok() && res.stdout.is_empty(),
+                    "{}: ordinal {ordinal}: {}",
+                    config.display(),
+                    res.stdout
+                );
                 assert!(parse_checkconf(&res.stdout).is_empty());
                 fs::remove_dir_all(&pod.layout.data_dir).unwrap();
             }
@@ -121,7 +141,13 @@ fn golden_several_keys() {
     let (_out, tree) = render_case("keys");
     let keys = &tree["keys/main/keys.conf"];
     for name in ["transfer", "external-dns.update", "shared", "legacy"] {
-        assert!(keys.contains(&format!("key \"{name}\" {{")), "{name} missing:\n{keys}");
+        assert!(
+            keys.contains(&format!("key \"{name}\" {{")),
+            "{name} missing:\n{keys}"
+        );
     }
-    assert!(!keys.contains("\"other\""), "a key for another cluster leaked in:\n{keys}");
+    assert!(
+        !keys.contains("\"other\""),
+        "a key for another cluster leaked in:\n{keys}"
+    );
 }

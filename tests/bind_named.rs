@@ -152,6 +152,10 @@ fn catalog_hands_zone_to_secondary_and_record_batches_land() {
     let c = Cluster::start(true);
     let (p, s) = (&c.primary, c.secondary());
     for pod in [p, s] {
+        assert!(
+            run(&commands::probe(&pod.layout)).ok(),
+            "probe must pass on a serving pod"
+        );
         let out = run(&commands::checkconf(&pod.layout, false));
         assert!(out.ok(), "checkconf failed: {}", out.stdout);
         assert!(parse::parse_checkconf(&out.stdout).is_empty());
@@ -312,9 +316,9 @@ fn catalog_hands_zone_to_secondary_and_record_batches_land() {
 
 #[test]
 fn broken_config_fails_reconfig_keeps_serving_and_checkconf_names_the_line() {
-    let c = Cluster::start(false);
-    let p = &c.primary;
+    let mut c = Cluster::start(false);
     let zone = c.add_zone("keep.test");
+    let p = &c.primary;
     let before = dig_short(p.dns.port, "keep.test.", "SOA");
     assert_eq!(before.len(), 1);
 
@@ -349,6 +353,13 @@ fn broken_config_fails_reconfig_keeps_serving_and_checkconf_names_the_line() {
     run_ok(&commands::reconfig(&p.layout));
     let st = parse::parse_zonestatus(&run_ok(&commands::zonestatus(&p.layout, &zone, None)).stdout);
     assert!(st.loaded);
+
+    // A stopped named fails the probe.
+    c.primary.stop();
+    assert!(
+        !run(&commands::probe(&c.primary.layout)).ok(),
+        "probe must fail when named is down"
+    );
 }
 
 #[test]
@@ -424,5 +435,48 @@ fn deleted_zone_takes_its_journal_and_comes_back_clean() {
     assert_eq!(
         dig_short(p.dns.port, "ns1.again.test.", "A"),
         ["192.0.2.53"]
+    );
+}
+
+#[test]
+fn a_batch_beyond_one_message_is_split_and_lands_whole() {
+    let c = Cluster::start(false);
+    let p = &c.primary;
+    let zone = c.add_zone("big.test");
+    // ~3,000 RRsets: more than one 64 KiB message can carry.
+    let changes: Vec<RrsetChange> = (0..3000)
+        .map(|i| {
+            replace(
+                &zone,
+                &format!("host-{i}"),
+                "A",
+                &[&format!("10.0.{}.{}", i / 256, i % 256)],
+            )
+        })
+        .collect();
+    let batch = UpdateBatch {
+        zone: zone.clone(),
+        changes,
+        apex_ns: None,
+    };
+    let script = build_script(&batch, local_server(&p.layout), &c.update)
+        .unwrap()
+        .unwrap();
+    assert!(
+        script.messages >= 2,
+        "expected a split, got {} message(s)",
+        script.messages
+    );
+    let out = run(&commands::nsupdate(&p.layout, &script));
+    assert!(out.ok(), "split batch failed: {}", out.stderr);
+    let sets = c.axfr(&zone);
+    let hosts = sets
+        .iter()
+        .filter(|r| r.rtype == "A" && r.name.as_str().starts_with("host-"))
+        .count();
+    assert_eq!(hosts, 3000);
+    assert_eq!(
+        dig_short(p.dns.port, "host-2999.big.test.", "A"),
+        ["10.0.11.183"]
     );
 }

@@ -94,26 +94,50 @@ pub enum CrdWriteError {
     },
 }
 
-/// Every file the `crds/` directory holds, as (file name, content): one per
-/// kind plus [`ALL_IN_ONE_FILE`]. Other files in the directory (such as a
-/// kustomization.yaml) are not generated and left alone.
-pub fn files() -> Result<Vec<(String, String)>, CrdGenError> {
+/// Directory of the committed CRDs, relative to the repository root: one
+/// file per kind plus [`ALL_IN_ONE_FILE`].
+pub const CRD_DIR: &str = "crds";
+/// The Helm chart's copy, relative to the repository root: one file per kind
+/// only (Helm installs every file in a chart's crds/, so an all-in-one copy
+/// would install each CRD twice).
+pub const CHART_CRD_DIR: &str = "deploy/helm/bind-operator/crds";
+
+/// The files one CRD directory holds, as (file name, content): one per kind,
+/// plus [`ALL_IN_ONE_FILE`] when `all_in_one`. Other files in the directory
+/// (such as a kustomization.yaml) are not generated and left alone.
+pub fn files(all_in_one: bool) -> Result<Vec<(String, String)>, CrdGenError> {
     let mut files = generated()
         .into_iter()
         .map(|g| Ok((g.file_name, to_yaml(&g.crd)?)))
         .collect::<Result<Vec<_>, CrdGenError>>()?;
-    files.push((ALL_IN_ONE_FILE.to_owned(), all_yaml()?));
+    if all_in_one {
+        files.push((ALL_IN_ONE_FILE.to_owned(), all_yaml()?));
+    }
     Ok(files)
 }
 
-/// Writes [`files`] into `dir` (created if missing), overwriting older copies.
-pub fn write_dir(dir: &std::path::Path) -> Result<(), CrdWriteError> {
-    std::fs::create_dir_all(dir).map_err(|source| CrdWriteError::Io {
-        path: dir.to_owned(),
-        source,
-    })?;
-    for (name, content) in files()? {
-        let path = dir.join(name);
+/// Every generated file under the repository root, as (relative path,
+/// content): [`CRD_DIR`] and [`CHART_CRD_DIR`].
+pub fn repo_files() -> Result<Vec<(std::path::PathBuf, String)>, CrdGenError> {
+    let mut out = Vec::new();
+    for (dir, all_in_one) in [(CRD_DIR, true), (CHART_CRD_DIR, false)] {
+        for (name, content) in files(all_in_one)? {
+            out.push((std::path::Path::new(dir).join(name), content));
+        }
+    }
+    Ok(out)
+}
+
+/// Rewrites every generated CRD file under the repository `root`.
+pub fn regenerate(root: &std::path::Path) -> Result<(), CrdWriteError> {
+    for (relative, content) in repo_files()? {
+        let path = root.join(relative);
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|source| CrdWriteError::Io {
+                path: dir.to_owned(),
+                source,
+            })?;
+        }
         std::fs::write(&path, content).map_err(|source| CrdWriteError::Io { path, source })?;
     }
     Ok(())

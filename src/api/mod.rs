@@ -1,6 +1,7 @@
 //! Custom resource types for group `bind.unkin.net`, version `v1alpha1`: one
 //! module per kind, the shared pieces in `common`, and the admission rules
-//! (patterns, bounds, CEL) in `validation`.
+//! (patterns, bounds, CEL) in `validation`; `crdgen` turns the types into
+//! CRDs and `admission` checks a manifest against them as kube-apiserver would.
 //!
 //! Types only: nothing in here talks to the cluster. Key material never lives
 //! in these types; they only name the Secrets that hold it.

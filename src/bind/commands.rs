@@ -258,6 +258,20 @@ fn dig_base(layout: &PodLayout) -> Vec<String> {
     ]
 }
 
+/// A liveness/readiness probe: asks this pod's named for `version.bind`
+/// (CHAOS TXT). dig exits 0 only when named answered, so the probe checks
+/// DNS, not just the process (a named that lost its port keeps running).
+pub fn probe(layout: &PodLayout) -> Command {
+    let mut a = dig_base(layout);
+    a.extend([
+        "+short".into(),
+        "version.bind".into(),
+        "CH".into(),
+        "TXT".into(),
+    ]);
+    Command::new(a)
+}
+
 /// One `dig` asking SOA of many zones; parse with
 /// [`super::parse::parse_dig_soa`]. A zone missing from the answer is not
 /// served by this pod.

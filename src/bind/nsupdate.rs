@@ -222,12 +222,12 @@ fn check(batch: &UpdateBatch) -> Result<(), BatchError> {
             return Err(BatchError::CnameConflict { name: name.fqdn() });
         }
     }
-    if let Some(ns) = &batch.apex_ns {
-        if ns.wanted.is_empty() {
-            return Err(BatchError::NoNameservers {
-                zone: batch.zone.to_string(),
-            });
-        }
+    if let Some(ns) = &batch.apex_ns
+        && ns.wanted.is_empty()
+    {
+        return Err(BatchError::NoNameservers {
+            zone: batch.zone.to_string(),
+        });
     }
     Ok(())
 }
@@ -313,14 +313,14 @@ pub fn build_script(
             });
         }
     }
-    if let Some(last) = units.last() {
-        if last.size > MESSAGE_BUDGET {
-            return Err(BatchError::ChangeTooLarge {
-                name: batch.zone.fqdn(),
-                rtype: RecordType::Ns,
-                size: last.size,
-            });
-        }
+    if let Some(last) = units.last()
+        && last.size > MESSAGE_BUDGET
+    {
+        return Err(BatchError::ChangeTooLarge {
+            name: batch.zone.fqdn(),
+            rtype: RecordType::Ns,
+            size: last.size,
+        });
     }
 
     let mut text = String::new();

@@ -39,24 +39,24 @@ pub fn parse_checkconf(output: &str) -> Vec<CheckconfIssue> {
         }
         let mut parts = line.splitn(3, ':');
         let (a, b, c) = (parts.next(), parts.next(), parts.next());
-        if let (Some(file), Some(num), Some(msg)) = (a, b, c) {
-            if let Ok(n) = num.trim().parse::<u32>() {
-                out.push(CheckconfIssue {
-                    file: file.to_string(),
-                    line: Some(n),
-                    message: msg.trim().to_string(),
-                });
-                continue;
-            }
+        if let (Some(file), Some(num), Some(msg)) = (a, b, c)
+            && let Ok(n) = num.trim().parse::<u32>()
+        {
+            out.push(CheckconfIssue {
+                file: file.to_string(),
+                line: Some(n),
+                message: msg.trim().to_string(),
+            });
+            continue;
         }
-        if let Some((file, msg)) = line.split_once(": ") {
-            if !file.contains(' ') {
-                out.push(CheckconfIssue {
-                    file: file.to_string(),
-                    line: None,
-                    message: msg.trim().to_string(),
-                });
-            }
+        if let Some((file, msg)) = line.split_once(": ")
+            && !file.contains(' ')
+        {
+            out.push(CheckconfIssue {
+                file: file.to_string(),
+                line: None,
+                message: msg.trim().to_string(),
+            });
         }
     }
     out

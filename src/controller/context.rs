@@ -7,9 +7,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use k8s_openapi::api::core::v1::ObjectReference;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::{Client, Resource};
 
+use super::bindcluster::NotifyMemo;
 use super::exec::PodExecutor;
 use super::names::{EVENT_REPORTER, FIELD_MANAGER};
 use super::network::Network;
@@ -21,6 +23,9 @@ pub const REQUEUE_SHORT: Duration = Duration::from_secs(5);
 /// Requeue after a failure that retrying soon would not fix (exec or
 /// reconfig failed, bad spec): long enough that a failure cannot hot-loop.
 pub const REQUEUE_LONG: Duration = Duration::from_secs(120);
+
+/// The `action` of an apply failure in error messages.
+pub const REQUEST_KIND_APPLY: &str = "apply";
 
 /// Longest Event note (the API limit is 1 KiB).
 const MAX_EVENT_NOTE: usize = 1000;
@@ -40,6 +45,9 @@ pub struct Context {
     pub stores: Stores,
     /// The field manager of every server-side apply.
     pub field_manager: &'static str,
+    /// What each primary's NOTIFY list is known to be (saves an exec per
+    /// reconcile).
+    pub notify_memo: NotifyMemo,
 }
 
 impl Context {
@@ -60,6 +68,7 @@ impl Context {
             network,
             stores,
             field_manager: FIELD_MANAGER,
+            notify_memo: NotifyMemo::default(),
         }
     }
 
@@ -69,6 +78,24 @@ impl Context {
     pub async fn publish_event<K>(
         &self,
         obj: &K,
+        type_: EventType,
+        reason: &str,
+        action: &str,
+        note: String,
+    ) where
+        K: Resource<DynamicType = ()>,
+    {
+        self.publish_related_event(obj, None, type_, reason, action, note)
+            .await;
+    }
+
+    /// [`Context::publish_event`] naming a second object the Event is
+    /// about (e.g. the pod a cluster reconfigured). Events with the same
+    /// reason on the same pair are folded into one series by the recorder.
+    pub async fn publish_related_event<K>(
+        &self,
+        obj: &K,
+        related: Option<ObjectReference>,
         type_: EventType,
         reason: &str,
         action: &str,
@@ -89,7 +116,7 @@ impl Context {
             reason: reason.to_string(),
             note: Some(note),
             action: action.to_string(),
-            secondary: None,
+            secondary: related,
         };
         if let Err(e) = self.recorder.publish(&ev, &obj.object_ref(&())).await {
             tracing::warn!(reason, error = %e, "failed to publish event");

@@ -1,26 +1,46 @@
 //! The controllers: one module per reconciler plus what they share.
 //!
-//! - [`context::Context`]: client, executor, network, event recorder, caches,
-//!   field manager and requeue delays.
-//! - [`exec::PodExecutor`]: "run this command in pod P" (pods/exec in a
-//!   cluster: [`exec::KubeExecutor`]; local processes in local mode).
+//! - [`context::Context`]: client, executor, network, event recorder,
+//!   caches ([`stores::Stores`]), field manager and requeue delays
+//!   ([`REQUEUE_SHORT`], [`REQUEUE_LONG`]).
+//! - [`exec::PodExecutor`]: "run this command in pod P". `layout(pod)` says
+//!   where BIND lives in that pod; reconcilers build every command from it
+//!   with `bind::commands`, so no argv is ever rewritten. In a cluster:
+//!   [`exec::KubeExecutor`] (pods/exec); local mode brings its own.
 //! - [`network::Network`]: where secondaries reach the primary and where a
 //!   pod answers DNS ([`network::ClusterNetwork`] in a cluster).
 //! - [`error::Categorized`]: the error-category pattern (category = Event
-//!   reason), with the shared `error_policy`.
-//! - [`stores`]: the reflector caches and the watch streams behind them.
+//!   reason and log label), with the shared `error_policy` and `report`.
 //! - [`bindzone`], [`dnsrecord`], [`zonesync`]: zones and records on the
-//!   servers (the zone is the unit of write).
+//!   servers (the zone is the unit of write); they keep their own BindZone
+//!   and DNSRecord caches (shared by both controllers).
+//! - [`apply`]: server-side apply with one field manager, skipped when the
+//!   cached child already carries the same content hash.
+//! - [`names`]: names, labels and annotations of everything we create (the
+//!   local runtime creates pods with the StatefulSet template's labels plus
+//!   `statefulset.kubernetes.io/pod-name`, as the StatefulSet controller does).
 //! - [`run`]: starts every controller; `bind-operator run` (a real API
-//!   server) and `bind-operator local` (the in-memory one) both call it.
+//!   server, via [`manager`]) and `bind-operator local` (the in-memory one)
+//!   both call it.
+//!
+//! Adding a controller (BindZone, DNSRecord): write `yourkind::controller(
+//! ctx, streams, shutdown) -> impl Future<Output = ()>` like
+//! [`bindcluster::controller`]; add the stores and streams it needs to
+//! [`stores::Stores`] / [`stores::Streams`] (each stream is consumed by one
+//! controller), and push it in [`run`] where marked.
 //!
 //! Touches the cluster. Never logs, returns or records key material.
 
+pub mod apply;
+pub mod bindcluster;
+pub mod bindtsigkey;
 pub mod bindzone;
 pub mod context;
 pub mod dnsrecord;
 pub mod error;
 pub mod exec;
+pub mod leader;
+pub mod manager;
 pub mod names;
 pub mod network;
 pub mod stores;
@@ -55,19 +75,29 @@ pub async fn run(
     let shutdown: Shutdown = shutdown.boxed().shared();
     let (stores, streams) = stores::watch_all(&client);
     let ctx = Arc::new(Context::new(client, executor, network, stores));
+    let Streams {
+        clusters,
+        keys,
+        pods,
+        statefulsets,
+        configmaps,
+        services,
+        secrets,
+    } = streams;
+    let cluster_streams = bindcluster::ClusterStreams {
+        clusters,
+        keys,
+        pods,
+        statefulsets,
+        configmaps,
+        services,
+        secrets,
+    };
     let controllers: Vec<BoxFuture<'static, ()>> = vec![
-        // The BindTSIGKey and BindCluster controllers land here next.
-        {
-            let s = shutdown.clone();
-            async move {
-                tokio::select! {
-                    () = streams.drive() => {},
-                    () = s => {},
-                }
-            }
-            .boxed()
-        },
-        // The BindZone and DNSRecord controllers, with their own caches.
+        bindtsigkey::controller(ctx.clone(), shutdown.clone()).boxed(),
+        bindcluster::controller(ctx.clone(), cluster_streams, shutdown.clone()).boxed(),
+        // The BindZone and DNSRecord controllers, with their own shared
+        // BindZone/DNSRecord caches (each feeds both controllers).
         zonesync::run(ctx.clone(), zonesync::Settings::default(), shutdown.clone()).boxed(),
     ];
     futures::future::join_all(controllers).await;

@@ -10,7 +10,7 @@
 
 use std::net::IpAddr;
 
-use crate::api::{self, BindCluster, BindTSIGKey, BindZone, ZoneType};
+use crate::api::{self, BindCluster, BindTSIGKey, BindZone, DNSRecord, ZoneType};
 use crate::bind::nsupdate::RrsetChange;
 use crate::bind::render::{ClusterConfig, DnssecValidation, ForwardZone, View};
 use crate::bind::types::parse_acl;
@@ -378,4 +378,31 @@ pub fn zone_config(
         records,
         catalog: spec.catalog,
     })))
+}
+
+/// Validates a DNSRecord into the RRset change it owns, in `zone` (its
+/// BindZone's validated name) with the zone's default TTL. A zone-qualified
+/// apex NS (which CEL cannot see) is refused by the batch builder with
+/// [`crate::bind::nsupdate::BatchError::ApexNsRecord`]; check it early with
+/// [`is_apex_ns`].
+pub fn record_change(
+    record: &DNSRecord,
+    zone: &ZoneName,
+    default_ttl: Ttl,
+) -> Result<RrsetChange, ConfigError> {
+    let spec = &record.spec;
+    RrsetChange::parse_replace(
+        zone,
+        &spec.name,
+        spec.type_.as_str(),
+        spec.ttl.map(i64::from),
+        default_ttl,
+        &spec.values,
+    )
+    .map_err(|e| invalid("DNSRecord", &record.metadata)(e.at("spec")))
+}
+
+/// True when a validated change addresses the zone's apex NS RRset.
+pub fn is_apex_ns(change: &RrsetChange, zone: &ZoneName) -> bool {
+    change.rtype() == crate::bind::RecordType::Ns && change.name() == zone.as_domain()
 }

@@ -29,6 +29,7 @@ use kube::runtime::finalizer::{self, Event, finalizer};
 
 use crate::api::BindZone;
 use crate::controller::error::Categorized;
+use crate::controller::zonesync::keys::KeyError;
 use crate::controller::zonesync::server::ServerError;
 use crate::controller::zonesync::state::backoff;
 use crate::controller::zonesync::writes::WriteError;
@@ -38,15 +39,10 @@ use crate::controller::zonesync::{ZONE_FINALIZER, ZoneContext};
 /// statuses that report them were written, so `error_policy` backs off.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("failed to {action} {object}: {source}")]
-    Kube {
-        action: &'static str,
-        object: String,
-        #[source]
-        source: kube::Error,
-    },
     #[error(transparent)]
     Write(#[from] WriteError),
+    #[error(transparent)]
+    Keys(#[from] KeyError),
     #[error("failed to converge zone {zone}: {source}")]
     Server {
         zone: String,
@@ -70,7 +66,8 @@ pub enum Error {
 impl Categorized for Error {
     fn category(&self) -> &'static str {
         match self {
-            Error::Kube { .. } | Error::Write(_) => "KubeApiFailed",
+            Error::Write(_) => "KubeApiFailed",
+            Error::Keys(e) => e.category(),
             Error::Server { source, .. } => source.category(),
             Error::Blocked { reason, .. } => reason,
             Error::Finalizer { source, .. } => match source.as_ref() {

@@ -13,7 +13,7 @@ use kube::runtime::reflector::ObjectRef;
 use crate::api::{BindCluster, BindZone, DNSRecord};
 use crate::controller::names::primary_pod_name;
 use crate::controller::zonesync::ZoneContext;
-use crate::controller::zonesync::keys::{self, KeyError, ZoneKeys};
+use crate::controller::zonesync::keys::{self, ZoneKeys};
 use crate::controller::zonesync::state::ObjKey;
 use crate::controller::zonesync::survey::{PodInfo, cluster_pods};
 use crate::render::validate::{ConfigError, ZoneConfig, zone_config};
@@ -109,13 +109,7 @@ pub async fn inputs(ctx: &ZoneContext, zone: &BindZone) -> Result<Result<Inputs,
     );
     let keys = match keys::resolve(ctx, &cluster, &refs).await {
         Ok(k) => k,
-        Err(KeyError::Kube { secret, source }) => {
-            return Err(Error::Kube {
-                action: "read",
-                object: format!("secret {ns}/{secret}"),
-                source,
-            });
-        }
+        Err(e) if e.is_api() => return Err(Error::Keys(e)),
         Err(e) => return Ok(Err(Blocked::waiting(e.category(), e.to_string()))),
     };
     let pods = cluster_pods(ctx, &cluster);

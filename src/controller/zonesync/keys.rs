@@ -1,21 +1,21 @@
 //! The TSIG keys a zone needs: the cluster's transfer key (signs catalog
 //! updates) and the BindTSIGKeys the zone names (its update key, its
 //! external primaries' keys), each with its material read from its Secret
-//! on demand (never cached).
+//! on demand (never cached). Only the keys the zone names are read, not
+//! every key the cluster loads.
 //!
-//! Touches the cluster (Secret reads). Errors name the key and Secret, never
-//! the material.
+//! Touches the cluster (Secret reads, through the BindTSIGKey module's
+//! [`material::fetch`]). Errors name the key and Secret, never the material.
 
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::Secret;
 use kube::ResourceExt as _;
-use kube::api::Api;
 
-use crate::api::{BindCluster, BindTSIGKey, DEFAULT_SECRET_KEY};
+use crate::api::{BindCluster, BindTSIGKey};
 use crate::bind::TsigKey;
-use crate::controller::names::generated_tsig_secret_name;
-use crate::render::validate::{LoadedKey, tsig_key};
+use crate::controller::bindcluster::read::loads;
+use crate::controller::bindtsigkey::material::{self, MaterialError};
+use crate::render::validate::LoadedKey;
 
 use super::ZoneContext;
 
@@ -28,20 +28,8 @@ pub enum KeyError {
     NoTransferKey { cluster: String },
     #[error("failed to find BindTSIGKey {key} loaded by the cluster")]
     NotLoaded { key: String },
-    #[error("failed to find secret {secret} holding tsig key {key}")]
-    SecretMissing { key: String, secret: String },
-    #[error("failed to read tsig key {key} from secret {secret}: {reason}")]
-    BadMaterial {
-        key: String,
-        secret: String,
-        reason: String,
-    },
-    #[error("failed to read secret {secret}: {source}")]
-    Kube {
-        secret: String,
-        #[source]
-        source: kube::Error,
-    },
+    #[error(transparent)]
+    Material(#[from] MaterialError),
 }
 
 impl KeyError {
@@ -50,10 +38,13 @@ impl KeyError {
         match self {
             KeyError::NoTransferKey { .. } => "TransferKeyNotSet",
             KeyError::NotLoaded { .. } => "KeyNotFound",
-            KeyError::SecretMissing { .. } => "KeySecretNotFound",
-            KeyError::BadMaterial { .. } => "KeySecretInvalid",
-            KeyError::Kube { .. } => "KubeApiFailed",
+            KeyError::Material(e) => e.category(),
         }
+    }
+
+    /// An API failure (retry soon) rather than a missing or bad key.
+    pub fn is_api(&self) -> bool {
+        matches!(self, KeyError::Material(MaterialError::Kube { .. }))
     }
 }
 
@@ -86,58 +77,6 @@ impl ZoneKeys {
     }
 }
 
-/// Whether `cluster` loads `key` (same namespace, not being deleted, and
-/// naming the cluster or none).
-pub fn cluster_loads(cluster: &BindCluster, key: &BindTSIGKey) -> bool {
-    key.namespace() == cluster.namespace()
-        && key.metadata.deletion_timestamp.is_none()
-        && key
-            .spec
-            .cluster_ref
-            .as_deref()
-            .is_none_or(|c| c == cluster.name_any())
-}
-
-/// Reads the material of one BindTSIGKey: `spec.secretRef`, else the Secret
-/// the operator generates for it.
-pub async fn fetch(ctx: &ZoneContext, key: &BindTSIGKey) -> Result<TsigKey, KeyError> {
-    let (secret, data_key) = match &key.spec.secret_ref {
-        Some(r) => (r.name.clone(), r.key.clone()),
-        None => (
-            generated_tsig_secret_name(&key.name_any()),
-            DEFAULT_SECRET_KEY.to_string(),
-        ),
-    };
-    let api: Api<Secret> = Api::namespaced(
-        ctx.base.client.clone(),
-        &key.namespace().unwrap_or_default(),
-    );
-    let found = api
-        .get_opt(&secret)
-        .await
-        .map_err(|source| KeyError::Kube {
-            secret: secret.clone(),
-            source,
-        })?
-        .ok_or_else(|| KeyError::SecretMissing {
-            key: key.name_any(),
-            secret: secret.clone(),
-        })?;
-    let bad = |reason: &str| KeyError::BadMaterial {
-        key: key.name_any(),
-        secret: secret.clone(),
-        reason: reason.to_string(),
-    };
-    let bytes = found
-        .data
-        .as_ref()
-        .and_then(|d| d.get(&data_key))
-        .ok_or_else(|| bad(&format!("it has no key {data_key}")))?;
-    let text = std::str::from_utf8(&bytes.0).map_err(|_| bad("the material is not text"))?;
-    // The validation error names the field, not the value, for secrets.
-    tsig_key(key, text.trim()).map_err(|_| bad("the material is not valid base64 key material"))
-}
-
 /// Resolves the cluster's transfer key and the BindTSIGKeys named in
 /// `refs` that the cluster loads. Keys the cluster does not load are left
 /// out (zone validation then names them).
@@ -165,11 +104,11 @@ pub async fn resolve(
             .state()
             .into_iter()
             .find(|k| k.namespace().as_deref() == Some(ns.as_str()) && k.name_any() == name)
-            .filter(|k| cluster_loads(cluster, k));
+            .filter(|k| loads(cluster, k));
         let Some(obj) = found else {
             continue;
         };
-        let key = fetch(ctx, &obj).await?;
+        let key = material::fetch(&ctx.base.client, &obj).await?;
         loaded.push((obj, key));
     }
     let transfer = loaded

@@ -1,0 +1,272 @@
+//! BindCluster reconciler. The driver reads like its pipeline:
+//! read related (keys, rndc Secret, pods: caches + Secret reads) ->
+//! Services (build, apply) -> primary address (network seam) -> validate
+//! into `bind::` types -> render -> ConfigMap, keys Secret, StatefulSet
+//! (build, apply) -> per-pod reconfig and NOTIFY list (executor) -> status
+//! and Events.
+//!
+//! Touches the cluster. Children are server-side applied with one field
+//! manager and only when they changed; a converged cluster costs no write
+//! and no exec. Key material never reaches logs, Events, status or errors.
+
+pub mod build;
+pub mod read;
+pub mod reconfig;
+pub mod statefulset;
+pub mod status;
+mod steps;
+
+use std::future::Future;
+use std::sync::Arc;
+
+use futures::StreamExt as _;
+use k8s_openapi::api::core::v1::{Pod, Secret, Service};
+use kube::api::{Api, PartialObjectMeta};
+use kube::runtime::Controller;
+use kube::runtime::controller::Action;
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::{Resource, ResourceExt as _};
+
+use super::Shutdown;
+use super::apply::apply_status;
+use super::bindtsigkey::material::{self, MaterialError};
+use super::context::{Context, REQUEUE_LONG};
+use super::error::{Categorized, error_policy, report};
+use super::names::LABEL_CLUSTER;
+use super::network::NetworkError;
+use crate::api::{BindCluster, BindClusterStatus, BindTSIGKey};
+use crate::bind::render::{RenderError, render_cluster};
+use crate::render::validate::{ConfigError, cluster_config};
+
+pub use read::{ClusterKeys, cluster_keys, cluster_pods, ensure_rndc_secret, pod_ready};
+pub use reconfig::NotifyMemo;
+pub use steps::primary_pod;
+
+/// Event reason for each pod that loaded a new config.
+pub const REASON_RECONFIGURED: &str = "Reconfigured";
+/// Event reason when the primary's NOTIFY list was rewritten.
+pub const REASON_NOTIFY_UPDATED: &str = "NotifyTargetsUpdated";
+
+/// What can stop a BindCluster reconcile early.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("failed to {action} {object}: {source}")]
+    Kube {
+        action: &'static str,
+        object: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("invalid cluster spec: {message}")]
+    InvalidSpec { message: String },
+    #[error(transparent)]
+    Key(#[from] MaterialError),
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error(
+        "failed to read rndc secret {secret}: it lacks valid key material (delete it to generate a new one)"
+    )]
+    RndcSecretInvalid { secret: String },
+    #[error(transparent)]
+    PrimaryAddress(#[from] NetworkError),
+}
+
+impl Categorized for Error {
+    fn category(&self) -> &'static str {
+        match self {
+            Error::Kube { source, .. } if rejected(source) => "ApplyRejected",
+            Error::Kube { .. } => "KubeApiFailed",
+            Error::InvalidSpec { .. } => "InvalidSpec",
+            Error::Key(e) => e.category(),
+            Error::Config(_) => "InvalidSpec",
+            Error::RndcSecretInvalid { .. } => "InvalidRndcSecret",
+            Error::PrimaryAddress(_) => "PrimaryAddressUnknown",
+        }
+    }
+
+    fn is_transient(&self) -> bool {
+        match self {
+            Error::Kube { source, .. } => !rejected(source),
+            Error::PrimaryAddress(_) => true,
+            Error::Key(e) => e.is_transient(),
+            Error::InvalidSpec { .. } | Error::Config(_) | Error::RndcSecretInvalid { .. } => false,
+        }
+    }
+}
+
+/// The API server refused the object itself (422 Invalid, e.g. a change
+/// to an immutable StatefulSet field): retrying unchanged cannot help.
+fn rejected(e: &kube::Error) -> bool {
+    matches!(e, kube::Error::Api(s) if s.code == 422)
+}
+
+impl From<RenderError> for Error {
+    fn from(e: RenderError) -> Self {
+        Error::InvalidSpec {
+            message: e.to_string(),
+        }
+    }
+}
+
+/// The BindCluster controller, fed by the shared streams: its own objects,
+/// its children (owner references), the BindTSIGKeys it loads, its pods,
+/// and Secrets (its own, and those holding its keys' material).
+pub fn controller(
+    ctx: Arc<Context>,
+    streams: ClusterStreams,
+    shutdown: Shutdown,
+) -> impl Future<Output = ()> {
+    let clusters = ctx.stores.clusters.clone();
+    let keys = ctx.stores.keys.clone();
+    let clusters_for_keys = clusters.clone();
+    let clusters_for_secrets = clusters.clone();
+    Controller::for_stream(streams.clusters, clusters)
+        .owns_stream(streams.statefulsets)
+        .owns_stream(streams.configmaps)
+        .owns_stream(streams.services)
+        .watches_stream(streams.keys, move |key| {
+            clusters_loading(&clusters_for_keys, &key)
+        })
+        .watches_stream(streams.pods, |pod| cluster_of_pod(&pod))
+        .watches_stream(streams.secrets, move |secret| {
+            clusters_using_secret(&clusters_for_secrets, &keys, &secret)
+        })
+        .graceful_shutdown_on(shutdown)
+        .run(reconcile, error_policy::<BindCluster, Error>, ctx)
+        .for_each(|_| futures::future::ready(()))
+}
+
+/// The streams [`controller`] consumes (taken from [`super::stores::Streams`]).
+pub struct ClusterStreams {
+    pub clusters: super::stores::Trigger<BindCluster>,
+    pub keys: super::stores::Trigger<BindTSIGKey>,
+    pub pods: super::stores::Trigger<Pod>,
+    pub statefulsets: super::stores::Trigger<k8s_openapi::api::apps::v1::StatefulSet>,
+    pub configmaps: super::stores::Trigger<k8s_openapi::api::core::v1::ConfigMap>,
+    pub services: super::stores::Trigger<Service>,
+    pub secrets: super::stores::Trigger<PartialObjectMeta<Secret>>,
+}
+
+/// Clusters that load `key` (its clusterRef, or every cluster in the
+/// namespace for a shared key).
+pub fn clusters_loading(
+    clusters: &Store<BindCluster>,
+    key: &BindTSIGKey,
+) -> Vec<ObjectRef<BindCluster>> {
+    let ns = key.namespace();
+    match &key.spec.cluster_ref {
+        Some(c) => vec![ObjectRef::new(c).within(ns.as_deref().unwrap_or_default())],
+        None => clusters
+            .state()
+            .iter()
+            .filter(|c| c.namespace() == ns)
+            .map(|c| ObjectRef::from_obj(c.as_ref()))
+            .collect(),
+    }
+}
+
+/// The cluster a pod belongs to, by its label.
+pub fn cluster_of_pod(pod: &Pod) -> Option<ObjectRef<BindCluster>> {
+    let cluster = pod.labels().get(LABEL_CLUSTER)?;
+    Some(ObjectRef::new(cluster).within(&pod.namespace()?))
+}
+
+/// Clusters that own `secret`, or load a key whose material it holds.
+pub fn clusters_using_secret(
+    clusters: &Store<BindCluster>,
+    keys: &Store<BindTSIGKey>,
+    secret: &PartialObjectMeta<Secret>,
+) -> Vec<ObjectRef<BindCluster>> {
+    let ns = secret.namespace().unwrap_or_default();
+    let mut out: Vec<ObjectRef<BindCluster>> = secret
+        .owner_references()
+        .iter()
+        .filter(|o| {
+            o.kind == BindCluster::kind(&()) && o.api_version == BindCluster::api_version(&())
+        })
+        .map(|o| ObjectRef::new(&o.name).within(&ns))
+        .collect();
+    let name = secret.name_any();
+    for key in keys.state() {
+        if key.namespace().as_deref() == Some(ns.as_str())
+            && material::secret_location(&key).0 == name
+        {
+            out.extend(clusters_loading(clusters, &key));
+        }
+    }
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    out.dedup();
+    out
+}
+
+/// Reconciles one BindCluster.
+pub async fn reconcile(cluster: Arc<BindCluster>, ctx: Arc<Context>) -> Result<Action, Error> {
+    if cluster.meta().deletion_timestamp.is_some() {
+        // Children go with it (owner references); BIND state lives in pods.
+        return Ok(Action::await_change());
+    }
+    ctx.stores.wait_until_ready().await;
+    match converge(&cluster, &ctx).await {
+        Ok(action) => Ok(action),
+        Err(e) if e.is_transient() => {
+            report(&ctx, cluster.as_ref(), "Reconcile", &e).await;
+            Err(e)
+        }
+        Err(e) => {
+            // A problem with the spec or what it names: say so, change
+            // nothing that is serving, wait for a change.
+            let ready = read::ready_pod_count(&ctx.stores.pods, &cluster);
+            let status = status::failed_status(&cluster, ready, e.category(), e.to_string());
+            // One Event per new problem, not one per look at the same one.
+            if write_status(&ctx, &cluster, status).await? {
+                report(&ctx, cluster.as_ref(), "Reconcile", &e).await;
+            }
+            Ok(Action::requeue(REQUEUE_LONG))
+        }
+    }
+}
+
+async fn converge(cluster: &BindCluster, ctx: &Context) -> Result<Action, Error> {
+    // Read what the cluster refers to.
+    ensure_rndc_secret(ctx, cluster).await?;
+    let keys = cluster_keys(ctx, cluster).await?;
+    // Services first: the primary Service's address goes into named.conf.
+    let primary_service = steps::apply_services(ctx, cluster).await?;
+    let primary_endpoint = ctx
+        .network
+        .primary_endpoint(&steps::primary_pod(cluster), &primary_service)?;
+    // Validate and render (pure).
+    let cfg = cluster_config(cluster, &keys.as_loaded(), primary_endpoint)?;
+    let files = render_cluster(&cfg)?;
+    // The children that carry the rendered files and the pod template.
+    steps::apply_rendered(ctx, cluster, &files).await?;
+    // Per-pod reconfig, then the primary's NOTIFY list.
+    let pods = read::cluster_pods(&ctx.stores.pods, cluster);
+    let mut outcome = steps::reconfigure(ctx, cluster, &pods, &files).await;
+    steps::notify(ctx, cluster, &pods, &files, &cfg.transfer_key, &mut outcome).await;
+    // Status, Events and when to look again.
+    steps::finish(ctx, cluster, &outcome).await
+}
+
+/// Writes status only when it differs from what is stored; says whether
+/// it wrote.
+pub(super) async fn write_status(
+    ctx: &Context,
+    cluster: &BindCluster,
+    status: BindClusterStatus,
+) -> Result<bool, Error> {
+    if cluster.status.as_ref() == Some(&status) {
+        return Ok(false);
+    }
+    let api: Api<BindCluster> =
+        Api::namespaced(ctx.client.clone(), &cluster.namespace().unwrap_or_default());
+    let value = serde_json::to_value(&status).expect("status serialises");
+    apply_status(&api, &cluster.name_any(), value)
+        .await
+        .map_err(|source| Error::Kube {
+            action: "write status of",
+            object: format!("bindcluster {}", cluster.name_any()),
+            source,
+        })?;
+    Ok(true)
+}

@@ -1,0 +1,224 @@
+//! Per-pod reconfig, exactly once per config (DESIGN "Behaviour 2"): for
+//! each pod whose recorded hash differs from the wanted one (sha256 of its
+//! role's named.conf + keys.conf), once the pod is Ready and its mounted
+//! files hash to the wanted value, run `rndc reconfig` and record the hash.
+//! Plus the primary's NOTIFY list (secondaries' pod endpoints), rewritten
+//! only when it changed.
+//!
+//! Touches pods only through the executor; reads no API. Never logs the
+//! mounted files (keys.conf is key material).
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use crate::api::{REASON_APPLIED, REASON_EXEC_FAILED, REASON_PROPAGATING, REASON_RECONFIG_FAILED};
+use crate::bind::commands::{
+    checkconf, config_hash, read_mounted_config, read_notify_targets, reconfig,
+    render_notify_targets, write_notify_targets,
+};
+use crate::bind::parse::parse_checkconf;
+use crate::bind::{Endpoint, KeyName};
+use crate::controller::context::{REQUEUE_LONG, REQUEUE_SHORT};
+use crate::controller::exec::{PodExecutor, PodRef};
+
+/// One pod as the reconfig step sees it.
+#[derive(Debug, Clone)]
+pub struct PodView {
+    pub pod: PodRef,
+    /// Ready and not being deleted.
+    pub ready: bool,
+    /// StatefulSet ordinal 0.
+    pub primary: bool,
+}
+
+/// The wanted files (the same text the ConfigMap and keys Secret hold).
+pub struct Wanted<'a> {
+    pub primary_conf: &'a str,
+    pub secondary_conf: &'a str,
+    /// Key material: never logged.
+    pub keys_conf: &'a str,
+}
+
+impl Wanted<'_> {
+    /// The hash a pod of this role must have loaded.
+    pub fn hash_for(&self, primary: bool) -> String {
+        let conf = if primary {
+            self.primary_conf
+        } else {
+            self.secondary_conf
+        };
+        config_hash(conf, self.keys_conf)
+    }
+}
+
+/// What the reconfig step found and did.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Outcome {
+    /// Pod name -> hash it has loaded, for pods that exist.
+    pub applied: BTreeMap<String, String>,
+    /// Pods not ready, or whose mount has not caught up.
+    pub waiting: Vec<String>,
+    /// `rndc reconfig` failures, with checkconf detail.
+    pub failed: Vec<String>,
+    /// Commands that could not run.
+    pub exec_errors: Vec<String>,
+    /// Pods reconfigured in this pass, with the hash they loaded.
+    pub reconfigured: Vec<(String, String)>,
+}
+
+impl Outcome {
+    /// ConfigApplied as (status, reason, message).
+    pub fn condition(&self) -> (bool, &'static str, String) {
+        if !self.failed.is_empty() {
+            let mut all = self.failed.clone();
+            all.extend(self.exec_errors.iter().cloned());
+            (false, REASON_RECONFIG_FAILED, all.join("; "))
+        } else if !self.exec_errors.is_empty() {
+            (false, REASON_EXEC_FAILED, self.exec_errors.join("; "))
+        } else if !self.waiting.is_empty() {
+            (
+                false,
+                REASON_PROPAGATING,
+                format!("awaiting config on {}", self.waiting.join(", ")),
+            )
+        } else {
+            (
+                true,
+                REASON_APPLIED,
+                "every pod loaded the wanted config".into(),
+            )
+        }
+    }
+
+    /// Long after any failure (even while other pods wait, so a failure
+    /// cannot hot-loop), short while pods wait, none when converged.
+    pub fn requeue(&self) -> Option<Duration> {
+        if !self.failed.is_empty() || !self.exec_errors.is_empty() {
+            Some(REQUEUE_LONG)
+        } else if !self.waiting.is_empty() {
+            Some(REQUEUE_SHORT)
+        } else {
+            None
+        }
+    }
+}
+
+/// Runs the reconfig step over `pods` (sorted by the caller), starting from
+/// the recorded `previous` hashes. Pods not in `pods` drop out.
+pub async fn reconfig_pods(
+    executor: &dyn PodExecutor,
+    pods: &[PodView],
+    wanted: &Wanted<'_>,
+    previous: &BTreeMap<String, String>,
+) -> Outcome {
+    let mut out = Outcome::default();
+    for p in pods {
+        let name = &p.pod.name;
+        let want = wanted.hash_for(p.primary);
+        if let Some(have) = previous.get(name) {
+            out.applied.insert(name.clone(), have.clone());
+        }
+        if out.applied.get(name) == Some(&want) {
+            continue;
+        }
+        if !p.ready {
+            out.waiting.push(name.clone());
+            continue;
+        }
+        let layout = executor.layout(&p.pod);
+        let mounted = match executor.exec(&p.pod, &read_mounted_config(&layout)).await {
+            Ok(o) => o.stdout,
+            Err(e) => {
+                out.exec_errors.push(format!("{name}: {e}"));
+                continue;
+            }
+        };
+        // kubelet swaps the projected files in eventually (up to ~90 s).
+        if config_hash(&mounted, "") != want {
+            out.waiting.push(name.clone());
+            continue;
+        }
+        if let Err(e) = executor.exec(&p.pod, &reconfig(&layout)).await {
+            // rndc only says "failed"; checkconf names file and line.
+            let detail = match executor.exec(&p.pod, &checkconf(&layout, false)).await {
+                Ok(_) => "named-checkconf found no error".to_string(),
+                Err(ce) => {
+                    let issues: Vec<String> = parse_checkconf(ce.stdout())
+                        .iter()
+                        .map(ToString::to_string)
+                        .collect();
+                    if issues.is_empty() {
+                        format!("named-checkconf: {ce}")
+                    } else {
+                        format!("named-checkconf: {}", issues.join("; "))
+                    }
+                }
+            };
+            out.failed.push(format!("{name}: {e}; {detail}"));
+            continue;
+        }
+        out.applied.insert(name.clone(), want.clone());
+        out.reconfigured.push((name.clone(), want));
+    }
+    out
+}
+
+/// What the operator last knew the primary's NOTIFY list to be, per
+/// primary pod (by uid: a new pod starts with an empty list). Memory only:
+/// after an operator restart the list is read once per cluster.
+#[derive(Default)]
+pub struct NotifyMemo {
+    known: Mutex<HashMap<PodRef, (String, String)>>,
+}
+
+impl NotifyMemo {
+    fn get(&self, pod: &PodRef, uid: &str) -> Option<String> {
+        let known = self.known.lock().unwrap_or_else(|p| p.into_inner());
+        known
+            .get(pod)
+            .filter(|(u, _)| u == uid)
+            .map(|(_, text)| text.clone())
+    }
+
+    fn set(&self, pod: &PodRef, uid: &str, text: String) {
+        let mut known = self.known.lock().unwrap_or_else(|p| p.into_inner());
+        known.insert(pod.clone(), (uid.to_string(), text));
+    }
+}
+
+/// Makes the primary NOTIFY exactly `targets` (signed with the transfer
+/// key). Runs nothing when the memo says the list is current. Returns
+/// whether it rewrote the list.
+pub async fn sync_notify_targets(
+    executor: &dyn PodExecutor,
+    memo: &NotifyMemo,
+    primary: &PodRef,
+    primary_uid: &str,
+    targets: &[Endpoint],
+    transfer_key: &KeyName,
+) -> Result<bool, String> {
+    let wanted = render_notify_targets(targets, transfer_key);
+    let layout = executor.layout(primary);
+    let current = match memo.get(primary, primary_uid) {
+        Some(text) => text,
+        None => executor
+            .exec(primary, &read_notify_targets(&layout))
+            .await
+            .map(|o| o.stdout)
+            .map_err(|e| format!("{}: {e}", primary.name))?,
+    };
+    if current == wanted {
+        memo.set(primary, primary_uid, wanted);
+        return Ok(false);
+    }
+    executor
+        .exec(
+            primary,
+            &write_notify_targets(&layout, targets, transfer_key),
+        )
+        .await
+        .map_err(|e| format!("{}: {e}", primary.name))?;
+    memo.set(primary, primary_uid, wanted);
+    Ok(true)
+}

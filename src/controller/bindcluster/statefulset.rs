@@ -1,0 +1,247 @@
+//! The desired StatefulSet of a BindCluster. Pure.
+//!
+//! The pod template changes only when the entrypoint (its hash is the
+//! `bind.unkin.net/entrypoint-hash` annotation), the image, resources or
+//! scheduling change. Rendered config never goes on the template: it
+//! reaches running pods through the projected volume and `rndc reconfig`.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::apps::v1::{StatefulSet, StatefulSetSpec};
+use k8s_openapi::api::core::v1::{
+    ConfigMapProjection, Container, ContainerPort, EmptyDirVolumeSource, ExecAction, KeyToPath,
+    PersistentVolumeClaim, PersistentVolumeClaimSpec, PodSpec, PodTemplateSpec, Probe,
+    ProjectedVolumeSource, SecretProjection, Volume, VolumeMount, VolumeProjection,
+    VolumeResourceRequirements,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use kube::ResourceExt as _;
+use kube::api::ObjectMeta;
+use sha2::{Digest as _, Sha256};
+
+use super::build::{RNDC_DATA_KEY_FILE, child_meta};
+use crate::api::BindCluster;
+use crate::bind::layout::{PodLayout, mount};
+use crate::controller::names::{
+    ANNOTATION_ENTRYPOINT_HASH, BIND_CONTAINER, CONFIG_VOLUME, DATA_VOLUME, cluster_labels,
+    configmap_name, headless_service_name, keys_secret_name, pod_selector, rndc_secret_name,
+    statefulset_name,
+};
+
+/// Mode of the mounted entrypoint (it is run through `sh`, but a readable
+/// script is friendlier to `kubectl exec`).
+const ENTRYPOINT_MODE: i32 = 0o755;
+/// Seconds between readiness checks.
+const PROBE_PERIOD_SECONDS: i32 = 10;
+/// A DNS query that takes longer than this counts as a failure.
+const PROBE_TIMEOUT_SECONDS: i32 = 5;
+/// Liveness tolerates a minute of silence (a reconfig of 10,000 zones takes
+/// under a second; a named that stopped answering for a minute is wedged).
+const LIVENESS_FAILURE_THRESHOLD: i32 = 6;
+/// named loads catalog members from disk at start (~1 s per 1,000 zones).
+const LIVENESS_INITIAL_DELAY_SECONDS: i32 = 30;
+
+/// sha256 hex of the entrypoint script, the pod template's only link to
+/// rendered files.
+pub fn entrypoint_hash(entrypoint: &str) -> String {
+    hex::encode(Sha256::digest(entrypoint.as_bytes()))
+}
+
+/// A probe command that asks named a question over DNS (a named that lost
+/// its listener keeps running, so the process alone proves nothing). dig
+/// exits 0 on any answer, 9 when no server replied.
+pub fn dns_probe_command(layout: &PodLayout) -> Vec<String> {
+    vec![
+        layout.tools.dig.clone(),
+        "-p".into(),
+        layout.dns_port.to_string(),
+        format!("@{}", layout.server_addr),
+        "+time=2".into(),
+        "+tries=1".into(),
+        "+norecurse".into(),
+        "version.bind".into(),
+        "CH".into(),
+        "TXT".into(),
+    ]
+}
+
+fn probe(layout: &PodLayout, failure_threshold: i32, initial_delay: i32) -> Probe {
+    Probe {
+        exec: Some(ExecAction {
+            command: Some(dns_probe_command(layout)),
+        }),
+        period_seconds: Some(PROBE_PERIOD_SECONDS),
+        timeout_seconds: Some(PROBE_TIMEOUT_SECONDS),
+        failure_threshold: Some(failure_threshold),
+        initial_delay_seconds: (initial_delay > 0).then_some(initial_delay),
+        ..Default::default()
+    }
+}
+
+fn projected_config(cluster: &str) -> Volume {
+    let item = |key: &str, mode: Option<i32>| KeyToPath {
+        key: key.to_string(),
+        path: key.to_string(),
+        mode,
+        ..Default::default()
+    };
+    Volume {
+        name: CONFIG_VOLUME.into(),
+        projected: Some(ProjectedVolumeSource {
+            sources: Some(vec![
+                VolumeProjection {
+                    config_map: Some(ConfigMapProjection {
+                        name: configmap_name(cluster),
+                        items: Some(vec![
+                            item(mount::NAMED_CONF_PRIMARY, None),
+                            item(mount::NAMED_CONF_SECONDARY, None),
+                            item(mount::ENTRYPOINT, Some(ENTRYPOINT_MODE)),
+                        ]),
+                        optional: Some(false),
+                    }),
+                    ..Default::default()
+                },
+                VolumeProjection {
+                    secret: Some(SecretProjection {
+                        name: keys_secret_name(cluster),
+                        items: Some(vec![item(mount::KEYS_CONF, None)]),
+                        optional: Some(false),
+                    }),
+                    ..Default::default()
+                },
+                VolumeProjection {
+                    secret: Some(SecretProjection {
+                        name: rndc_secret_name(cluster),
+                        items: Some(vec![item(RNDC_DATA_KEY_FILE, None)]),
+                        optional: Some(false),
+                    }),
+                    ..Default::default()
+                },
+            ]),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+/// The StatefulSet for a cluster whose entrypoint is `entrypoint`.
+pub fn statefulset(cluster: &BindCluster, entrypoint: &str) -> StatefulSet {
+    let name = cluster.name_any();
+    let spec = &cluster.spec;
+    let layout = PodLayout::in_cluster();
+    let mut annotations: BTreeMap<String, String> = spec.pod_annotations.clone();
+    annotations.insert(
+        ANNOTATION_ENTRYPOINT_HASH.to_string(),
+        entrypoint_hash(entrypoint),
+    );
+    let container = Container {
+        name: BIND_CONTAINER.into(),
+        image: Some(spec.image.clone()),
+        image_pull_policy: spec.image_pull_policy.map(|p| p.as_str().to_string()),
+        command: Some(vec![
+            "/bin/sh".into(),
+            layout
+                .config_dir
+                .join(mount::ENTRYPOINT)
+                .to_string_lossy()
+                .into_owned(),
+        ]),
+        ports: Some(
+            [("dns-udp", "UDP"), ("dns-tcp", "TCP")]
+                .into_iter()
+                .map(|(n, p)| ContainerPort {
+                    name: Some(n.into()),
+                    protocol: Some(p.into()),
+                    container_port: i32::from(layout.dns_port),
+                    ..Default::default()
+                })
+                .collect(),
+        ),
+        resources: spec.resources.clone(),
+        volume_mounts: Some(vec![
+            VolumeMount {
+                name: CONFIG_VOLUME.into(),
+                mount_path: layout.config_dir.to_string_lossy().into_owned(),
+                read_only: Some(true),
+                ..Default::default()
+            },
+            VolumeMount {
+                name: DATA_VOLUME.into(),
+                mount_path: layout.data_dir.to_string_lossy().into_owned(),
+                ..Default::default()
+            },
+        ]),
+        readiness_probe: Some(probe(&layout, 3, 0)),
+        liveness_probe: Some(probe(
+            &layout,
+            LIVENESS_FAILURE_THRESHOLD,
+            LIVENESS_INITIAL_DELAY_SECONDS,
+        )),
+        ..Default::default()
+    };
+    let mut volumes = vec![projected_config(&name)];
+    let claims = match &spec.storage {
+        None => {
+            volumes.push(Volume {
+                name: DATA_VOLUME.into(),
+                empty_dir: Some(EmptyDirVolumeSource::default()),
+                ..Default::default()
+            });
+            None
+        }
+        Some(storage) => Some(vec![PersistentVolumeClaim {
+            metadata: ObjectMeta {
+                name: Some(DATA_VOLUME.into()),
+                labels: Some(cluster_labels(&name)),
+                ..Default::default()
+            },
+            spec: Some(PersistentVolumeClaimSpec {
+                access_modes: Some(vec!["ReadWriteOnce".into()]),
+                storage_class_name: storage.storage_class_name.clone(),
+                resources: Some(VolumeResourceRequirements {
+                    requests: Some(BTreeMap::from([(
+                        "storage".to_string(),
+                        storage.size.clone(),
+                    )])),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }),
+            status: None,
+        }]),
+    };
+    StatefulSet {
+        metadata: child_meta(cluster, statefulset_name(&name)),
+        spec: StatefulSetSpec {
+            replicas: Some(spec.replicas),
+            service_name: Some(headless_service_name(&name)),
+            // Secondaries need not wait for the primary to be Ready.
+            pod_management_policy: Some("Parallel".into()),
+            selector: LabelSelector {
+                match_labels: Some(pod_selector(&name)),
+                ..Default::default()
+            },
+            template: PodTemplateSpec {
+                metadata: Some(ObjectMeta {
+                    labels: Some(cluster_labels(&name)),
+                    annotations: Some(annotations),
+                    ..Default::default()
+                }),
+                spec: Some(PodSpec {
+                    containers: vec![container],
+                    volumes: Some(volumes),
+                    image_pull_secrets: (!spec.image_pull_secrets.is_empty())
+                        .then(|| spec.image_pull_secrets.clone()),
+                    node_selector: (!spec.node_selector.is_empty())
+                        .then(|| spec.node_selector.clone()),
+                    tolerations: (!spec.tolerations.is_empty()).then(|| spec.tolerations.clone()),
+                    affinity: spec.affinity.clone(),
+                    ..Default::default()
+                }),
+            },
+            volume_claim_templates: claims,
+            ..Default::default()
+        },
+        status: None,
+    }
+}
