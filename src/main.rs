@@ -61,6 +61,38 @@ enum Command {
         #[arg(long, env = "BIND_OPERATOR_LEADER_ELECTION")]
         leader_election: bool,
     },
+    /// Measure how fast DNSRecords answer on a BindCluster's primary and
+    /// secondary (in-memory API, real controllers, local named), against a
+    /// per-record nsupdate baseline.
+    Bench {
+        /// Batched scenarios to run, by record count (repeatable).
+        #[arg(long = "records", value_name = "N", default_values_t = bind_operator::local::bench::DEFAULT_RECORDS)]
+        records: Vec<usize>,
+        /// BindZones the records are spread over.
+        #[arg(long, value_name = "N", default_value_t = bind_operator::local::bench::DEFAULT_ZONES)]
+        zones: usize,
+        /// Records of the per-record nsupdate baseline (0: skip it).
+        #[arg(long, value_name = "N", default_value_t = bind_operator::local::bench::DEFAULT_BASELINE_RECORDS)]
+        baseline_records: usize,
+        /// Pods of the BindCluster (at least 2).
+        #[arg(long, value_name = "N", default_value_t = 2)]
+        replicas: i32,
+        /// Keep the pods' files here (default: a temp dir, removed after).
+        #[arg(long, value_name = "DIR")]
+        state_dir: Option<PathBuf>,
+        /// First local port for the pods.
+        #[arg(long, value_name = "PORT", default_value_t = bind_operator::local::bench::DEFAULT_BASE_PORT)]
+        base_port: u16,
+        /// Longest a scenario may wait, in seconds.
+        #[arg(long, value_name = "SECS", default_value_t = 300)]
+        timeout: u64,
+        /// Print the report as JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+        /// No progress lines on stderr.
+        #[arg(long)]
+        quiet: bool,
+    },
 }
 
 fn main() -> ExitCode {
@@ -92,6 +124,30 @@ fn main() -> ExitCode {
             },
         )
         .map_err(|e| error_chain(&e)),
+        Command::Bench {
+            records,
+            zones,
+            baseline_records,
+            replicas,
+            state_dir,
+            base_port,
+            timeout,
+            json,
+            quiet,
+        } => bench(
+            bind_operator::local::bench::BenchOptions {
+                records,
+                zones,
+                baseline_records,
+                replicas,
+                state_dir,
+                base_port,
+                timeout: std::time::Duration::from_secs(timeout),
+                verbose: !quiet,
+                ..Default::default()
+            },
+            json,
+        ),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -139,6 +195,17 @@ fn render(
     } else {
         Err("some manifests or clusters could not be rendered".into())
     }
+}
+
+/// Runs the benchmark and prints its table (or JSON).
+fn bench(opts: bind_operator::local::bench::BenchOptions, json: bool) -> Result<(), String> {
+    let _ = bind_operator::controller::manager::init_logging("warn", false);
+    let report = bind_operator::local::bench::run_blocking(&opts).map_err(|e| error_chain(&e))?;
+    write_stdout(&if json {
+        report.json() + "\n"
+    } else {
+        report.table()
+    })
 }
 
 /// Prints to stdout; a closed pipe (`| head`) is not an error.
