@@ -1,9 +1,11 @@
 //! bind-operator library: the CRD types (`api`), pure BIND knowledge (`bind`),
-//! CRD-to-BIND validation and offline rendering (`render`), and the
-//! in-process Kubernetes API and local runtime (`local`). The binary in
+//! CRD-to-BIND validation and offline rendering (`render`), the in-process
+//! Kubernetes API and local runtime (`local`), and the deployed process's
+//! leader election, health endpoints and metrics (`operator`). The binary in
 //! `main.rs` only wires these together.
 
 pub mod api;
 pub mod bind;
 pub mod local;
+pub mod operator;
 pub mod render;
