@@ -49,7 +49,7 @@ pub struct LeaderElectionConfig {
     pub timing: LeaseTiming,
 }
 
-/// Everything [`super::serve`] needs besides the client and the controllers.
+/// Everything [`super::serve()`] needs besides the client and the controllers.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OperatorConfig {
     /// Where `/healthz`, `/readyz` and `/metrics` listen.

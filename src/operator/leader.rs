@@ -26,7 +26,8 @@
 //! - A clean shutdown releases the Lease (clears `holderIdentity`, keeps the
 //!   transition count) so a standby takes over without waiting for expiry.
 //!   Dropping a [`Leadership`] without releasing behaves like a crash: the
-//!   Lease is left to expire.
+//!   Lease is left to expire. (The renew loop and the guard live in
+//!   `leadership.rs`.)
 //!
 //! Must never write a Lease without a resourceVersion precondition, nor
 //! report leadership it has not confirmed within `renew_deadline`.
@@ -39,10 +40,10 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, PostParams};
 use rand::Rng;
+
+use super::leadership::Leadership;
 use tokio::sync::watch;
-use tokio::task::JoinHandle;
 use tokio::time::Instant;
-use tokio_util::sync::CancellationToken;
 
 /// `leaseDurationSeconds` written when releasing: the record is free anyway
 /// (empty holder), this only tells older clients not to wait long.
@@ -236,6 +237,10 @@ impl LeaderElector {
         })
     }
 
+    pub fn lease_name(&self) -> &str {
+        &self.inner.name
+    }
+
     pub fn identity(&self) -> &str {
         &self.inner.identity
     }
@@ -258,7 +263,7 @@ impl LeaderElector {
         loop {
             let started = Instant::now();
             match self.try_acquire_or_renew().await {
-                Ok(Attempt::Leader) => return self.lead(started),
+                Ok(Attempt::Leader) => return super::leadership::lead(self, started),
                 Ok(Attempt::HeldBy(holder)) => {
                     tracing::debug!(lease = %self.inner.name, %holder, "lease held by another candidate");
                 }
@@ -447,7 +452,7 @@ impl LeaderElector {
         }
     }
 
-    fn set_role(&self, role: Role) {
+    pub(super) fn set_role(&self, role: Role) {
         self.inner.role.send_if_modified(|current| {
             let changed = *current != role;
             *current = role;
@@ -462,139 +467,7 @@ impl LeaderElector {
             source,
         }
     }
-
-    /// Starts the renew loop for a Lease acquired by a round that began at
-    /// `acquired_at`.
-    fn lead(&self, acquired_at: Instant) -> Leadership {
-        self.set_role(Role::Leader);
-        let lost = CancellationToken::new();
-        let stop = CancellationToken::new();
-        let task = tokio::spawn(renew_loop(
-            self.clone(),
-            acquired_at,
-            stop.clone(),
-            lost.clone(),
-        ));
-        Leadership {
-            elector: self.clone(),
-            lost,
-            stop,
-            task: Some(task),
-        }
-    }
 }
-
-/// Renews every `retry_period` until stopped; cancels `lost` when the Lease
-/// has not been renewed for `renew_deadline` or someone else holds it.
-async fn renew_loop(
-    elector: LeaderElector,
-    acquired_at: Instant,
-    stop: CancellationToken,
-    lost: CancellationToken,
-) {
-    let timing = elector.inner.timing;
-    let lease = elector.inner.name.clone();
-    // Measured from before the request that succeeded was sent, so this
-    // candidate's idea of its deadline is never later than what others saw.
-    let mut renewed_at = acquired_at;
-    let reason = loop {
-        let deadline = renewed_at + timing.renew_deadline;
-        let next = (Instant::now() + timing.retry_period).min(deadline);
-        tokio::select! {
-            _ = stop.cancelled() => return,
-            _ = tokio::time::sleep_until(next) => {}
-        }
-        if Instant::now() >= deadline {
-            break "renew deadline passed";
-        }
-        let started = Instant::now();
-        // A hung request must not stretch leadership past the deadline.
-        match tokio::time::timeout_at(deadline, elector.try_acquire_or_renew()).await {
-            Ok(Ok(Attempt::Leader)) => renewed_at = started,
-            Ok(Ok(Attempt::HeldBy(_))) => break "another candidate holds the lease",
-            Ok(Ok(Attempt::Conflict)) => {
-                tracing::debug!(%lease, "lease changed while renewing; retrying");
-            }
-            Ok(Err(e)) => {
-                tracing::warn!(%lease, category = e.category(), error = %e, "failed to renew lease; retrying");
-            }
-            Err(_) => {}
-        }
-        if stop.is_cancelled() {
-            return;
-        }
-    };
-    tracing::error!(%lease, identity = %elector.inner.identity, reason, "lost leadership");
-    elector.set_role(Role::Standby { holder: None });
-    lost.cancel();
-}
-
-/// Proof of holding the Lease, kept alive by a renew task. Leadership ends
-/// with [`Leadership::release`] (clean), on drop (like a crash: the Lease
-/// expires), or when lost ([`Leadership::lost`]).
-pub struct Leadership {
-    elector: LeaderElector,
-    lost: CancellationToken,
-    stop: CancellationToken,
-    task: Option<JoinHandle<()>>,
-}
-
-impl std::fmt::Debug for Leadership {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Leadership")
-            .field("identity", &self.elector.inner.identity)
-            .field("lost", &self.lost.is_cancelled())
-            .finish_non_exhaustive()
-    }
-}
-
-impl Leadership {
-    /// False once leadership is lost; it never comes back.
-    pub fn is_leader(&self) -> bool {
-        !self.lost.is_cancelled()
-    }
-
-    /// Resolves when leadership is lost.
-    pub async fn lost(&self) {
-        self.lost.cancelled().await
-    }
-
-    /// A token cancelled when leadership is lost, to hand to other tasks.
-    pub fn lost_token(&self) -> CancellationToken {
-        self.lost.clone()
-    }
-
-    /// Stops renewing and clears the holder so a standby acquires at once.
-    pub async fn release(mut self) -> Result<(), LeaderError> {
-        self.stop.cancel();
-        if let Some(task) = self.task.take() {
-            // The loop only returns or finishes; a panic there is a bug we
-            // must not turn into a release of a lease we may not hold.
-            if task.await.is_err() {
-                return Ok(());
-            }
-        }
-        if self.lost.is_cancelled() {
-            return Ok(());
-        }
-        self.lost.cancel();
-        self.elector.release().await
-    }
-}
-
-impl Drop for Leadership {
-    fn drop(&mut self) {
-        self.stop.cancel();
-        if let Some(task) = self.task.take() {
-            task.abort();
-        }
-        if !self.lost.is_cancelled() {
-            self.lost.cancel();
-            self.elector.set_role(Role::Standby { holder: None });
-        }
-    }
-}
-
 fn is_conflict(e: &kube::Error) -> bool {
     matches!(e, kube::Error::Api(status) if status.code == 409)
 }

@@ -27,11 +27,13 @@
 pub mod config;
 pub mod health;
 pub mod leader;
+pub mod leadership;
 pub mod metrics;
 pub mod serve;
 
 pub use config::{ConfigError, LeaderElectionConfig, OperatorConfig};
 pub use health::{HealthServer, Readiness};
-pub use leader::{Attempt, LeaderElector, LeaderError, Leadership, LeaseTiming, Role};
+pub use leader::{Attempt, LeaderElector, LeaderError, LeaseTiming, Role};
+pub use leadership::Leadership;
 pub use metrics::{Controller, Metrics};
 pub use serve::{Operator, RunContext, ServeError, serve, shutdown_signal};

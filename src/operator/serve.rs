@@ -30,7 +30,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::config::OperatorConfig;
 use super::health::{HealthError, HealthServer, Readiness};
-use super::leader::{LeaderElector, LeaderError, Leadership, Role};
+use super::leader::{LeaderElector, LeaderError, Role};
+use super::leadership::Leadership;
 use super::metrics::Metrics;
 
 /// What the controllers' future is given.
