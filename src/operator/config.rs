@@ -9,7 +9,7 @@
 //! | `POD_NAME` | Lease holder identity (downward API); `HOSTNAME` when unset, which a pod sets to its name | required with leader election |
 //! | `POD_NAMESPACE` | namespace of the Lease (downward API) | required with leader election |
 //! | `BIND_OPERATOR_LEASE_NAME` | name of the Lease, to run two installations in one namespace | `bind-operator-leader` |
-//! | `RUST_LOG` | log filter; read by the logging setup in `main.rs`, not here | `info` |
+//! | `RUST_LOG` | log filter; read by the logging setup (`controller::manager`, under `--log-level`), not here | `info` |
 //!
 //! Lease timing is not configurable: client-go's defaults (15s lease, 10s
 //! renew deadline, 2s retry) suit an operator whose work is idempotent.

@@ -18,6 +18,7 @@ mod steps;
 
 use std::future::Future;
 use std::sync::Arc;
+use std::time::Instant;
 
 use futures::StreamExt as _;
 use k8s_openapi::api::core::v1::{Pod, Secret, Service};
@@ -36,6 +37,7 @@ use super::names::LABEL_CLUSTER;
 use super::network::NetworkError;
 use crate::api::{BindCluster, BindClusterStatus, BindTSIGKey};
 use crate::bind::render::{RenderError, render_cluster};
+use crate::operator::Controller as MetricsController;
 use crate::render::validate::{ConfigError, cluster_config};
 
 pub use read::{ClusterKeys, cluster_keys, cluster_pods, ensure_rndc_secret, pod_ready};
@@ -206,7 +208,13 @@ pub async fn reconcile(cluster: Arc<BindCluster>, ctx: Arc<Context>) -> Result<A
         return Ok(Action::await_change());
     }
     ctx.stores.wait_until_ready().await;
-    match converge(&cluster, &ctx).await {
+    let started = Instant::now();
+    let converged = converge(&cluster, &ctx).await;
+    // A permanent problem is handled (status, Ok) but still counted.
+    let problem = converged.as_ref().err().map(Categorized::category);
+    ctx.metrics
+        .reconcile(MetricsController::BindCluster, started.elapsed(), problem);
+    match converged {
         Ok(action) => Ok(action),
         Err(e) if e.is_transient() => {
             report(&ctx, cluster.as_ref(), "Reconcile", &e).await;
