@@ -1,5 +1,6 @@
 //! BindCluster reconciler. The driver reads like its pipeline:
-//! read related (keys, rndc Secret, pods: caches + Secret reads) ->
+//! read related (keys, rndc Secret, transfer key Secret when the spec names
+//! no transfer key, pods: caches + Secret reads) ->
 //! Services (build, apply) -> primary address (network seam) -> validate
 //! into `bind::` types -> render -> ConfigMap, keys Secret, StatefulSet
 //! (build, apply) -> per-pod reconfig and NOTIFY list (executor) -> status
@@ -40,7 +41,9 @@ use crate::bind::render::{RenderError, render_cluster};
 use crate::operator::Controller as MetricsController;
 use crate::render::validate::{ConfigError, cluster_config};
 
-pub use read::{ClusterKeys, cluster_keys, cluster_pods, ensure_rndc_secret, pod_ready};
+pub use read::{
+    ClusterKeys, cluster_keys, cluster_pods, ensure_rndc_secret, ensure_transfer_secret, pod_ready,
+};
 pub use reconfig::NotifyMemo;
 pub use steps::primary_pod;
 
@@ -69,6 +72,10 @@ pub enum Error {
         "failed to read rndc secret {secret}: it lacks valid key material (delete it to generate a new one)"
     )]
     RndcSecretInvalid { secret: String },
+    #[error(
+        "failed to read transfer key secret {secret}: it lacks valid key material (delete it to generate a new one)"
+    )]
+    TransferSecretInvalid { secret: String },
     #[error(transparent)]
     PrimaryAddress(#[from] NetworkError),
 }
@@ -82,6 +89,7 @@ impl Categorized for Error {
             Error::Key(e) => e.category(),
             Error::Config(_) => "InvalidSpec",
             Error::RndcSecretInvalid { .. } => "InvalidRndcSecret",
+            Error::TransferSecretInvalid { .. } => "InvalidTransferSecret",
             Error::PrimaryAddress(_) => "PrimaryAddressUnknown",
         }
     }
@@ -91,7 +99,10 @@ impl Categorized for Error {
             Error::Kube { source, .. } => !rejected(source),
             Error::PrimaryAddress(_) => true,
             Error::Key(e) => e.is_transient(),
-            Error::InvalidSpec { .. } | Error::Config(_) | Error::RndcSecretInvalid { .. } => false,
+            Error::InvalidSpec { .. }
+            | Error::Config(_)
+            | Error::RndcSecretInvalid { .. }
+            | Error::TransferSecretInvalid { .. } => false,
         }
     }
 }
@@ -237,6 +248,7 @@ pub async fn reconcile(cluster: Arc<BindCluster>, ctx: Arc<Context>) -> Result<A
 async fn converge(cluster: &BindCluster, ctx: &Context) -> Result<Action, Error> {
     // Read what the cluster refers to.
     ensure_rndc_secret(ctx, cluster).await?;
+    ensure_transfer_secret(ctx, cluster).await?;
     let keys = cluster_keys(ctx, cluster).await?;
     // Services first: the primary Service's address goes into named.conf.
     let primary_service = steps::apply_services(ctx, cluster).await?;
@@ -244,7 +256,12 @@ async fn converge(cluster: &BindCluster, ctx: &Context) -> Result<Action, Error>
         .network
         .primary_endpoint(&steps::primary_pod(cluster), &primary_service)?;
     // Validate and render (pure).
-    let cfg = cluster_config(cluster, &keys.as_loaded(), primary_endpoint)?;
+    let cfg = cluster_config(
+        cluster,
+        &keys.as_loaded(),
+        keys.generated_transfer.as_ref(),
+        primary_endpoint,
+    )?;
     let files = render_cluster(&cfg)?;
     // The children that carry the rendered files and the pod template.
     steps::apply_rendered(ctx, cluster, &files).await?;
