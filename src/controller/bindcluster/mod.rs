@@ -36,7 +36,10 @@ use super::context::{Context, REQUEUE_LONG};
 use super::error::{Categorized, error_policy, report};
 use super::names::LABEL_CLUSTER;
 use super::network::NetworkError;
-use crate::api::{BindCluster, BindClusterStatus, BindTSIGKey};
+use crate::api::{
+    BindCluster, BindClusterStatus, BindTSIGKey, REASON_APPLY_REJECTED, REASON_INVALID_RNDC_SECRET,
+    REASON_INVALID_SPEC, REASON_INVALID_TRANSFER_SECRET,
+};
 use crate::bind::render::{RenderError, render_cluster};
 use crate::operator::Controller as MetricsController;
 use crate::render::validate::{ConfigError, cluster_config};
@@ -83,13 +86,14 @@ pub enum Error {
 impl Categorized for Error {
     fn category(&self) -> &'static str {
         match self {
-            Error::Kube { source, .. } if rejected(source) => "ApplyRejected",
+            // Transient categories are Event reasons only; the permanent
+            // ones become the Ready condition's reason.
+            Error::Kube { source, .. } if rejected(source) => REASON_APPLY_REJECTED,
             Error::Kube { .. } => "KubeApiFailed",
-            Error::InvalidSpec { .. } => "InvalidSpec",
+            Error::InvalidSpec { .. } | Error::Config(_) => REASON_INVALID_SPEC,
             Error::Key(e) => e.category(),
-            Error::Config(_) => "InvalidSpec",
-            Error::RndcSecretInvalid { .. } => "InvalidRndcSecret",
-            Error::TransferSecretInvalid { .. } => "InvalidTransferSecret",
+            Error::RndcSecretInvalid { .. } => REASON_INVALID_RNDC_SECRET,
+            Error::TransferSecretInvalid { .. } => REASON_INVALID_TRANSFER_SECRET,
             Error::PrimaryAddress(_) => "PrimaryAddressUnknown",
         }
     }

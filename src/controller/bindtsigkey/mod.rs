@@ -27,12 +27,13 @@ use super::apply::{apply_status, now, owner_ref};
 use super::context::{Context, REQUEUE_LONG};
 use super::error::{Categorized, error_policy, report};
 use super::names::{LABEL_MANAGED_BY, MANAGER};
-use crate::api::{BindTSIGKey, BindTSIGKeyStatus, CONDITION_READY, new_condition, set_condition};
+use crate::api::{
+    BindTSIGKey, BindTSIGKeyStatus, CONDITION_READY, REASON_KEY_AVAILABLE, REASON_SECRET_CONFLICT,
+    new_condition, set_condition,
+};
 use crate::operator::Controller as MetricsController;
 use material::MaterialError;
 
-/// Ready reason when the material resolves.
-pub const REASON_KEY_AVAILABLE: &str = "KeyAvailable";
 /// Event reason when the operator generated a key.
 pub const REASON_KEY_GENERATED: &str = "KeyGenerated";
 
@@ -62,7 +63,7 @@ impl Categorized for Error {
     fn category(&self) -> &'static str {
         match self {
             Error::Material(e) => e.category(),
-            Error::SecretConflict { .. } => "SecretConflict",
+            Error::SecretConflict { .. } => REASON_SECRET_CONFLICT,
             Error::CreateSecret { .. } | Error::Status { .. } => "KubeApiFailed",
         }
     }
