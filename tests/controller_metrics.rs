@@ -12,10 +12,9 @@ mod support;
 
 use std::sync::Arc;
 
-use bind_operator::api::{BindTSIGKey, BindTSIGKeySpec, SecretKeyRef};
 use bind_operator::controller;
 use bind_operator::operator::{Metrics, Readiness};
-use support::{FakeExec, FixedNetwork, Harness, NS, material};
+use support::{FakeExec, FixedNetwork, Harness, material};
 
 /// The value of one series (0 when the series does not exist yet).
 fn value(metrics: &Metrics, family: &str, labels: &[(&str, &str)]) -> f64 {
@@ -102,18 +101,7 @@ async fn reconciles_and_commands_are_counted_by_category_and_verb() {
     assert_eq!(errors(&m, "BindCluster", "InvalidSpec"), 2.0);
 
     // A key whose Secret does not exist.
-    let mut k = BindTSIGKey::new(
-        "ext",
-        BindTSIGKeySpec {
-            secret_ref: Some(SecretKeyRef {
-                name: "ext-dns".into(),
-                key: "tsig".into(),
-            }),
-            ..Default::default()
-        },
-    );
-    k.metadata.namespace = Some(NS.into());
-    h.create(&k).await;
+    h.key_with_ref("ext", "ext-dns", "tsig").await;
     h.reconcile_key("ext").await;
     assert_eq!(errors(&m, "BindTSIGKey", "SecretNotFound"), 1.0);
     assert_eq!(reconciles(&m, "BindTSIGKey"), 2.0);
