@@ -1,6 +1,8 @@
-//! Local mode: the in-memory Kubernetes API, the manifest directory it is
-//! loaded from and kept in sync with (`manifests`, `manifest_dir`, `sync`),
-//! and what a session reports (`report`, `render`, `session`).
+//! Local mode: the in-memory Kubernetes API (`memapi`), the local runtime that
+//! plays kubelet for BIND pods on one machine (`runtime`), the manifest
+//! directory the API is loaded from and kept in sync with (`manifests`,
+//! `manifest_dir`, `sync`), and what a session reports (`report`, `render`,
+//! `session`).
 
 mod builtin;
 pub mod manifest_dir;
@@ -8,5 +10,6 @@ pub mod manifests;
 pub mod memapi;
 pub mod render;
 pub mod report;
+pub mod runtime;
 pub mod session;
 pub mod sync;

@@ -1,0 +1,132 @@
+//! Starting a pod's container: the config volume written with the
+//! `..data` swap, the entrypoint's environment (the template's literal
+//! values, then the local seam's ports, dirs and named binary), and
+//! `sh entrypoint.sh`. Part of the pod worker; touches only local files and
+//! processes.
+
+use std::net::{IpAddr, Ipv4Addr};
+
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1::Pod;
+use tokio::time::Instant;
+
+use super::{STARTUP_PROBE_INTERVAL, Worker};
+use crate::bind::layout::mount;
+use crate::local::runtime::atomic_writer::AtomicWriter;
+use crate::local::runtime::container::{Container, ContainerSpec};
+use crate::local::runtime::statefulset::{POD_INDEX_LABEL, trailing_ordinal};
+use crate::local::runtime::volume::Payload;
+
+impl Worker {
+    pub(super) fn mount(&mut self, payload: Payload) -> bool {
+        let writer = AtomicWriter::new(&self.dirs.config);
+        match writer.write(&payload) {
+            Ok(changed) => {
+                if changed {
+                    tracing::debug!(pod = %self.name(), "config volume updated");
+                }
+                self.pod.mounted = Some(payload);
+                self.pod.pending_since = None;
+                true
+            }
+            Err(e) => {
+                tracing::warn!(pod = %self.name(), error = %e, "failed to write config volume");
+                self.pod.waiting = (
+                    "ContainerCreating".into(),
+                    format!("failed to write config volume: {e}"),
+                );
+                self.pod.restart_at = Some(Instant::now() + self.shared.config.restart_backoff);
+                false
+            }
+        }
+    }
+
+    pub(super) fn ordinal(&self, pod: &Pod) -> u32 {
+        pod.metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(POD_INDEX_LABEL))
+            .and_then(|v| v.parse().ok())
+            .or_else(|| trailing_ordinal(self.name()))
+            .unwrap_or(0)
+    }
+
+    pub(super) fn env(&self, pod: &Pod, ordinal: u32) -> Result<Vec<(String, String)>, String> {
+        let layout = self
+            .shared
+            .layout(self.ns(), self.name())
+            .map_err(|e| e.to_string())?;
+        let path = std::env::var("PATH").unwrap_or_else(|_| {
+            "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin".into()
+        });
+        let mut env = vec![
+            ("PATH".to_string(), path),
+            ("HOSTNAME".to_string(), self.name().to_string()),
+        ];
+        // The template's literal values first; the local seam's overrides win.
+        let container = pod.spec.as_ref().and_then(|s| s.containers.first());
+        for e in container.and_then(|c| c.env.as_ref()).into_iter().flatten() {
+            if let Some(v) = &e.value {
+                env.push((e.name.clone(), v.clone()));
+            }
+        }
+        env.extend(layout.entrypoint_env(ordinal, IpAddr::V4(Ipv4Addr::LOCALHOST)));
+        env.push((
+            crate::bind::layout::env::NAMED_BIN.into(),
+            self.shared.named.clone(),
+        ));
+        Ok(env)
+    }
+
+    pub(super) fn start_container(&mut self, pod: &Pod) {
+        let ordinal = self.ordinal(pod);
+        let script = self.dirs.config.join(mount::ENTRYPOINT);
+        let env = match self.env(pod, ordinal) {
+            Ok(env) => env,
+            Err(e) => {
+                self.pod.waiting = ("CreateContainerError".into(), e);
+                return;
+            }
+        };
+        if !script.exists() {
+            self.pod.waiting = (
+                "CreateContainerError".into(),
+                format!("failed to find {} in the config volume", mount::ENTRYPOINT),
+            );
+            return;
+        }
+        if let Err(e) = std::fs::create_dir_all(&self.dirs.data) {
+            self.pod.waiting = ("CreateContainerError".into(), e.to_string());
+            return;
+        }
+        let spec = ContainerSpec {
+            script,
+            cwd: self.dirs.data.clone(),
+            env,
+            log: self.dirs.log.clone(),
+        };
+        let header = format!(
+            "{} pod {}/{} uid {} restart {}",
+            Timestamp::now(),
+            self.ns(),
+            self.name(),
+            self.pod.uid.as_deref().unwrap_or_default(),
+            self.pod.restarts
+        );
+        match Container::start(&spec, &header, &self.shared.pids) {
+            Ok(c) => {
+                tracing::info!(pod = %self.name(), namespace = %self.ns(), pid = c.pid(), "named started");
+                self.pod.container = Some(c);
+                self.pod.started_at = Some((Instant::now(), Timestamp::now()));
+                self.pod.started_once = true;
+                self.pod.probe_failures = 0;
+                self.pod.next_probe = Instant::now() + STARTUP_PROBE_INTERVAL;
+            }
+            Err(e) => {
+                tracing::warn!(pod = %self.name(), error = %e, "failed to start named");
+                self.pod.waiting = ("CreateContainerError".into(), e.to_string());
+                self.pod.restart_at = Some(Instant::now() + self.next_backoff());
+            }
+        }
+    }
+}
