@@ -22,7 +22,8 @@ use crate::controller::zonesync::state::Snapshot;
 use crate::controller::zonesync::survey::pods_fingerprint;
 
 use super::applied::{Applied, clause_hash};
-use super::primary::{TYPE_PRIMARY, leave_catalog};
+use super::catalog;
+use super::primary::TYPE_PRIMARY;
 use super::read::Inputs;
 
 /// The zone type string in the applied annotation.
@@ -159,7 +160,7 @@ async fn undo_primary(
         .as_deref()
         .and_then(|c| ZoneName::parse(c).ok())
     {
-        leave_catalog(&t, &cat, zone, &inputs.keys.transfer).await?;
+        catalog::leave(&t, &cat, zone, &inputs.keys.transfer).await?;
     }
     let view = applied
         .view

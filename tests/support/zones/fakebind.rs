@@ -522,6 +522,22 @@ fn load_file(text: &str) -> Option<ZoneSim> {
     (z.serial != 0).then_some(z)
 }
 
+/// Every in-zone apex NS target has an address record.
+fn glue_ok(z: &ZoneSim, zone: &str) -> bool {
+    let apex = fqdn(zone);
+    z.rrsets
+        .get(&(apex.clone(), "NS".to_string()))
+        .map(|(_, ns)| {
+            ns.iter().all(|t| {
+                !t.ends_with(&format!(".{apex}"))
+                    || ["A", "AAAA"]
+                        .iter()
+                        .any(|ty| z.rrsets.contains_key(&(t.clone(), ty.to_string())))
+            })
+        })
+        .unwrap_or(true)
+}
+
 fn clause_field<'a>(clause: &'a str, word: &str) -> Option<&'a str> {
     let at = clause.find(&format!("{word} \""))? + word.len() + 2;
     clause[at..].split('"').next()
@@ -554,7 +570,13 @@ fn rndc(p: &mut PodSim, sub: &str, rest: &[String]) -> Result<String, String> {
                 z.loaded = true;
                 z
             } else {
-                match p.files.get(&file).and_then(|t| load_file(t)) {
+                let loaded = p.files.get(&file).and_then(|t| load_file(t));
+                if loaded.as_ref().is_some_and(|z| !glue_ok(z, &zone)) {
+                    // "NS 'ns1.x' has no address records", whatever
+                    // check-integrity says; addzone reverts.
+                    return Err("rndc: 'addzone' failed: bad zone\n".into());
+                }
+                match loaded {
                     Some(mut z) => {
                         z.loaded = true;
                         if let Some(j) = p.files.get(&format!("{file}.jnl")).cloned() {
