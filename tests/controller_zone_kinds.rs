@@ -43,8 +43,16 @@ async fn secondary_zone_is_added_on_every_pod_and_never_joins_the_catalog() {
         );
         assert!(fake.zone(pod, "partner.example").is_some());
     }
-    assert_eq!(fake.count_kind(Kind::Nsupdate), 0, "nothing is sent by update");
-    assert!(!fake.catalog_members(PRIMARY, CATALOG).contains("partner.example"));
+    assert_eq!(
+        fake.count_kind(Kind::Nsupdate),
+        0,
+        "nothing is sent by update"
+    );
+    assert!(
+        !fake
+            .catalog_members(PRIMARY, CATALOG)
+            .contains("partner.example")
+    );
     assert_eq!(ready.status.unwrap().servers.len(), 2);
 
     env.delete::<BindZone>("mirror").await;
@@ -71,7 +79,10 @@ async fn zone_in_a_view_goes_to_that_view_and_its_catalog() {
         assert_eq!(&add.argv[5..7], ["IN", "internal"], "{:?}", add.argv);
     }
     assert!(adds[0].argv[4] == view_catalog || adds[1].argv[4] == view_catalog);
-    assert!(fake.catalog_members(PRIMARY, &view_catalog).contains("corp.internal"));
+    assert!(
+        fake.catalog_members(PRIMARY, &view_catalog)
+            .contains("corp.internal")
+    );
     assert!(fake.catalog_members(PRIMARY, CATALOG).is_empty());
 
     env.delete::<BindZone>("inside").await;
