@@ -34,6 +34,9 @@ const WAIT_REQUEUE: Duration = Duration::from_secs(15);
 /// Reconciles a live BindZone.
 pub async fn apply(zone: &Arc<BindZone>, ctx: &ZoneContext) -> Result<Action, Error> {
     let records = read::records_of(ctx, zone);
+    if let Some(b) = read::duplicate_of(ctx, zone) {
+        return blocked(ctx, zone, &records, b).await;
+    }
     let inputs = match read::inputs(ctx, zone).await? {
         Ok(i) => i,
         Err(b) => return blocked(ctx, zone, &records, b).await,
@@ -129,7 +132,7 @@ pub async fn apply(zone: &Arc<BindZone>, ctx: &ZoneContext) -> Result<Action, Er
                     )
                 })
                 .collect();
-            write_record_statuses(&ctx.base.client, reports).await?;
+            write_record_statuses(&ctx.base, reports).await?;
             let deleting = records
                 .iter()
                 .filter(|r| r.metadata.deletion_timestamp.is_some())
@@ -201,7 +204,7 @@ async fn settle_records(
             _ => {}
         }
     }
-    write_record_statuses(&ctx.base.client, reports).await?;
+    write_record_statuses(&ctx.base, reports).await?;
     release_records(&ctx.base.client, release).await?;
     Ok(())
 }
@@ -244,6 +247,7 @@ async fn blocked(
     records: &[Arc<DNSRecord>],
     b: Blocked,
 ) -> Result<Action, Error> {
+    tracing::debug!(zone = %zone.name_any(), reason = b.reason, message = %b.message, "zone blocked");
     let report = ZoneReport {
         phase: if b.permanent {
             Phase::Error
@@ -291,7 +295,7 @@ async fn blocked(
             ));
         }
     }
-    write_record_statuses(&ctx.base.client, reports).await?;
+    write_record_statuses(&ctx.base, reports).await?;
     release_records(&ctx.base.client, release).await?;
     Ok(if b.permanent {
         Action::await_change()

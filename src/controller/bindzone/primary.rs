@@ -166,6 +166,7 @@ pub async fn converge(
     if let Some(s) = &snap {
         let age = s.verified_at.elapsed();
         if settled && same_plan && age < interval {
+            tracing::debug!(zone = %zname, age_ms = age.as_millis() as u64, "zone verified recently; nothing to do");
             return Outcome {
                 desired,
                 result: Ok(Converged {
@@ -292,7 +293,10 @@ async fn write(job: &Job<'_>) -> Result<(Served, bool), ServerError> {
     if moved {
         undo_old_placement(job).await?;
     }
-    let periodic = job.settled && job.same_plan && !moved;
+    // Nothing new to write (or nothing remembered, after an operator
+    // restart): the cluster's shared survey tells whether the zone is
+    // there and at which serial.
+    let periodic = job.settled && !moved && (job.same_plan || job.snap.is_none());
     // Only the plan changed and the snapshot is fresh: write on it.
     let trusted = job
         .snap
@@ -304,6 +308,7 @@ async fn write(job: &Job<'_>) -> Result<(Served, bool), ServerError> {
                 zone: zname,
                 view,
                 catalog: job.catalog,
+                newer_than: job.snap.map(|s| s.verified_at),
             };
             let p = probe(ctx, job.inputs, target, job.memory, periodic, &at).await?;
             (p.zone, p.catalog, p.survey)

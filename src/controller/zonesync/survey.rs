@@ -113,18 +113,22 @@ pub fn surveyed_zones(ctx: &ZoneContext, cluster: &BindCluster) -> BTreeSet<Zone
 }
 
 /// The cluster's survey: the cached one if taken under the same pods within
-/// `max_age` and asking `must_cover`, else a new one (one dig run per ready
-/// pod, chunked for very many zones). A pod whose dig fails is left out.
+/// `max_age`, after `newer_than` (a zone checking on its own last write
+/// wants the secondaries' answer since) and asking `must_cover`, else a new
+/// one (one dig run per ready pod, chunked for very many zones). A pod
+/// whose dig fails is left out.
 pub async fn survey(
     ctx: &ZoneContext,
     cluster: &BindCluster,
     pods: &[PodInfo],
     memory: &ClusterMemory,
     must_cover: &ZoneName,
+    newer_than: Option<Instant>,
 ) -> Survey {
     let fp = pods_fingerprint(pods);
     let max_age = ctx.settings.survey_max_age;
-    let usable = |s: &Survey| s.asked.contains(must_cover);
+    let usable =
+        |s: &Survey| s.asked.contains(must_cover) && newer_than.is_none_or(|t| s.taken > t);
     if let Some(s) = memory.survey(fp, max_age).filter(usable) {
         return s;
     }
