@@ -1,0 +1,435 @@
+//! A recording fake executor that plays BIND (the seed's `fakeExec`
+//! pattern, grown up): it records every command (pod, argv, stdin) and
+//! answers the commands the BIND layer builds — `dig` SOA, signed AXFR,
+//! zone-file writes, `rndc addzone/modzone/delzone/zonestatus`, nsupdate
+//! scripts — from a small in-memory model of each pod's named, with the
+//! BIND behaviour BIND_FACTS.md lists: a zone whose file is missing loads
+//! as "not loaded", a leftover journal replays into a re-created zone, an
+//! RRset-wide delete at the apex is ignored and the last apex NS is never
+//! deleted, >100 rdata fail the whole message, a CNAME beside other data is
+//! silently dropped, updates are refused without the granted key.
+//! Secondary pods serve the primary's catalog members at the primary's
+//! serial. A pod can be taken down (every command fails like a stopped
+//! named) or wiped (an empty volume).
+#![allow(dead_code)]
+
+mod model;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Mutex;
+
+use bind_operator::bind::commands::Command;
+use bind_operator::bind::layout::PodLayout;
+use bind_operator::controller::exec::{ExecError, ExecOutput, PodExecutor, PodRef};
+use futures::FutureExt as _;
+use futures::future::BoxFuture;
+
+use model::{
+    PodSim, RrKey, ZoneSim, axfr, exited, fqdn, lower, nsupdate, rndc, soa_line, split_view, z_name,
+};
+
+/// What a recorded command did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Kind {
+    DigSoa,
+    Axfr,
+    WriteFile,
+    AddZone,
+    ModZone,
+    DelZone,
+    ZoneStatus,
+    Nsupdate,
+    Other,
+}
+
+/// One exec call.
+#[derive(Debug, Clone)]
+pub struct Call {
+    pub pod: String,
+    pub kind: Kind,
+    pub argv: Vec<String>,
+    pub stdin: Option<String>,
+    /// The zone the call is about (first zone for dig; `zone` line of the
+    /// first message for nsupdate).
+    pub zone: Option<String>,
+    pub ok: bool,
+}
+
+#[derive(Default)]
+struct Inner {
+    pods: BTreeMap<String, PodSim>,
+    calls: Vec<Call>,
+}
+
+/// The fake. Pod names ending in `-0` are primaries.
+#[derive(Default)]
+pub struct FakeBind {
+    inner: Mutex<Inner>,
+}
+
+impl FakeBind {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn with<T>(&self, f: impl FnOnce(&mut Inner) -> T) -> T {
+        f(&mut self.inner.lock().unwrap())
+    }
+
+    /// Every call so far.
+    pub fn calls(&self) -> Vec<Call> {
+        self.with(|i| i.calls.clone())
+    }
+
+    pub fn clear_calls(&self) {
+        self.with(|i| i.calls.clear());
+    }
+
+    /// Number of calls so far.
+    pub fn count(&self) -> usize {
+        self.with(|i| i.calls.len())
+    }
+
+    /// Calls of `kind`.
+    pub fn count_kind(&self, kind: Kind) -> usize {
+        self.with(|i| i.calls.iter().filter(|c| c.kind == kind).count())
+    }
+
+    /// Takes a pod's named down (true) or back up (false).
+    pub fn set_down(&self, pod: &str, down: bool) {
+        self.with(|i| i.pods.entry(pod.to_string()).or_default().down = down);
+    }
+
+    /// Empties a pod's volume and named (a restart on an empty volume).
+    pub fn wipe(&self, pod: &str) {
+        self.with(|i| {
+            let p = i.pods.entry(pod.to_string()).or_default();
+            p.files.clear();
+            p.zones.clear();
+        });
+    }
+
+    /// The zone as a pod serves it: (owner, type) -> values; `None` when it
+    /// is not served.
+    pub fn zone(&self, pod: &str, zone: &str) -> Option<BTreeMap<RrKey, BTreeSet<String>>> {
+        self.with(|i| {
+            let z = Self::served_zone(i, pod, &lower(zone))?;
+            Some(
+                z.rrsets
+                    .iter()
+                    .map(|(k, (_, v))| (k.clone(), v.clone()))
+                    .collect(),
+            )
+        })
+    }
+
+    /// Values of one RRset on a pod (empty when absent).
+    pub fn values(&self, pod: &str, zone: &str, name: &str, rtype: &str) -> BTreeSet<String> {
+        self.zone(pod, zone)
+            .and_then(|z| z.get(&(fqdn(name), rtype.to_string())).cloned())
+            .unwrap_or_default()
+    }
+
+    /// The serial a pod serves for a zone.
+    pub fn serial(&self, pod: &str, zone: &str) -> Option<u32> {
+        self.with(|i| Self::served_zone(i, pod, &lower(zone)).map(|z| z.serial))
+    }
+
+    /// Whether a file exists on a pod (path relative to the data dir).
+    pub fn has_file(&self, pod: &str, rel: &str) -> bool {
+        let path = PodLayout::in_cluster().data_path(rel);
+        self.with(|i| i.pods.get(pod).is_some_and(|p| p.files.contains_key(&path)))
+    }
+
+    /// Writes an RRset directly, as an outside writer (external-dns) would.
+    pub fn external_write(&self, pod: &str, zone: &str, name: &str, rtype: &str, values: &[&str]) {
+        self.with(|i| {
+            let z = i
+                .pods
+                .get_mut(pod)
+                .and_then(|p| {
+                    p.zones
+                        .values_mut()
+                        .find(|z| z.loaded && z_name(z) == lower(zone))
+                })
+                .expect("zone served");
+            let set = values.iter().map(|v| v.to_string()).collect();
+            z.rrsets.insert((fqdn(name), rtype.to_string()), (60, set));
+            z.serial += 1;
+        });
+    }
+
+    /// Removes an RRset directly (a change behind the operator's back).
+    pub fn external_delete(&self, pod: &str, zone: &str, name: &str, rtype: &str) {
+        self.with(|i| {
+            let z = i
+                .pods
+                .get_mut(pod)
+                .and_then(|p| {
+                    p.zones
+                        .values_mut()
+                        .find(|z| z.loaded && z_name(z) == lower(zone))
+                })
+                .expect("zone served");
+            z.rrsets.remove(&(fqdn(name), rtype.to_string()));
+            z.serial += 1;
+        });
+    }
+
+    /// Zones the primary's catalog lists.
+    pub fn catalog_members(&self, pod: &str, catalog: &str) -> BTreeSet<String> {
+        self.with(|i| Self::members(i, pod, &lower(catalog)))
+    }
+
+    fn members(i: &Inner, pod: &str, catalog: &str) -> BTreeSet<String> {
+        i.pods
+            .get(pod)
+            .and_then(|p| p.zones.values().find(|z| z.loaded && z_name(z) == catalog))
+            .map(|z| {
+                z.rrsets
+                    .iter()
+                    .filter(|((_, t), _)| t == "PTR")
+                    .flat_map(|(_, (_, v))| v.iter().map(|s| lower(s)))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// A zone as `pod` serves it: its own, or (on a secondary) a catalog
+    /// member of the primary.
+    fn served_zone<'a>(i: &'a Inner, pod: &str, zone: &str) -> Option<&'a ZoneSim> {
+        if let Some(p) = i.pods.get(pod) {
+            if p.down {
+                return None;
+            }
+            if let Some(z) = p.zones.values().find(|z| z.loaded && z_name(z) == zone) {
+                return Some(z);
+            }
+        }
+        if pod.ends_with("-0") {
+            return None;
+        }
+        let primary = format!("{}-0", pod.rsplit_once('-')?.0);
+        let pz = i.pods.get(&primary)?;
+        if pz.down {
+            return None;
+        }
+        let z = pz.zones.values().find(|z| z.loaded && z_name(z) == zone)?;
+        // The catalog zone itself, or a member of any catalog on the primary.
+        let is_catalog = z
+            .rrsets
+            .keys()
+            .any(|(n, t)| t == "TXT" && n.starts_with("version."));
+        let member = pz
+            .zones
+            .values()
+            .filter(|c| c.loaded)
+            .any(|c| Self::members(i, &primary, &z_name(c)).contains(zone));
+        (is_catalog || member).then_some(z)
+    }
+
+    fn record(&self, pod: &PodRef, kind: Kind, cmd: &Command, zone: Option<String>, ok: bool) {
+        self.with(|i| {
+            i.calls.push(Call {
+                pod: pod.name.clone(),
+                kind,
+                argv: cmd.argv.clone(),
+                stdin: cmd.stdin.clone(),
+                zone,
+                ok,
+            })
+        });
+    }
+
+    fn run(
+        &self,
+        pod: &PodRef,
+        cmd: &Command,
+    ) -> (Kind, Option<String>, Result<ExecOutput, ExecError>) {
+        let argv = &cmd.argv;
+        let prog = argv[0].rsplit('/').next().unwrap_or_default();
+        let down = self.with(|i| i.pods.get(&pod.name).is_some_and(|p| p.down));
+        let ok = |stdout: String| {
+            Ok(ExecOutput {
+                stdout,
+                stderr: String::new(),
+            })
+        };
+        match prog {
+            "dig" => {
+                let zones: Vec<String> = argv
+                    .windows(2)
+                    .filter(|w| w[1] == "SOA")
+                    .map(|w| lower(&w[0]))
+                    .collect();
+                let first = zones.first().cloned();
+                if down {
+                    let out = ";; connection timed out; no servers could be reached\n";
+                    return (Kind::DigSoa, first, Err(exited(pod, cmd, 9, out, "")));
+                }
+                let text = self.with(|i| {
+                    let mut out = String::new();
+                    for z in &zones {
+                        if let Some(sim) = Self::served_zone(i, &pod.name, z) {
+                            out.push_str(&soa_line(z, sim));
+                        }
+                    }
+                    out
+                });
+                (Kind::DigSoa, first, ok(text))
+            }
+            "nsupdate" => {
+                let script = cmd.stdin.clone().unwrap_or_default();
+                let zone = script
+                    .lines()
+                    .find_map(|l| l.strip_prefix("zone "))
+                    .map(lower);
+                if down {
+                    let err = "; Communication with 127.0.0.1#53 failed: connection refused\n";
+                    return (Kind::Nsupdate, zone, Err(exited(pod, cmd, 1, "", err)));
+                }
+                let r =
+                    self.with(|i| nsupdate(i.pods.entry(pod.name.clone()).or_default(), &script));
+                (
+                    Kind::Nsupdate,
+                    zone,
+                    r.map_err(|e| exited(pod, cmd, 2, "", &e))
+                        .and_then(|_| ok(String::new())),
+                )
+            }
+            "rndc" => {
+                let sub = argv[3].as_str();
+                let zone = argv.get(4).map(|z| lower(z));
+                let kind = match sub {
+                    "addzone" => Kind::AddZone,
+                    "modzone" => Kind::ModZone,
+                    "zonestatus" => Kind::ZoneStatus,
+                    _ => Kind::Other,
+                };
+                if down {
+                    let err = "rndc: connect failed: 127.0.0.1#953: connection refused\n";
+                    return (kind, zone, Err(exited(pod, cmd, 1, "", err)));
+                }
+                let r = self.with(|i| {
+                    let p = i.pods.entry(pod.name.clone()).or_default();
+                    rndc(p, sub, &argv[4..])
+                });
+                (
+                    kind,
+                    zone,
+                    r.map_err(|e| exited(pod, cmd, 1, "", &e)).and_then(ok),
+                )
+            }
+            "sh" => {
+                let script = argv[2].as_str();
+                let args = &argv[4..];
+                if script.contains("\"$n\" -v") {
+                    // nsupdate, then the SOA query when it succeeded.
+                    let update = Command {
+                        argv: vec![args[0].clone(), "-v".into()],
+                        stdin: cmd.stdin.clone(),
+                    };
+                    let (_, zone, r) = self.run(pod, &update);
+                    let r = match r {
+                        Ok(_) => {
+                            let dig = Command {
+                                argv: args[1..].to_vec(),
+                                stdin: None,
+                            };
+                            self.run(pod, &dig).2
+                        }
+                        Err(e) => Err(e),
+                    };
+                    (Kind::Nsupdate, zone, r)
+                } else if script.contains("delzone") {
+                    let zone = lower(&args[3]);
+                    if down {
+                        let err = "rndc: connect failed: 127.0.0.1#953: connection refused\n";
+                        return (Kind::DelZone, Some(zone), Err(exited(pod, cmd, 1, "", err)));
+                    }
+                    let view = split_view(&args[4..]);
+                    let file = args[2].clone();
+                    let r = self.with(|i| {
+                        let p = i.pods.entry(pod.name.clone()).or_default();
+                        let gone = p.zones.remove(&(zone.clone(), view)).is_some();
+                        p.files.remove(&file);
+                        p.files.remove(&format!("{file}.jnl"));
+                        gone
+                    });
+                    let res = if r {
+                        ok(String::new())
+                    } else {
+                        Err(exited(
+                            pod,
+                            cmd,
+                            1,
+                            "",
+                            &format!(
+                                "rndc: 'delzone' failed: not found\nno matching zone '{zone}' in any view\n"
+                            ),
+                        ))
+                    };
+                    (Kind::DelZone, Some(zone), res)
+                } else if script.contains("mktemp") {
+                    let zone = argv.iter().rev().nth(1).map(|z| lower(z));
+                    if down {
+                        let out = ";; connection timed out; no servers could be reached\n";
+                        return (Kind::Axfr, zone, Err(exited(pod, cmd, 9, out, "")));
+                    }
+                    let key = cmd
+                        .stdin
+                        .as_deref()
+                        .and_then(|s| s.split('"').nth(1))
+                        .unwrap_or_default()
+                        .to_string();
+                    let z = zone.clone().unwrap_or_default();
+                    let text = self.with(|i| match Self::served_zone(i, &pod.name, &z) {
+                        Some(sim) if sim.clause.contains(&format!("key \"{key}\"")) => {
+                            axfr(&z, sim)
+                        }
+                        _ => "; Transfer failed.\n".to_string(),
+                    });
+                    (Kind::Axfr, zone, ok(text))
+                } else if script.contains("rm -f \"$f.jnl\"") {
+                    let path = args[0].clone();
+                    if down {
+                        return (
+                            Kind::WriteFile,
+                            None,
+                            Err(ExecError::transport(pod, cmd, "container not running")),
+                        );
+                    }
+                    let text = cmd.stdin.clone().unwrap_or_default();
+                    self.with(|i| {
+                        let p = i.pods.entry(pod.name.clone()).or_default();
+                        p.files.remove(&format!("{path}.jnl"));
+                        p.files.insert(path.clone(), text);
+                    });
+                    (Kind::WriteFile, Some(path), ok(String::new()))
+                } else {
+                    (Kind::Other, None, ok(String::new()))
+                }
+            }
+            _ => (Kind::Other, None, ok(String::new())),
+        }
+    }
+}
+
+impl PodExecutor for FakeBind {
+    fn layout(&self, _pod: &PodRef) -> PodLayout {
+        PodLayout::in_cluster()
+    }
+
+    fn exec<'a>(
+        &'a self,
+        pod: &'a PodRef,
+        cmd: &'a Command,
+    ) -> BoxFuture<'a, Result<ExecOutput, ExecError>> {
+        async move {
+            let (kind, zone, result) = self.run(pod, cmd);
+            self.record(pod, kind, cmd, zone, result.is_ok());
+            result
+        }
+        .boxed()
+    }
+}
