@@ -149,7 +149,13 @@ pub async fn converge(
     let zkey: ObjKey = (zone.namespace().unwrap_or_default(), object_name);
     let memory = ctx.state.cluster(&inputs.cluster_key);
     let snap = ctx.state.snapshot(&zkey);
-    let fingerprint = desired.fingerprint();
+    // The plan, and the SOA fields it is written under.
+    let fingerprint = {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        (desired.fingerprint(), format!("{:?}", cfg.soa)).hash(&mut h);
+        h.finish()
+    };
     let member_current =
         catalog.is_none() || ctx.state.member_epoch(&zkey) >= memory.catalog_epoch();
     let settled = applied == &want && member_current;
@@ -397,6 +403,18 @@ async fn write(job: &Job<'_>) -> Result<(Served, bool), ServerError> {
             pod: target.pod.to_string(),
             reason: "the zone vanished right after the update".into(),
         })?;
+    }
+    // spec.soa changed after the zone was made: names and timers follow.
+    if served.soa_differs(zname.as_domain(), &job.cfg.soa) {
+        let next = served.serial.wrapping_add(1);
+        let ttl = job.cfg.default_ttl;
+        let after = target
+            .update_soa(zname, &job.cfg.soa, next, ttl, job.update_key, view)
+            .await?
+            .unwrap_or(next);
+        served.serial = after;
+        served.set_soa(zname.as_domain(), &job.cfg.soa, after, ttl);
+        wrote = true;
     }
     job.memory
         .note_serial(&target.pod.name, zname, Some(served.serial));

@@ -13,7 +13,7 @@ use std::time::Instant;
 use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt as _;
 
-use crate::api::{BindCluster, ZoneType};
+use crate::api::BindCluster;
 use crate::bind::ZoneName;
 use crate::controller::exec::PodRef;
 use crate::controller::names::{LABEL_CLUSTER, pod_ordinal};
@@ -103,7 +103,6 @@ pub fn surveyed_zones(ctx: &ZoneContext, cluster: &BindCluster) -> BTreeSet<Zone
         .state()
         .into_iter()
         .filter(|z| z.namespace() == ns && z.spec.cluster_ref == name && z.spec.view.is_none())
-        .filter(|z| matches!(z.spec.type_, ZoneType::Primary | ZoneType::Secondary))
         .filter_map(|z| ZoneName::parse(&z.spec.zone_name).ok())
         .collect();
     if let Ok(cat) = ZoneName::parse(&cluster.catalog_zone_name()) {
