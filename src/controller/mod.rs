@@ -11,6 +11,9 @@
 //!   pod answers DNS ([`network::ClusterNetwork`] in a cluster).
 //! - [`error::Categorized`]: the error-category pattern (category = Event
 //!   reason and log label), with the shared `error_policy` and `report`.
+//! - [`bindzone`], [`dnsrecord`], [`zonesync`]: zones and records on the
+//!   servers (the zone is the unit of write); they keep their own BindZone
+//!   and DNSRecord caches (shared by both controllers).
 //! - [`apply`]: server-side apply with one field manager, skipped when the
 //!   cached child already carries the same content hash.
 //! - [`names`]: names, labels and annotations of everything we create (the
@@ -31,7 +34,9 @@
 pub mod apply;
 pub mod bindcluster;
 pub mod bindtsigkey;
+pub mod bindzone;
 pub mod context;
+pub mod dnsrecord;
 pub mod error;
 pub mod exec;
 pub mod leader;
@@ -39,6 +44,7 @@ pub mod manager;
 pub mod names;
 pub mod network;
 pub mod stores;
+pub mod zonesync;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -90,9 +96,9 @@ pub async fn run(
     let controllers: Vec<BoxFuture<'static, ()>> = vec![
         bindtsigkey::controller(ctx.clone(), shutdown.clone()).boxed(),
         bindcluster::controller(ctx.clone(), cluster_streams, shutdown.clone()).boxed(),
-        // Issue 6: the BindZone and DNSRecord controllers plug in here, e.g.
-        // `bindzone::controller(ctx.clone(), zone_streams, shutdown.clone()).boxed()`,
-        // with their streams added to `Streams` (and stores to `Stores`).
+        // The BindZone and DNSRecord controllers, with their own shared
+        // BindZone/DNSRecord caches (each feeds both controllers).
+        zonesync::run(ctx.clone(), zonesync::Settings::default(), shutdown.clone()).boxed(),
     ];
     futures::future::join_all(controllers).await;
     tracing::info!("controllers stopped");

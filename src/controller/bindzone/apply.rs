@@ -1,0 +1,291 @@
+//! The Apply path of the BindZone reconciler, a table of contents: read ->
+//! validate -> plan and converge (primary or secondary) -> statuses (the
+//! zone's and its DNSRecords') -> finalizers of deleted DNSRecords.
+//!
+//! Touches the cluster (statuses, annotation, finalizers, Events) and, via
+//! [`super::primary`] / [`super::secondary`], BIND pods.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use kube::ResourceExt as _;
+use kube::runtime::controller::Action;
+use kube::runtime::events::EventType;
+
+use crate::api::{BindZone, DNSRecord, Phase};
+use crate::controller::zonesync::ZoneContext;
+use crate::controller::zonesync::plan::{Desired, Verdict, has_record_finalizer};
+use crate::controller::zonesync::server::ServerError;
+use crate::controller::zonesync::writes::{
+    REASON_SERVED, RecordReport, ZoneReport, release_records, write_applied, write_record_statuses,
+    write_zone_status,
+};
+use crate::render::validate::ZoneConfig;
+
+use super::applied::Applied;
+use super::read::{self, Blocked, REASON_CLUSTER_NOT_FOUND};
+use super::{Error, primary, secondary};
+
+/// Requeue of a zone waiting for something that does not wake it (a key
+/// Secret being generated); pod and cluster changes wake it sooner.
+const WAIT_REQUEUE: Duration = Duration::from_secs(15);
+
+/// Reconciles a live BindZone.
+pub async fn apply(zone: &Arc<BindZone>, ctx: &ZoneContext) -> Result<Action, Error> {
+    let records = read::records_of(ctx, zone);
+    let inputs = match read::inputs(ctx, zone).await? {
+        Ok(i) => i,
+        Err(b) => return blocked(ctx, zone, &records, b).await,
+    };
+    let config = match read::validate(zone, &inputs) {
+        Ok(c) => c,
+        Err(b) => return blocked(ctx, zone, &records, b).await,
+    };
+    let primary = match read::primary(&inputs) {
+        Ok(p) => p.clone(),
+        Err(b) => return blocked(ctx, zone, &records, b).await,
+    };
+    let applied = Applied::of(zone);
+    match config {
+        ZoneConfig::Primary(cfg) => {
+            let out =
+                primary::converge(ctx, zone, &inputs, &primary, &cfg, &records, &applied).await;
+            match out.result {
+                Ok(c) => {
+                    settle_records(ctx, &records, &out.desired, Some(&c.served)).await?;
+                    let memory = ctx.state.cluster(&inputs.cluster_key);
+                    let servers = primary::servers(
+                        &memory,
+                        &cfg.clause.zone,
+                        &primary.pod.name,
+                        c.served.serial,
+                    );
+                    let (phase, reason, message) = match out.desired.inline_errors.first() {
+                        None => (Phase::Ready, REASON_SERVED, String::new()),
+                        Some((reason, _)) => (
+                            Phase::Error,
+                            *reason,
+                            out.desired
+                                .inline_errors
+                                .iter()
+                                .map(|(_, m)| m.as_str())
+                                .collect::<Vec<_>>()
+                                .join("; "),
+                        ),
+                    };
+                    let report = ZoneReport {
+                        phase,
+                        reason,
+                        message,
+                        serial: Some(c.served.serial),
+                        record_count: Some(
+                            u32::try_from(out.desired.rrsets.len()).unwrap_or(u32::MAX),
+                        ),
+                        servers: Some(servers),
+                    };
+                    write_zone_status(&ctx.base.client, zone, &report).await?;
+                    if applied != out.applied {
+                        write_applied(&ctx.base.client, zone, &out.applied.render()).await?;
+                    }
+                    ctx.state.succeeded(&zone_key(zone));
+                    Ok(Action::requeue(if c.wrote {
+                        ctx.settings.recheck_after_write.min(c.next_check)
+                    } else {
+                        c.next_check
+                    }))
+                }
+                Err(e) => {
+                    settle_records(ctx, &records, &out.desired, None).await?;
+                    failed(ctx, zone, e).await
+                }
+            }
+        }
+        ZoneConfig::Secondary(sz) => {
+            let out = secondary::converge(ctx, zone, &inputs, &sz, &applied).await;
+            // A secondary zone is transferred whole: DNSRecords cannot write it.
+            let reports = records
+                .iter()
+                .filter(|r| has_record_finalizer(r) && r.metadata.deletion_timestamp.is_none())
+                .map(|r| {
+                    (
+                        r.clone(),
+                        RecordReport::Error {
+                            reason: "SecondaryZone",
+                            message: format!(
+                                "BindZone {} is a secondary zone; its records come from its primaries",
+                                zone.name_any()
+                            ),
+                        },
+                    )
+                })
+                .collect();
+            write_record_statuses(&ctx.base.client, reports).await?;
+            let deleting = records
+                .iter()
+                .filter(|r| r.metadata.deletion_timestamp.is_some())
+                .cloned()
+                .collect();
+            release_records(&ctx.base.client, deleting).await?;
+            match out.result {
+                Ok(s) => {
+                    let report = ZoneReport {
+                        phase: Phase::Ready,
+                        reason: REASON_SERVED,
+                        message: s.message,
+                        serial: s.serial,
+                        record_count: None,
+                        servers: Some(s.servers),
+                    };
+                    write_zone_status(&ctx.base.client, zone, &report).await?;
+                    if applied != out.applied {
+                        write_applied(&ctx.base.client, zone, &out.applied.render()).await?;
+                    }
+                    ctx.state.succeeded(&zone_key(zone));
+                    Ok(Action::requeue(s.next_check))
+                }
+                Err(e) => failed(ctx, zone, e).await,
+            }
+        }
+    }
+}
+
+fn zone_key(zone: &BindZone) -> (String, String) {
+    (zone.namespace().unwrap_or_default(), zone.name_any())
+}
+
+/// Writes the DNSRecords' statuses from the plan and, when the flush
+/// succeeded (`served` is what the primary now holds), releases the
+/// finalizers of deleted DNSRecords: their RRsets were in the flush.
+async fn settle_records(
+    ctx: &ZoneContext,
+    records: &[Arc<DNSRecord>],
+    desired: &Desired,
+    served: Option<&crate::controller::zonesync::diff::Served>,
+) -> Result<(), Error> {
+    let mut reports = Vec::new();
+    let mut release = Vec::new();
+    for r in records {
+        match desired.verdicts.get(&r.name_any()) {
+            Some(Verdict::Accepted(key)) => {
+                let report = match served {
+                    Some(s) if s.holds(key, desired) => RecordReport::Ready(key.clone()),
+                    Some(_) => RecordReport::Pending {
+                        reason: "NotServed",
+                        message: "the primary does not serve the record set yet".into(),
+                    },
+                    None => RecordReport::Pending {
+                        reason: "ZoneNotReady",
+                        message: format!("waiting for BindZone {}", r.spec.zone_ref),
+                    },
+                };
+                reports.push((r.clone(), report));
+            }
+            Some(Verdict::Rejected { reason, message }) => reports.push((
+                r.clone(),
+                RecordReport::Error {
+                    reason,
+                    message: message.clone(),
+                },
+            )),
+            Some(Verdict::Deleting) if served.is_some() => release.push(r.clone()),
+            _ => {}
+        }
+    }
+    write_record_statuses(&ctx.base.client, reports).await?;
+    release_records(&ctx.base.client, release).await?;
+    Ok(())
+}
+
+/// Reports a failed convergence on the zone (status, Event) and hands the
+/// error to `error_policy` for backoff.
+async fn failed(ctx: &ZoneContext, zone: &BindZone, e: ServerError) -> Result<Action, Error> {
+    let phase = match e {
+        ServerError::Unreachable { .. } | ServerError::Transfer { .. } => Phase::Pending,
+        _ => Phase::Error,
+    };
+    let report = ZoneReport {
+        phase,
+        reason: e.category(),
+        message: e.to_string(),
+        serial: None,
+        record_count: None,
+        servers: None,
+    };
+    write_zone_status(&ctx.base.client, zone, &report).await?;
+    ctx.base
+        .publish_event(
+            zone,
+            EventType::Warning,
+            e.category(),
+            "Converge",
+            e.to_string(),
+        )
+        .await;
+    Err(Error::Server {
+        zone: zone.spec.zone_name.clone(),
+        source: e,
+    })
+}
+
+/// The zone cannot be written now: say why on it and its DNSRecords.
+async fn blocked(
+    ctx: &ZoneContext,
+    zone: &BindZone,
+    records: &[Arc<DNSRecord>],
+    b: Blocked,
+) -> Result<Action, Error> {
+    let report = ZoneReport {
+        phase: if b.permanent {
+            Phase::Error
+        } else {
+            Phase::Pending
+        },
+        reason: b.reason,
+        message: b.message.clone(),
+        serial: None,
+        record_count: None,
+        servers: None,
+    };
+    if write_zone_status(&ctx.base.client, zone, &report).await? && b.permanent {
+        ctx.base
+            .publish_event(
+                zone,
+                EventType::Warning,
+                b.reason,
+                "Validate",
+                b.message.clone(),
+            )
+            .await;
+    }
+    let mut reports = Vec::new();
+    let mut release = Vec::new();
+    for r in records.iter().filter(|r| has_record_finalizer(r)) {
+        if r.metadata.deletion_timestamp.is_some() {
+            // No cluster: nothing of the record is served anywhere.
+            if b.reason == REASON_CLUSTER_NOT_FOUND {
+                release.push(r.clone());
+            }
+            continue;
+        }
+        let errored = r
+            .status
+            .as_ref()
+            .is_some_and(|s| s.phase == Some(Phase::Error));
+        if !errored {
+            reports.push((
+                r.clone(),
+                RecordReport::Pending {
+                    reason: "ZoneNotReady",
+                    message: format!("BindZone {}: {}", zone.name_any(), b.message),
+                },
+            ));
+        }
+    }
+    write_record_statuses(&ctx.base.client, reports).await?;
+    release_records(&ctx.base.client, release).await?;
+    Ok(if b.permanent {
+        Action::await_change()
+    } else {
+        Action::requeue(WAIT_REQUEUE)
+    })
+}

@@ -1,0 +1,123 @@
+//! The BindZone reconciler: the zone is the unit of write. One reconcile
+//! reads the zone's cluster, keys and DNSRecords (caches), validates, plans
+//! the zone's owned RRsets (its apex NS, `spec.records`, every DNSRecord
+//! naming it; conflicts decided first), converges the zone on the servers
+//! (primary: zone, catalog membership, one nsupdate run; secondary: the zone
+//! on every pod), then writes statuses — its own and its DNSRecords' — and
+//! releases the finalizers of deleted DNSRecords whose RRsets are gone.
+//!
+//! Pipeline (see [`apply::apply`]): read -> validate -> plan -> converge ->
+//! status. Deletion ([`cleanup::cleanup`]) removes the zone from its catalog
+//! and the servers, journal included, behind kube's finalizer helper.
+//!
+//! Touches the cluster (status, finalizer and annotation writes; Secret
+//! reads) and BIND pods (exec). Never logs key material.
+
+pub mod applied;
+pub mod apply;
+pub mod cleanup;
+pub mod primary;
+pub mod read;
+pub mod secondary;
+
+use std::sync::Arc;
+
+use kube::ResourceExt as _;
+use kube::api::Api;
+use kube::runtime::controller::Action;
+use kube::runtime::finalizer::{self, Event, finalizer};
+
+use crate::api::BindZone;
+use crate::controller::error::Categorized;
+use crate::controller::zonesync::keys::KeyError;
+use crate::controller::zonesync::server::ServerError;
+use crate::controller::zonesync::state::backoff;
+use crate::controller::zonesync::writes::WriteError;
+use crate::controller::zonesync::{ZONE_FINALIZER, ZoneContext};
+
+/// A failed BindZone reconcile. Server failures come back here after the
+/// statuses that report them were written, so `error_policy` backs off.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Write(#[from] WriteError),
+    #[error(transparent)]
+    Keys(#[from] KeyError),
+    #[error("failed to converge zone {zone}: {source}")]
+    Server {
+        zone: String,
+        #[source]
+        source: ServerError,
+    },
+    #[error("failed to delete zone {zone}: {message}")]
+    Blocked {
+        zone: String,
+        reason: &'static str,
+        message: String,
+    },
+    #[error("failed to manage the finalizer of BindZone {zone}: {source}")]
+    Finalizer {
+        zone: String,
+        #[source]
+        source: Box<finalizer::Error<Error>>,
+    },
+}
+
+impl Categorized for Error {
+    fn category(&self) -> &'static str {
+        match self {
+            Error::Write(_) => "KubeApiFailed",
+            Error::Keys(e) => e.category(),
+            Error::Server { source, .. } => source.category(),
+            Error::Blocked { reason, .. } => reason,
+            Error::Finalizer { source, .. } => match source.as_ref() {
+                finalizer::Error::ApplyFailed(e) | finalizer::Error::CleanupFailed(e) => {
+                    e.category()
+                }
+                _ => "FinalizerFailed",
+            },
+        }
+    }
+
+    fn is_transient(&self) -> bool {
+        true
+    }
+}
+
+/// Reconciles one BindZone behind the zone finalizer.
+pub async fn reconcile(zone: Arc<BindZone>, ctx: Arc<ZoneContext>) -> Result<Action, Error> {
+    let api: Api<BindZone> = Api::namespaced(
+        ctx.base.client.clone(),
+        &zone.namespace().unwrap_or_default(),
+    );
+    let name = zone.name_any();
+    finalizer(&api, ZONE_FINALIZER, zone, |event| async {
+        match event {
+            Event::Apply(z) => apply::apply(&z, &ctx).await,
+            Event::Cleanup(z) => cleanup::cleanup(&z, &ctx).await,
+        }
+    })
+    .await
+    .map_err(|e| Error::Finalizer {
+        zone: name,
+        source: Box::new(e),
+    })
+}
+
+/// Logs the failure and retries with exponential backoff per zone (a down
+/// primary is retried, never given up on, and never hot-looped).
+pub fn error_policy(zone: Arc<BindZone>, err: &Error, ctx: Arc<ZoneContext>) -> Action {
+    let key = (zone.namespace().unwrap_or_default(), zone.name_any());
+    let failures = ctx.state.failed(&key);
+    let delay = backoff(failures, ctx.settings.retry_base, ctx.settings.retry_max);
+    tracing::warn!(
+        namespace = %key.0,
+        name = %key.1,
+        category = err.category(),
+        failures,
+        retry_secs = delay.as_secs(),
+        error = %err,
+        "BindZone reconcile failed"
+    );
+    Action::requeue(delay)
+}

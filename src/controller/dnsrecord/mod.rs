@@ -1,0 +1,89 @@
+//! The DNSRecord reconciler: small on purpose, because the zone is the unit
+//! of write. It puts the finalizer on every DNSRecord before the zone may
+//! write its RRset (so a delete can always be finished), reports a missing
+//! zone, and releases a deleted DNSRecord whose zone is gone (nothing of it
+//! is served anywhere). Everything else — validation, conflicts, the write,
+//! Ready/Error statuses, releasing after the RRset is removed — happens in
+//! the BindZone reconciler, which every DNSRecord change wakes.
+//!
+//! Touches the cluster (finalizer and status writes); never a BIND pod.
+
+use std::sync::Arc;
+
+use kube::ResourceExt as _;
+use kube::runtime::controller::Action;
+use kube::runtime::reflector::ObjectRef;
+
+use crate::api::{BindZone, DNSRecord};
+use crate::controller::error::Categorized;
+use crate::controller::zonesync::ZoneContext;
+use crate::controller::zonesync::plan::has_record_finalizer;
+use crate::controller::zonesync::writes::{
+    RecordReport, WriteError, add_record_finalizer, release_record, write_record_statuses,
+};
+
+/// Reason: the BindZone a DNSRecord names does not exist.
+pub const REASON_ZONE_NOT_FOUND: &str = "ZoneNotFound";
+
+/// A failed DNSRecord reconcile (only API writes can fail here).
+#[derive(Debug, thiserror::Error)]
+#[error(transparent)]
+pub struct Error(#[from] WriteError);
+
+impl Categorized for Error {
+    fn category(&self) -> &'static str {
+        "KubeApiFailed"
+    }
+
+    fn is_transient(&self) -> bool {
+        true
+    }
+}
+
+/// The record's zone from the cache.
+fn zone_of(ctx: &ZoneContext, r: &DNSRecord) -> Option<Arc<BindZone>> {
+    let ns = r.namespace()?;
+    ctx.zones.get(&ObjectRef::new(&r.spec.zone_ref).within(&ns))
+}
+
+/// Reconciles one DNSRecord (see the module docs for what it leaves to the
+/// zone).
+pub async fn reconcile(record: Arc<DNSRecord>, ctx: Arc<ZoneContext>) -> Result<Action, Error> {
+    let client = &ctx.base.client;
+    let zone = zone_of(&ctx, &record);
+    if record.metadata.deletion_timestamp.is_some() {
+        // With its zone present, the zone removes the RRset, then releases.
+        if zone.is_none() {
+            release_record(client, &record).await?;
+        }
+        return Ok(Action::await_change());
+    }
+    if !has_record_finalizer(&record) {
+        add_record_finalizer(client, &record).await?;
+        return Ok(Action::await_change());
+    }
+    if zone.is_none() {
+        let report = RecordReport::Pending {
+            reason: REASON_ZONE_NOT_FOUND,
+            message: format!(
+                "BindZone {}/{} does not exist",
+                record.namespace().unwrap_or_default(),
+                record.spec.zone_ref
+            ),
+        };
+        write_record_statuses(client, vec![(record.clone(), report)]).await?;
+    }
+    Ok(Action::await_change())
+}
+
+/// Logs and retries soon: only API writes fail here.
+pub fn error_policy(record: Arc<DNSRecord>, err: &Error, _ctx: Arc<ZoneContext>) -> Action {
+    tracing::warn!(
+        namespace = record.namespace().unwrap_or_default(),
+        name = record.name_any(),
+        category = err.category(),
+        error = %err,
+        "DNSRecord reconcile failed"
+    );
+    crate::controller::error::retry_after(err)
+}

@@ -1,0 +1,184 @@
+//! What a zone holds on the primary ([`Served`]: from an AXFR, or from the
+//! skeleton we just wrote and the updates we sent since) and the difference
+//! to the desired owned contents as one [`UpdateBatch`].
+//!
+//! Pure. Only keys the plan owns are compared or changed: an RRset nobody
+//! owns (external-dns, hand-made) never appears in a batch.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::bind::nsupdate::{ApexNs, RrsetChange, UpdateBatch};
+use crate::bind::parse::ServedRrset;
+use crate::bind::{DomainName, RecordType, Ttl, ZoneName};
+
+use super::plan::{Desired, RrKey};
+
+/// One served RRset: TTL and canonical rdata text (as [`crate::bind::Rdata`]
+/// prints it, which is also what the AXFR parser produces).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServedSet {
+    pub ttl: u32,
+    pub values: BTreeSet<String>,
+}
+
+/// A zone's contents on the primary at one serial.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Served {
+    pub serial: u32,
+    /// (owner, type mnemonic) -> RRset. Types the operator does not manage
+    /// (SOA, RRSIG, ...) keep their own mnemonic and are never touched.
+    pub rrsets: BTreeMap<(DomainName, String), ServedSet>,
+}
+
+fn skey(k: &RrKey) -> (DomainName, String) {
+    (k.0.clone(), k.1.as_str().to_string())
+}
+
+impl Served {
+    /// From a parsed AXFR; the serial is the SOA's.
+    pub fn from_axfr(zone: &ZoneName, sets: Vec<ServedRrset>) -> Option<Served> {
+        let mut serial = None;
+        let mut rrsets = BTreeMap::new();
+        for s in sets {
+            if s.rtype == "SOA" && s.name == *zone.as_domain() {
+                serial = s
+                    .values
+                    .iter()
+                    .next()
+                    .and_then(|v| v.split_whitespace().nth(2))
+                    .and_then(|v| v.parse().ok());
+            }
+            rrsets.insert(
+                (s.name, s.rtype),
+                ServedSet {
+                    ttl: s.ttl,
+                    values: s.values,
+                },
+            );
+        }
+        Some(Served {
+            serial: serial?,
+            rrsets,
+        })
+    }
+
+    /// What a freshly written skeleton holds (besides the SOA): its apex NS.
+    pub fn from_skeleton(
+        zone: &ZoneName,
+        serial: u32,
+        ns_ttl: Ttl,
+        nameservers: &[DomainName],
+    ) -> Served {
+        let mut s = Served {
+            serial,
+            rrsets: BTreeMap::new(),
+        };
+        s.rrsets.insert(
+            (zone.as_domain().clone(), "NS".into()),
+            ServedSet {
+                ttl: ns_ttl.get(),
+                values: nameservers.iter().map(|n| n.fqdn()).collect(),
+            },
+        );
+        s
+    }
+
+    /// The served RRset at `key`.
+    pub fn get(&self, key: &RrKey) -> Option<&ServedSet> {
+        self.rrsets.get(&skey(key))
+    }
+
+    /// Whether the RRset at `key` is served exactly as wanted.
+    pub fn holds(&self, key: &RrKey, desired: &Desired) -> bool {
+        match (desired.rrsets.get(key), self.get(key)) {
+            (Some(w), Some(s)) => {
+                s.ttl == w.ttl.get()
+                    && s.values.len() == w.values.len()
+                    && w.values.iter().all(|v| s.values.contains(&v.to_string()))
+            }
+            _ => false,
+        }
+    }
+
+    /// Records what an applied batch changed (the serial is unknown until
+    /// read back).
+    pub fn apply(&mut self, batch: &UpdateBatch) {
+        for c in &batch.changes {
+            match c {
+                RrsetChange::Replace {
+                    name,
+                    rtype,
+                    ttl,
+                    values,
+                } => {
+                    self.rrsets.insert(
+                        (name.clone(), rtype.as_str().to_string()),
+                        ServedSet {
+                            ttl: ttl.get(),
+                            values: values.iter().map(ToString::to_string).collect(),
+                        },
+                    );
+                }
+                RrsetChange::Delete { name, rtype } => {
+                    self.rrsets
+                        .remove(&(name.clone(), rtype.as_str().to_string()));
+                }
+            }
+        }
+        if let Some(ns) = &batch.apex_ns {
+            self.rrsets.insert(
+                (batch.zone.as_domain().clone(), "NS".into()),
+                ServedSet {
+                    ttl: ns.ttl.get(),
+                    values: ns.wanted.iter().map(DomainName::fqdn).collect(),
+                },
+            );
+        }
+    }
+}
+
+/// The changes that make `served` hold `desired` (owned RRsets only).
+/// Empty changes and an unchanged apex make [`crate::bind::nsupdate::build_script`]
+/// return `None`.
+pub fn diff(zone: &ZoneName, desired: &Desired, served: &Served) -> UpdateBatch {
+    let mut changes = Vec::new();
+    for (k, w) in &desired.rrsets {
+        if !served.holds(k, desired) {
+            changes.push(RrsetChange::Replace {
+                name: k.0.clone(),
+                rtype: k.1,
+                ttl: w.ttl,
+                values: w.values.iter().cloned().collect(),
+            });
+        }
+    }
+    for k in &desired.retired {
+        if served.get(k).is_some() {
+            changes.push(RrsetChange::Delete {
+                name: k.0.clone(),
+                rtype: k.1,
+            });
+        }
+    }
+    let apex_key = (zone.as_domain().clone(), RecordType::Ns);
+    let current_set = served.get(&apex_key);
+    let current = current_set
+        .map(|s| {
+            s.values
+                .iter()
+                .filter_map(|v| DomainName::parse_absolute(v).ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    let current_ttl = current_set.and_then(|s| Ttl::new(i64::from(s.ttl)).ok());
+    UpdateBatch {
+        zone: zone.clone(),
+        changes,
+        apex_ns: Some(ApexNs {
+            ttl: desired.apex_ns.ttl,
+            wanted: desired.apex_ns.names.clone(),
+            current,
+            current_ttl,
+        }),
+    }
+}

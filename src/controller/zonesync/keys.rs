@@ -1,0 +1,122 @@
+//! The TSIG keys a zone needs: the cluster's transfer key (signs catalog
+//! updates) and the BindTSIGKeys the zone names (its update key, its
+//! external primaries' keys), each with its material read from its Secret
+//! on demand (never cached). Only the keys the zone names are read, not
+//! every key the cluster loads.
+//!
+//! Touches the cluster (Secret reads, through the BindTSIGKey module's
+//! [`material::fetch`]). Errors name the key and Secret, never the material.
+
+use std::sync::Arc;
+
+use kube::ResourceExt as _;
+
+use crate::api::{BindCluster, BindTSIGKey};
+use crate::bind::TsigKey;
+use crate::controller::bindcluster::read::loads;
+use crate::controller::bindtsigkey::material::{self, MaterialError};
+use crate::render::validate::LoadedKey;
+
+use super::ZoneContext;
+
+/// Why a key cannot be used yet.
+#[derive(Debug, thiserror::Error)]
+pub enum KeyError {
+    #[error(
+        "failed to find the cluster's transfer key: BindCluster {cluster} sets no spec.catalog.transferKeyRef"
+    )]
+    NoTransferKey { cluster: String },
+    #[error("failed to find BindTSIGKey {key} loaded by the cluster")]
+    NotLoaded { key: String },
+    #[error(transparent)]
+    Material(#[from] MaterialError),
+}
+
+impl KeyError {
+    /// Static category (condition reason).
+    pub fn category(&self) -> &'static str {
+        match self {
+            KeyError::NoTransferKey { .. } => "TransferKeyNotSet",
+            KeyError::NotLoaded { .. } => "KeyNotFound",
+            KeyError::Material(e) => e.category(),
+        }
+    }
+
+    /// An API failure (retry soon) rather than a missing or bad key.
+    pub fn is_api(&self) -> bool {
+        matches!(self, KeyError::Material(MaterialError::Kube { .. }))
+    }
+}
+
+/// Keys resolved for one zone.
+pub struct ZoneKeys {
+    /// The BindTSIGKeys the zone names that its cluster loads, with material.
+    pub loaded: Vec<(Arc<BindTSIGKey>, TsigKey)>,
+    /// The cluster's transfer key.
+    pub transfer: TsigKey,
+}
+
+impl ZoneKeys {
+    /// The key a `*KeyRef` (BindTSIGKey name) names, if loaded.
+    pub fn by_object(&self, name: &str) -> Option<&TsigKey> {
+        self.loaded
+            .iter()
+            .find(|(o, _)| o.name_any() == name)
+            .map(|(_, k)| k)
+    }
+
+    /// The form [`crate::render::validate::zone_config`] takes.
+    pub fn as_loaded(&self) -> Vec<LoadedKey<'_>> {
+        self.loaded
+            .iter()
+            .map(|(o, k)| LoadedKey {
+                object: o,
+                key: k.clone(),
+            })
+            .collect()
+    }
+}
+
+/// Resolves the cluster's transfer key and the BindTSIGKeys named in
+/// `refs` that the cluster loads. Keys the cluster does not load are left
+/// out (zone validation then names them).
+pub async fn resolve(
+    ctx: &ZoneContext,
+    cluster: &BindCluster,
+    refs: &[&str],
+) -> Result<ZoneKeys, KeyError> {
+    let ns = cluster.namespace().unwrap_or_default();
+    let transfer_ref = cluster
+        .transfer_key_ref()
+        .ok_or_else(|| KeyError::NoTransferKey {
+            cluster: format!("{ns}/{}", cluster.name_any()),
+        })?;
+    let mut names: Vec<&str> = refs.to_vec();
+    names.push(transfer_ref);
+    names.sort_unstable();
+    names.dedup();
+    let mut loaded = Vec::new();
+    for name in names {
+        let found = ctx
+            .base
+            .stores
+            .keys
+            .state()
+            .into_iter()
+            .find(|k| k.namespace().as_deref() == Some(ns.as_str()) && k.name_any() == name)
+            .filter(|k| loads(cluster, k));
+        let Some(obj) = found else {
+            continue;
+        };
+        let key = material::fetch(&ctx.base.client, &obj).await?;
+        loaded.push((obj, key));
+    }
+    let transfer = loaded
+        .iter()
+        .find(|(o, _)| o.name_any() == transfer_ref)
+        .map(|(_, k)| k.clone())
+        .ok_or_else(|| KeyError::NotLoaded {
+            key: transfer_ref.to_string(),
+        })?;
+    Ok(ZoneKeys { loaded, transfer })
+}

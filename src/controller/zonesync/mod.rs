@@ -1,0 +1,117 @@
+//! What the BindZone and DNSRecord controllers share: the zone-write
+//! machinery (the zone is the unit of write) and the context both run in.
+//!
+//! - [`plan`]: the desired owned RRsets of a zone, conflicts decided (pure).
+//! - [`diff`]: served contents vs desired, as one update batch (pure).
+//! - [`server`]: zone operations on a BIND pod, one exec each.
+//! - [`state`]: in-memory snapshots, surveys, catalog epochs, backoff.
+//! - [`survey`]: one `dig` per pod for every zone of a cluster, cached.
+//! - [`keys`]: the TSIG keys a zone signs with (material read on demand).
+//! - [`watch`]: the shared BindZone / DNSRecord caches, trigger filters, the
+//!   pod poller, and [`run`], which starts both controllers.
+//! - [`writes`]: statuses, the DNSRecord finalizer, the applied annotation.
+//!
+//! Touches the cluster (watches, Secret reads) and BIND pods (exec). Key
+//! material lives only in redacting types and is never logged.
+
+pub mod diff;
+pub mod keys;
+pub mod plan;
+pub mod server;
+pub mod state;
+pub mod survey;
+pub mod watch;
+pub mod writes;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use kube::runtime::reflector::Store;
+
+use crate::api::{BindZone, DNSRecord};
+
+use super::context::Context;
+
+pub use watch::run;
+
+/// Finalizer on BindZones (zone removed from catalog and primary) and
+/// DNSRecords (RRset removed from the zone). Kept in the operator's group so
+/// it reads as ours in `kubectl get -o yaml`.
+pub const ZONE_FINALIZER: &str = "bind.unkin.net/finalizer";
+/// See [`ZONE_FINALIZER`]; the same name on DNSRecords.
+pub const RECORD_FINALIZER: &str = "bind.unkin.net/finalizer";
+/// On a BindZone: JSON of what the operator last applied for it on the
+/// servers (placement, clause hash, catalog membership, inline RRsets), so
+/// a removed `spec.records` entry or a changed view is undone even after an
+/// operator restart. Bookkeeping only; a change to it triggers nothing.
+pub const ANNOTATION_APPLIED: &str = "bind.unkin.net/applied-zone";
+
+/// How often a converged zone is checked against the servers (SOA serial,
+/// survey shared by the cluster's zones). Modest: a primary restarted on an
+/// empty volume is usually noticed at once through its pod changing; this
+/// catches the rest (a silent wipe, a write behind our back).
+pub const VERIFY_INTERVAL: Duration = Duration::from_secs(60);
+/// A cluster survey younger than this answers every zone's periodic check.
+pub const SURVEY_MAX_AGE: Duration = Duration::from_secs(30);
+/// DNSRecord changes wake their zone once they pause this long: 1,000
+/// DNSRecords applied at once make one or two zone flushes, not 1,000.
+pub const RECORD_QUIET: Duration = Duration::from_millis(300);
+/// ... or once the first of them waited this long, so a zone whose records
+/// never stop changing still flushes (a plain trailing debounce would
+/// starve it).
+pub const RECORD_MAX_WAIT: Duration = Duration::from_secs(2);
+/// How often the pod poller compares the clusters' pods (store reads only).
+pub const POD_POLL: Duration = Duration::from_secs(1);
+/// First retry after a failed flush; doubled per failure.
+pub const RETRY_BASE: Duration = Duration::from_secs(5);
+/// Longest retry delay after repeated failures.
+pub const RETRY_MAX: Duration = Duration::from_secs(120);
+/// A snapshot read or written this recently is trusted without a fresh SOA
+/// read before the next write: during a burst of DNSRecord changes each
+/// flush is then one exec (update and serial read together). Anything it
+/// could miss (a write behind our back in that window) is caught by the
+/// next periodic check.
+pub const SNAPSHOT_TRUST: Duration = Duration::from_secs(10);
+/// After a write, check again this soon so `status.servers` shows the
+/// secondaries catching up.
+pub const RECHECK_AFTER_WRITE: Duration = Duration::from_secs(5);
+
+/// Timing knobs; tests shorten them.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub verify_interval: Duration,
+    pub survey_max_age: Duration,
+    pub record_quiet: Duration,
+    pub record_max_wait: Duration,
+    pub pod_poll: Duration,
+    pub retry_base: Duration,
+    pub retry_max: Duration,
+    pub recheck_after_write: Duration,
+    pub snapshot_trust: Duration,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            verify_interval: VERIFY_INTERVAL,
+            survey_max_age: SURVEY_MAX_AGE,
+            record_quiet: RECORD_QUIET,
+            record_max_wait: RECORD_MAX_WAIT,
+            pod_poll: POD_POLL,
+            retry_base: RETRY_BASE,
+            retry_max: RETRY_MAX,
+            recheck_after_write: RECHECK_AFTER_WRITE,
+            snapshot_trust: SNAPSHOT_TRUST,
+        }
+    }
+}
+
+/// The context of both zone controllers: the shared [`Context`], the
+/// BindZone and DNSRecord caches, and the in-memory server state.
+pub struct ZoneContext {
+    pub base: Arc<Context>,
+    pub zones: Store<BindZone>,
+    pub records: Store<DNSRecord>,
+    pub state: state::ServerState,
+    pub settings: Settings,
+}

@@ -1,0 +1,485 @@
+//! The desired owned contents of one zone: the apex NS RRset, the RRsets of
+//! `spec.records` and of every DNSRecord naming the zone, with conflicts
+//! decided before anything is sent, plus the RRsets the operator owned
+//! before and must now remove (a deleted DNSRecord, a renamed one, a removed
+//! `spec.records` entry).
+//!
+//! Pure: it reads the objects it is handed and touches nothing. It never
+//! lets an RRset nobody owns into the remove set: only keys named by a
+//! DNSRecord's status or spec, or by the zone's own applied-inline list,
+//! can be retired.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::ResourceExt as _;
+
+use crate::api::{DNSRecord, Phase, ZoneRecord};
+use crate::bind::nsupdate::{BatchError, RrsetChange, UpdateBatch, build_script};
+use crate::bind::{
+    DomainName, Endpoint, KeyName, Rdata, RecordType, TsigAlgorithm, TsigKey, TsigSecret, Ttl,
+    ValidationError, ZoneName,
+};
+
+use super::RECORD_FINALIZER;
+
+/// DNSRecord / zone status reason: the record set is invalid for BIND.
+pub const REASON_INVALID_RECORD: &str = "InvalidRecord";
+/// Reason: another claimant owns the same (name, type) RRset.
+pub const REASON_CONFLICT: &str = "Conflict";
+/// Reason: a CNAME would share its name with another type.
+pub const REASON_CNAME_CONFLICT: &str = "CNAMEConflict";
+/// Reason: more than 100 values at one name and type.
+pub const REASON_TOO_MANY_VALUES: &str = "TooManyValues";
+pub use crate::api::REASON_APEX_NS_UNSUPPORTED;
+
+/// An RRset's identity: owner name and type.
+pub type RrKey = (DomainName, RecordType);
+
+/// `www.example.com. A`: how an RRset is named in messages and annotations.
+pub fn key_text(key: &RrKey) -> String {
+    format!("{} {}", key.0.fqdn(), key.1)
+}
+
+/// Parses [`key_text`] back.
+pub fn parse_key_text(text: &str) -> Option<RrKey> {
+    let (name, rtype) = text.split_once(' ')?;
+    Some((DomainName::parse_absolute(name).ok()?, rtype.parse().ok()?))
+}
+
+/// Who asked for an RRset.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Owner {
+    /// `spec.records[i]` of the zone.
+    Inline(usize),
+    /// A DNSRecord, by name (same namespace as the zone).
+    Record(String),
+}
+
+impl std::fmt::Display for Owner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Owner::Inline(i) => write!(f, "spec.records[{i}] of the BindZone"),
+            Owner::Record(n) => write!(f, "DNSRecord {n}"),
+        }
+    }
+}
+
+/// One RRset as it should be served.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct WantedRrset {
+    pub ttl: Ttl,
+    pub values: BTreeSet<Rdata>,
+    pub owner: Owner,
+}
+
+/// What the zone decided about one DNSRecord.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// Owns this RRset; it is served once the zone's flush succeeds.
+    Accepted(RrKey),
+    /// Nothing of it is sent; the reason is a status reason.
+    Rejected {
+        reason: &'static str,
+        message: String,
+    },
+    /// Being deleted: its RRsets are retired, then its finalizer released.
+    Deleting,
+    /// Without our finalizer yet: never written (its delete could not be
+    /// guaranteed), picked up once the DNSRecord reconciler adds it.
+    Unmanaged,
+}
+
+/// The apex NS RRset as it should be served.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ApexWanted {
+    pub ttl: Ttl,
+    pub names: Vec<DomainName>,
+}
+
+/// The zone-level inputs, already validated from the BindZone.
+pub struct ZoneInputs<'a> {
+    pub zone: &'a ZoneName,
+    /// The BindZone's metadata.name and creationTimestamp (inline records
+    /// claim with them).
+    pub object_name: &'a str,
+    pub created: Option<&'a Time>,
+    pub default_ttl: Ttl,
+    /// `spec.nameservers`, validated.
+    pub nameservers: &'a [DomainName],
+    /// The fallback apex NS (SOA MNAME) when no nameserver is given.
+    pub soa_mname: &'a DomainName,
+    pub inline: &'a [ZoneRecord],
+    /// Inline RRsets applied before (from the zone's applied annotation).
+    pub applied_inline: &'a BTreeSet<RrKey>,
+}
+
+/// Everything the zone should hold, and what to remove.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Desired {
+    pub rrsets: BTreeMap<RrKey, WantedRrset>,
+    pub apex_ns: ApexWanted,
+    /// Owned before, owned no more: deleted when served.
+    pub retired: BTreeSet<RrKey>,
+    /// DNSRecord name -> verdict (every DNSRecord of the zone).
+    pub verdicts: BTreeMap<String, Verdict>,
+    /// `spec.records` problems (`spec.records[i]: ...`).
+    pub inline_errors: Vec<(&'static str, String)>,
+    /// The inline RRsets the zone owns after this plan (for the annotation).
+    pub inline_owned: BTreeSet<RrKey>,
+}
+
+impl Desired {
+    /// A fingerprint of what would be sent: equal fingerprints need no new
+    /// write if the server still holds what the last one produced.
+    pub fn fingerprint(&self) -> u64 {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        for (k, v) in &self.rrsets {
+            k.hash(&mut h);
+            v.ttl.hash(&mut h);
+            v.values.hash(&mut h);
+        }
+        self.apex_ns.hash(&mut h);
+        self.retired.hash(&mut h);
+        h.finish()
+    }
+
+    /// DNSRecords to release (finalizer) once a flush succeeded.
+    pub fn deleting(&self) -> impl Iterator<Item = &str> {
+        self.verdicts
+            .iter()
+            .filter(|(_, v)| matches!(v, Verdict::Deleting))
+            .map(|(n, _)| n.as_str())
+    }
+}
+
+/// A key only used to run the BIND layer's batch checks on one change; it
+/// never signs anything and is never sent.
+fn check_key() -> TsigKey {
+    TsigKey {
+        name: KeyName::parse("plan-check").expect("fixed key name"),
+        algorithm: TsigAlgorithm::HmacSha256,
+        secret: TsigSecret::from_bytes(&[0u8; 32]).expect("fixed key bytes"),
+    }
+}
+
+fn check_endpoint() -> Endpoint {
+    Endpoint::new(std::net::IpAddr::from([127, 0, 0, 1]), 53).expect("fixed endpoint")
+}
+
+/// One record set a claimant asks for, validated.
+struct Candidate {
+    key: RrKey,
+    ttl: Ttl,
+    values: BTreeSet<Rdata>,
+}
+
+/// Validates one record set the way the batch builder would judge it, so a
+/// bad one is rejected alone instead of failing the zone's whole batch.
+fn validate(
+    zone: &ZoneName,
+    name: &str,
+    rtype: &str,
+    ttl: Option<u32>,
+    default_ttl: Ttl,
+    values: &[String],
+) -> Result<Candidate, (&'static str, String)> {
+    let change =
+        RrsetChange::parse_replace(zone, name, rtype, ttl.map(i64::from), default_ttl, values)
+            .map_err(|e: ValidationError| (REASON_INVALID_RECORD, e.to_string()))?;
+    let key = (change.name().clone(), change.rtype());
+    if key.1 == RecordType::Ns && key.0 == *zone.as_domain() {
+        return Err((
+            REASON_APEX_NS_UNSUPPORTED,
+            "the apex NS RRset is converged per rdata from BindZone.spec.nameservers (BIND ignores an RRset-wide delete at a zone apex)".into(),
+        ));
+    }
+    let batch = UpdateBatch {
+        zone: zone.clone(),
+        changes: vec![change.clone()],
+        apex_ns: None,
+    };
+    if let Err(e) = build_script(&batch, check_endpoint(), &check_key()) {
+        let reason = match e {
+            BatchError::TooManyValues { .. } => REASON_TOO_MANY_VALUES,
+            BatchError::ApexNsRecord { .. } => REASON_APEX_NS_UNSUPPORTED,
+            _ => REASON_INVALID_RECORD,
+        };
+        return Err((reason, e.to_string()));
+    }
+    let RrsetChange::Replace { ttl, values, .. } = change else {
+        unreachable!("parse_replace builds a replace")
+    };
+    Ok(Candidate {
+        key,
+        ttl,
+        values: values.into_iter().collect(),
+    })
+}
+
+fn is_apex_ns(zone: &ZoneName, name: &str, rtype: &str) -> bool {
+    rtype.eq_ignore_ascii_case("NS")
+        && DomainName::resolve(name, zone).is_ok_and(|n| n == *zone.as_domain())
+}
+
+/// Whether our finalizer is on the DNSRecord.
+pub fn has_record_finalizer(r: &DNSRecord) -> bool {
+    r.finalizers().iter().any(|f| f == RECORD_FINALIZER)
+}
+
+/// The RRset a DNSRecord's status says was last written.
+pub fn status_key(r: &DNSRecord) -> Option<RrKey> {
+    let s = r.status.as_ref()?;
+    let name = DomainName::parse_absolute(s.fqdn.as_deref()?).ok()?;
+    let rtype: RecordType = s.record_type?.as_str().parse().ok()?;
+    Some((name, rtype))
+}
+
+struct Claimant<'a> {
+    created: Option<&'a Time>,
+    /// Sorts first among equal timestamps (second granularity): the
+    /// claimant already serving this RRset keeps it against a newcomer.
+    newcomer: bool,
+    name: &'a str,
+    index: usize,
+    owner: Owner,
+    result: Result<Candidate, (&'static str, String)>,
+}
+
+/// Computes the zone's desired owned contents. `records` are the DNSRecords
+/// whose zoneRef names this zone (any order).
+pub fn plan(z: &ZoneInputs<'_>, records: &[Arc<DNSRecord>]) -> Desired {
+    let mut inline_errors = Vec::new();
+    let mut verdicts = BTreeMap::new();
+    let mut claimants = Vec::new();
+    let mut inline_apex: Vec<(usize, &ZoneRecord)> = Vec::new();
+
+    for (i, r) in z.inline.iter().enumerate() {
+        if is_apex_ns(z.zone, &r.name, r.type_.as_str()) {
+            inline_apex.push((i, r));
+            continue;
+        }
+        claimants.push(Claimant {
+            created: z.created,
+            newcomer: false,
+            name: z.object_name,
+            index: i,
+            owner: Owner::Inline(i),
+            result: validate(
+                z.zone,
+                &r.name,
+                r.type_.as_str(),
+                r.ttl,
+                z.default_ttl,
+                &r.values,
+            ),
+        });
+    }
+
+    let mut retired = BTreeSet::new();
+    for r in records {
+        let name = r.name_any();
+        if !has_record_finalizer(r) {
+            verdicts.insert(name, Verdict::Unmanaged);
+            continue;
+        }
+        let spec = &r.spec;
+        let result = validate(
+            z.zone,
+            &spec.name,
+            spec.type_.as_str(),
+            spec.ttl,
+            z.default_ttl,
+            &spec.values,
+        );
+        if r.metadata.deletion_timestamp.is_some() {
+            retired.extend(status_key(r));
+            if let Ok(c) = &result {
+                retired.insert(c.key.clone());
+            }
+            verdicts.insert(name, Verdict::Deleting);
+            continue;
+        }
+        let serving = r
+            .status
+            .as_ref()
+            .is_some_and(|s| s.phase == Some(Phase::Ready))
+            && result
+                .as_ref()
+                .is_ok_and(|c| status_key(r).as_ref() == Some(&c.key));
+        claimants.push(Claimant {
+            created: r.metadata.creation_timestamp.as_ref(),
+            newcomer: !serving,
+            name: r.metadata.name.as_deref().unwrap_or_default(),
+            index: 0,
+            owner: Owner::Record(name),
+            result,
+        });
+    }
+
+    // First claimant (oldest, then the one already serving, then by name,
+    // then entry order) keeps an RRset.
+    claimants.sort_by(|a, b| {
+        (a.created, a.newcomer, a.name, a.index).cmp(&(b.created, b.newcomer, b.name, b.index))
+    });
+    let mut rrsets: BTreeMap<RrKey, WantedRrset> = BTreeMap::new();
+    let mut types_at: BTreeMap<DomainName, BTreeSet<RecordType>> = BTreeMap::new();
+    let mut inline_ok = true;
+    for c in claimants {
+        let decided = c.result.and_then(|cand| {
+            if let Some(w) = rrsets.get(&cand.key) {
+                return Err((
+                    REASON_CONFLICT,
+                    format!("{} is already owned by {}", key_text(&cand.key), w.owner),
+                ));
+            }
+            let types = types_at.get(&cand.key.0);
+            let clash = types.is_some_and(|t| {
+                if cand.key.1 == RecordType::Cname {
+                    !t.is_empty()
+                } else {
+                    t.contains(&RecordType::Cname)
+                }
+            });
+            if clash {
+                return Err((
+                    REASON_CNAME_CONFLICT,
+                    format!(
+                        "{} cannot hold a CNAME and other record types; an earlier claimant already has {}",
+                        cand.key.0.fqdn(),
+                        types
+                            .into_iter()
+                            .flatten()
+                            .map(|t| t.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                ));
+            }
+            Ok(cand)
+        });
+        match (decided, c.owner) {
+            (Ok(cand), owner) => {
+                types_at
+                    .entry(cand.key.0.clone())
+                    .or_default()
+                    .insert(cand.key.1);
+                if let Owner::Record(n) = &owner {
+                    verdicts.insert(n.clone(), Verdict::Accepted(cand.key.clone()));
+                }
+                rrsets.insert(
+                    cand.key,
+                    WantedRrset {
+                        ttl: cand.ttl,
+                        values: cand.values,
+                        owner,
+                    },
+                );
+            }
+            (Err((reason, message)), Owner::Record(n)) => {
+                verdicts.insert(n, Verdict::Rejected { reason, message });
+            }
+            (Err((reason, message)), Owner::Inline(i)) => {
+                inline_ok = false;
+                inline_errors.push((reason, format!("spec.records[{i}]: {message}")));
+            }
+        }
+    }
+
+    let apex_ns = apex_wanted(z, &inline_apex, &mut inline_errors);
+
+    // A renamed DNSRecord's old RRset; a bad edit keeps the old one serving.
+    for r in records {
+        if let Some(Verdict::Accepted(k)) = verdicts.get(&r.name_any())
+            && let Some(old) = status_key(r)
+            && &old != k
+        {
+            retired.insert(old);
+        }
+    }
+    let accepted_inline: BTreeSet<RrKey> = rrsets
+        .iter()
+        .filter(|(_, w)| matches!(w.owner, Owner::Inline(_)))
+        .map(|(k, _)| k.clone())
+        .collect();
+    // Which old inline RRset a now-invalid entry stood for is unknown, so
+    // inline removals wait until every entry is valid again.
+    let inline_owned = if inline_ok {
+        retired.extend(z.applied_inline.difference(&accepted_inline).cloned());
+        accepted_inline
+    } else {
+        accepted_inline.union(z.applied_inline).cloned().collect()
+    };
+    let apex = z.zone.as_domain();
+    let is_apex_ns_key = |k: &RrKey| k.0 == *apex && k.1 == RecordType::Ns;
+    retired.retain(|k| !(rrsets.contains_key(k) || is_apex_ns_key(k)));
+
+    Desired {
+        rrsets,
+        apex_ns,
+        retired,
+        verdicts,
+        inline_errors,
+        inline_owned,
+    }
+}
+
+/// The apex NS: `spec.nameservers`; else inline apex NS entries (older
+/// manifests published nameservers that way); else the SOA MNAME.
+fn apex_wanted(
+    z: &ZoneInputs<'_>,
+    inline_apex: &[(usize, &ZoneRecord)],
+    errors: &mut Vec<(&'static str, String)>,
+) -> ApexWanted {
+    if !z.nameservers.is_empty() {
+        for (i, _) in inline_apex {
+            errors.push((
+                REASON_CONFLICT,
+                format!(
+                    "spec.records[{i}]: the apex NS RRset comes from spec.nameservers; remove this entry"
+                ),
+            ));
+        }
+        return ApexWanted {
+            ttl: z.default_ttl,
+            names: dedup(z.nameservers.to_vec()),
+        };
+    }
+    let mut names = Vec::new();
+    let mut ttl = z.default_ttl;
+    for (i, r) in inline_apex {
+        if let Some(t) = r.ttl {
+            match Ttl::new(i64::from(t)) {
+                Ok(t) => ttl = t,
+                Err(e) => errors.push((REASON_INVALID_RECORD, format!("spec.records[{i}]: {e}"))),
+            }
+        }
+        for (j, v) in r.values.iter().enumerate() {
+            match DomainName::resolve_target(v, z.zone) {
+                Ok(n) => names.push(n),
+                Err(e) => errors.push((
+                    REASON_INVALID_RECORD,
+                    format!("spec.records[{i}].values[{j}]: {e}"),
+                )),
+            }
+        }
+    }
+    if names.is_empty() {
+        names.push(z.soa_mname.clone());
+    }
+    ApexWanted {
+        ttl,
+        names: dedup(names),
+    }
+}
+
+fn dedup(mut v: Vec<DomainName>) -> Vec<DomainName> {
+    v.sort();
+    v.dedup();
+    v
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,425 @@
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+use super::*;
+use crate::api::{DNSRecordSpec, DNSRecordStatus, RecordType as ApiType, ZoneRecord};
+use crate::bind::nsupdate::build_script;
+use crate::controller::zonesync::diff::{Served, ServedSet, diff};
+
+fn zone() -> ZoneName {
+    ZoneName::parse("example.com").unwrap()
+}
+
+fn n(s: &str) -> DomainName {
+    DomainName::parse_absolute(s).unwrap()
+}
+
+fn t(secs: i64) -> Time {
+    Time(jiff::Timestamp::from_second(secs).unwrap())
+}
+
+fn rec(name: &str, created: i64, owner: &str, rtype: ApiType, values: &[&str]) -> DNSRecord {
+    let mut r = DNSRecord::new(
+        name,
+        DNSRecordSpec {
+            zone_ref: "z".into(),
+            name: owner.into(),
+            type_: rtype,
+            ttl: None,
+            values: values.iter().map(|v| v.to_string()).collect(),
+        },
+    );
+    r.metadata.namespace = Some("ns".into());
+    r.metadata.creation_timestamp = Some(t(created));
+    r.metadata.finalizers = Some(vec![RECORD_FINALIZER.into()]);
+    r
+}
+
+fn with_status(mut r: DNSRecord, fqdn: &str, rtype: ApiType) -> DNSRecord {
+    r.status = Some(DNSRecordStatus {
+        fqdn: Some(fqdn.into()),
+        record_type: Some(rtype),
+        ..Default::default()
+    });
+    r
+}
+
+fn deleting(mut r: DNSRecord) -> DNSRecord {
+    r.metadata.deletion_timestamp = Some(t(9_999));
+    r
+}
+
+struct Fixture {
+    zone: ZoneName,
+    mname: DomainName,
+    nameservers: Vec<DomainName>,
+    inline: Vec<ZoneRecord>,
+    applied_inline: BTreeSet<RrKey>,
+}
+
+impl Fixture {
+    fn new() -> Self {
+        Fixture {
+            zone: zone(),
+            mname: n("ns1.example.com"),
+            nameservers: vec![n("ns1.example.com")],
+            inline: Vec::new(),
+            applied_inline: BTreeSet::new(),
+        }
+    }
+
+    fn plan(&self, records: Vec<DNSRecord>) -> Desired {
+        let records: Vec<Arc<DNSRecord>> = records.into_iter().map(Arc::new).collect();
+        plan(
+            &ZoneInputs {
+                zone: &self.zone,
+                object_name: "z",
+                created: Some(&t(1)),
+                default_ttl: Ttl::new(300).unwrap(),
+                nameservers: &self.nameservers,
+                soa_mname: &self.mname,
+                inline: &self.inline,
+                applied_inline: &self.applied_inline,
+            },
+            &records,
+        )
+    }
+}
+
+fn key(name: &str, rtype: RecordType) -> RrKey {
+    (n(name), rtype)
+}
+
+fn rejected(d: &Desired, name: &str) -> (&'static str, String) {
+    match d.verdicts.get(name) {
+        Some(Verdict::Rejected { reason, message }) => (*reason, message.clone()),
+        other => panic!("{name}: expected rejection, got {other:?}"),
+    }
+}
+
+#[test]
+fn first_claimant_keeps_the_rrset() {
+    let f = Fixture::new();
+    // "b" is older, so it wins although "a" sorts first by name.
+    let d = f.plan(vec![
+        rec("a", 20, "www", ApiType::A, &["192.0.2.1"]),
+        rec("b", 10, "www", ApiType::A, &["192.0.2.2"]),
+    ]);
+    assert_eq!(
+        d.verdicts["b"],
+        Verdict::Accepted(key("www.example.com", RecordType::A))
+    );
+    let (reason, message) = rejected(&d, "a");
+    assert_eq!(reason, REASON_CONFLICT);
+    assert!(message.contains("DNSRecord b"), "{message}");
+    let w = &d.rrsets[&key("www.example.com", RecordType::A)];
+    assert_eq!(w.owner, Owner::Record("b".into()));
+    assert_eq!(w.values.len(), 1);
+    // Equal timestamps: the name decides.
+    let d = f.plan(vec![
+        rec("y", 10, "www", ApiType::A, &["192.0.2.1"]),
+        rec("x", 10, "www", ApiType::A, &["192.0.2.2"]),
+    ]);
+    assert!(matches!(d.verdicts["x"], Verdict::Accepted(_)));
+    assert_eq!(rejected(&d, "y").0, REASON_CONFLICT);
+}
+
+#[test]
+fn inline_and_dnsrecord_claiming_one_rrset_conflict() {
+    let mut f = Fixture::new();
+    f.inline.push(ZoneRecord {
+        name: "www".into(),
+        type_: ApiType::A,
+        ttl: None,
+        values: vec!["192.0.2.9".into()],
+    });
+    // The zone (created at 1) is older than the record.
+    let d = f.plan(vec![rec("r", 50, "www", ApiType::A, &["192.0.2.1"])]);
+    let (reason, message) = rejected(&d, "r");
+    assert_eq!(reason, REASON_CONFLICT);
+    assert!(message.contains("spec.records[0]"), "{message}");
+}
+
+#[test]
+fn cname_next_to_another_type_loses() {
+    let f = Fixture::new();
+    let d = f.plan(vec![
+        rec("addr", 10, "app", ApiType::A, &["192.0.2.1"]),
+        rec(
+            "alias",
+            20,
+            "app",
+            ApiType::CNAME,
+            &["elsewhere.example.org."],
+        ),
+        rec("txt", 30, "other", ApiType::CNAME, &["x.example.org."]),
+        rec("txt2", 40, "other", ApiType::TXT, &["\"hi\""]),
+    ]);
+    assert_eq!(rejected(&d, "alias").0, REASON_CNAME_CONFLICT);
+    assert_eq!(rejected(&d, "txt2").0, REASON_CNAME_CONFLICT);
+    assert!(matches!(d.verdicts["addr"], Verdict::Accepted(_)));
+    assert!(matches!(d.verdicts["txt"], Verdict::Accepted(_)));
+    assert_eq!(d.rrsets.len(), 2);
+}
+
+#[test]
+fn more_than_100_values_is_rejected_alone() {
+    let f = Fixture::new();
+    let many: Vec<String> = (0..101)
+        .map(|i| format!("10.0.{}.{}", i / 200, i % 200))
+        .collect();
+    let many: Vec<&str> = many.iter().map(String::as_str).collect();
+    let d = f.plan(vec![
+        rec("big", 10, "big", ApiType::A, &many),
+        rec("ok", 20, "ok", ApiType::A, &["192.0.2.1"]),
+    ]);
+    assert_eq!(rejected(&d, "big").0, REASON_TOO_MANY_VALUES);
+    assert!(matches!(d.verdicts["ok"], Verdict::Accepted(_)));
+}
+
+#[test]
+fn zone_qualified_apex_ns_is_unsupported() {
+    let f = Fixture::new();
+    let d = f.plan(vec![
+        rec(
+            "apex",
+            10,
+            "example.com.",
+            ApiType::NS,
+            &["ns9.example.org."],
+        ),
+        rec("at", 11, "@", ApiType::NS, &["ns9.example.org."]),
+        rec("deleg", 12, "sub", ApiType::NS, &["ns.sub.example.com."]),
+    ]);
+    assert_eq!(rejected(&d, "apex").0, REASON_APEX_NS_UNSUPPORTED);
+    assert_eq!(rejected(&d, "at").0, REASON_APEX_NS_UNSUPPORTED);
+    assert!(matches!(d.verdicts["deleg"], Verdict::Accepted(_)));
+    // The apex NS comes from spec.nameservers only.
+    assert_eq!(d.apex_ns.names, vec![n("ns1.example.com")]);
+}
+
+#[test]
+fn records_without_our_finalizer_are_not_written() {
+    let f = Fixture::new();
+    let mut r = rec("new", 10, "www", ApiType::A, &["192.0.2.1"]);
+    r.metadata.finalizers = None;
+    let d = f.plan(vec![r]);
+    assert_eq!(d.verdicts["new"], Verdict::Unmanaged);
+    assert!(d.rrsets.is_empty() && d.retired.is_empty());
+}
+
+#[test]
+fn deleted_and_renamed_records_retire_their_old_rrsets() {
+    let f = Fixture::new();
+    let gone = deleting(with_status(
+        rec("gone", 10, "old", ApiType::A, &["192.0.2.1"]),
+        "old.example.com.",
+        ApiType::A,
+    ));
+    let renamed = with_status(
+        rec("moved", 11, "new", ApiType::A, &["192.0.2.2"]),
+        "was.example.com.",
+        ApiType::A,
+    );
+    // A bad edit keeps the last good RRset serving.
+    let broken = with_status(
+        rec("broken", 12, "keep", ApiType::MX, &["not an mx"]),
+        "keep.example.com.",
+        ApiType::MX,
+    );
+    let d = f.plan(vec![gone, renamed, broken]);
+    assert_eq!(d.verdicts["gone"], Verdict::Deleting);
+    assert_eq!(rejected(&d, "broken").0, REASON_INVALID_RECORD);
+    assert_eq!(
+        d.retired,
+        BTreeSet::from([
+            key("old.example.com", RecordType::A),
+            key("was.example.com", RecordType::A),
+        ])
+    );
+}
+
+#[test]
+fn a_retired_rrset_claimed_by_someone_else_stays() {
+    let f = Fixture::new();
+    let gone = deleting(with_status(
+        rec("gone", 10, "www", ApiType::A, &["192.0.2.1"]),
+        "www.example.com.",
+        ApiType::A,
+    ));
+    let heir = rec("heir", 20, "www", ApiType::A, &["192.0.2.7"]);
+    let d = f.plan(vec![gone, heir]);
+    assert!(d.retired.is_empty());
+    assert!(matches!(d.verdicts["heir"], Verdict::Accepted(_)));
+}
+
+#[test]
+fn removed_inline_entries_are_retired_only_when_all_are_valid() {
+    let mut f = Fixture::new();
+    f.applied_inline = BTreeSet::from([
+        key("a.example.com", RecordType::A),
+        key("b.example.com", RecordType::Txt),
+    ]);
+    f.inline.push(ZoneRecord {
+        name: "a".into(),
+        type_: ApiType::A,
+        ttl: Some(60),
+        values: vec!["192.0.2.1".into()],
+    });
+    let d = f.plan(vec![]);
+    assert_eq!(
+        d.retired,
+        BTreeSet::from([key("b.example.com", RecordType::Txt)])
+    );
+    assert_eq!(
+        d.inline_owned,
+        BTreeSet::from([key("a.example.com", RecordType::A)])
+    );
+    assert!(d.inline_errors.is_empty());
+
+    f.inline.push(ZoneRecord {
+        name: "c".into(),
+        type_: ApiType::MX,
+        ttl: None,
+        values: vec!["bogus".into()],
+    });
+    let d = f.plan(vec![]);
+    assert!(d.retired.is_empty(), "{:?}", d.retired);
+    assert_eq!(d.inline_owned.len(), 2);
+    assert_eq!(d.inline_errors.len(), 1);
+    assert!(d.inline_errors[0].1.starts_with("spec.records[1]"));
+}
+
+#[test]
+fn inline_apex_ns_feeds_the_nameservers_when_none_are_set() {
+    let mut f = Fixture::new();
+    f.nameservers.clear();
+    f.inline.push(ZoneRecord {
+        name: "@".into(),
+        type_: ApiType::NS,
+        ttl: Some(7200),
+        values: vec!["ns2".into(), "ns1.example.org.".into()],
+    });
+    let d = f.plan(vec![]);
+    assert_eq!(
+        d.apex_ns.names,
+        vec![n("ns1.example.org"), n("ns2.example.com")]
+    );
+    assert_eq!(d.apex_ns.ttl.get(), 7200);
+    assert!(d.rrsets.is_empty() && d.inline_errors.is_empty());
+
+    f.inline.clear();
+    assert_eq!(f.plan(vec![]).apex_ns.names, vec![n("ns1.example.com")]);
+}
+
+fn served(sets: &[(&str, &str, u32, &[&str])]) -> Served {
+    let mut s = Served {
+        serial: 7,
+        ..Default::default()
+    };
+    for (name, rtype, ttl, values) in sets {
+        s.rrsets.insert(
+            (n(name), rtype.to_string()),
+            ServedSet {
+                ttl: *ttl,
+                values: values.iter().map(|v| v.to_string()).collect(),
+            },
+        );
+    }
+    s
+}
+
+fn script(batch: &crate::bind::nsupdate::UpdateBatch) -> Option<String> {
+    build_script(batch, check_endpoint(), &check_key())
+        .unwrap()
+        .map(|s| s.expose_stdin().to_string())
+}
+
+#[test]
+fn diff_touches_only_owned_rrsets_and_orders_apex_ns() {
+    let mut f = Fixture::new();
+    f.nameservers = vec![n("ns1.example.com"), n("ns3.example.com")];
+    let gone = deleting(with_status(
+        rec("gone", 10, "old", ApiType::A, &["192.0.2.1"]),
+        "old.example.com.",
+        ApiType::A,
+    ));
+    let d = f.plan(vec![
+        rec("www", 11, "www", ApiType::A, &["192.0.2.10", "192.0.2.11"]),
+        rec("same", 12, "same", ApiType::TXT, &["\"x\""]),
+        gone,
+    ]);
+    let s = served(&[
+        (
+            "example.com",
+            "NS",
+            300,
+            &["ns1.example.com.", "ns2.example.com."],
+        ),
+        ("www.example.com", "A", 300, &["192.0.2.10"]),
+        ("same.example.com", "TXT", 300, &["\"x\""]),
+        ("old.example.com", "A", 300, &["192.0.2.1"]),
+        // Written by someone else (external-dns): never in a batch.
+        ("ext.example.com", "A", 60, &["198.51.100.1"]),
+        (
+            "external-dns.example.com",
+            "TXT",
+            60,
+            &["\"heritage=external-dns\""],
+        ),
+    ]);
+    let text = script(&diff(&zone(), &d, &s)).unwrap();
+    assert!(!text.contains("ext.example.com"), "{text}");
+    assert!(!text.contains("external-dns"), "{text}");
+    assert!(!text.contains("same.example.com"), "{text}");
+    assert!(
+        text.contains("update delete www.example.com. A\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("update delete old.example.com. A\n"),
+        "{text}"
+    );
+    let add = text
+        .find("update add example.com. 300 NS ns3.example.com.")
+        .unwrap();
+    let del = text
+        .find("update delete example.com. NS ns2.example.com.")
+        .unwrap();
+    assert!(
+        add < del,
+        "apex NS must be added before the old one is deleted:\n{text}"
+    );
+    assert!(!text.contains("update delete example.com. NS\n"), "{text}");
+
+    // Once applied, nothing is left to send.
+    let mut after = s.clone();
+    after.apply(&diff(&zone(), &d, &s));
+    assert!(script(&diff(&zone(), &d, &after)).is_none());
+    assert!(
+        after
+            .rrsets
+            .contains_key(&(n("ext.example.com"), "A".to_string()))
+    );
+}
+
+#[test]
+fn within_one_second_the_serving_claimant_keeps_its_rrset() {
+    let f = Fixture::new();
+    let mut serving = with_status(
+        rec("zz-serving", 10, "www", ApiType::A, &["192.0.2.1"]),
+        "www.example.com.",
+        ApiType::A,
+    );
+    serving.status.as_mut().unwrap().phase = Some(crate::api::Phase::Ready);
+    let d = f.plan(vec![
+        serving,
+        rec("aa-new", 10, "www", ApiType::CNAME, &["x.example.org."]),
+        rec("ab-new", 10, "www", ApiType::A, &["192.0.2.2"]),
+    ]);
+    assert!(matches!(d.verdicts["zz-serving"], Verdict::Accepted(_)));
+    assert_eq!(rejected(&d, "aa-new").0, REASON_CNAME_CONFLICT);
+    assert_eq!(rejected(&d, "ab-new").0, REASON_CONFLICT);
+}

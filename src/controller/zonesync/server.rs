@@ -1,0 +1,413 @@
+//! Zone operations on one BIND pod, each one exec of a command the BIND
+//! layer builds: read SOA serials (one `dig` for many zones), `zonestatus`,
+//! create a primary zone (file first, then `addzone`), add a secondary
+//! zone, `modzone`, delete a zone with its file and journal, transfer a zone
+//! and send one nsupdate run.
+//!
+//! Touches BIND pods through the executor only; never the API server.
+//! Errors carry the pod, zone and tool's stderr excerpt; never stdin (the
+//! nsupdate script and AXFR key file hold key material).
+
+use std::collections::BTreeMap;
+
+use crate::bind::commands::{
+    self, Command, addzone, delzone, dig_axfr, dig_soa, local_server, modzone, write_zone_file,
+    zonestatus,
+};
+use crate::bind::layout::PodLayout;
+use crate::bind::nsupdate::{BatchError, UpdateBatch, build_script};
+use crate::bind::parse::{
+    NsupdateError, RndcError, ZoneStatus, parse_axfr, parse_dig_soa, parse_nsupdate_failure,
+    parse_rndc_error, parse_zonestatus,
+};
+use crate::bind::zone::{PrimaryZone, SecondaryZone};
+use crate::bind::{TsigKey, ViewName, ZoneName};
+use crate::controller::exec::{ExecError, ExecOutput, PodExecutor, PodRef};
+
+use super::diff::Served;
+
+/// Zones asked per `dig` run: keeps argv (and the pods/exec URL that
+/// carries it) well below any limit while one run still covers hundreds of
+/// zones.
+pub const ZONES_PER_DIG: usize = 400;
+
+/// nsupdate, then (only if it succeeded) the SOA query: the BIND layer's two
+/// commands chained in one exec, so a flush and the serial it produced cost
+/// one round trip to the pod. Fixed text; the commands come as arguments.
+const UPDATE_THEN_SOA: &str = r#"n="$1"
+shift
+"$n" -v || exit $?
+exec "$@""#;
+
+/// A failed zone operation.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    /// The pod or its named could not be reached (pod down, named stopped,
+    /// exec refused). Transient.
+    #[error("failed to reach named in pod {pod}: {source}")]
+    Unreachable {
+        pod: String,
+        #[source]
+        source: ExecError,
+    },
+    /// rndc refused a zone command.
+    #[error("failed to {action} zone {zone} in pod {pod}: {source}")]
+    Rndc {
+        action: &'static str,
+        zone: String,
+        pod: String,
+        #[source]
+        source: RndcError,
+    },
+    /// The primary refused or failed an update.
+    #[error("failed to update zone {zone} in pod {pod}: {source}")]
+    Update {
+        zone: String,
+        pod: String,
+        #[source]
+        source: NsupdateError,
+    },
+    /// A signed zone transfer failed.
+    #[error("failed to transfer zone {zone} from pod {pod}: {reason}")]
+    Transfer {
+        zone: String,
+        pod: String,
+        reason: String,
+    },
+    /// The batch could not be built (a plan bug: the plan checks each change).
+    #[error("failed to build the update for zone {zone}: {source}")]
+    Batch {
+        zone: String,
+        #[source]
+        source: BatchError,
+    },
+}
+
+impl ServerError {
+    /// Static category: Event and condition reason.
+    pub fn category(&self) -> &'static str {
+        match self {
+            ServerError::Unreachable { .. } => "PrimaryUnavailable",
+            ServerError::Rndc { .. } => "ZoneCommandFailed",
+            ServerError::Update { .. } => "UpdateFailed",
+            ServerError::Transfer { .. } => "TransferFailed",
+            ServerError::Batch { .. } => "InvalidBatch",
+        }
+    }
+
+    /// Whether the zone itself is gone (so tracked state is stale).
+    pub fn zone_missing(&self) -> bool {
+        matches!(
+            self,
+            ServerError::Update {
+                source: NsupdateError::NotAuth | NsupdateError::NotZone,
+                ..
+            } | ServerError::Rndc {
+                source: RndcError::NotFound,
+                ..
+            }
+        )
+    }
+}
+
+/// Whether [`Target::create_primary`] made the zone or found it there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Created {
+    /// File written and zone added: it holds exactly the skeleton.
+    New,
+    /// rndc already knows the zone (its contents are unknown).
+    Existing,
+}
+
+/// One pod, with its layout, ready to run zone commands.
+pub struct Target<'a> {
+    exec: &'a dyn PodExecutor,
+    pub pod: &'a PodRef,
+    pub layout: PodLayout,
+}
+
+impl<'a> Target<'a> {
+    pub fn new(exec: &'a dyn PodExecutor, pod: &'a PodRef) -> Self {
+        Target {
+            exec,
+            pod,
+            layout: exec.layout(pod),
+        }
+    }
+
+    fn unreachable(&self, source: ExecError) -> ServerError {
+        ServerError::Unreachable {
+            pod: self.pod.to_string(),
+            source,
+        }
+    }
+
+    async fn run(&self, cmd: &Command) -> Result<ExecOutput, ExecError> {
+        self.exec.exec(self.pod, cmd).await
+    }
+
+    /// Runs an rndc command, classifying failures. Unreachable control
+    /// channels and transport failures are [`ServerError::Unreachable`].
+    async fn rndc(
+        &self,
+        action: &'static str,
+        zone: &ZoneName,
+        cmd: &Command,
+    ) -> Result<Result<ExecOutput, RndcError>, ServerError> {
+        match self.run(cmd).await {
+            Ok(out) => Ok(Ok(out)),
+            Err(e @ ExecError::Transport { .. }) => Err(self.unreachable(e)),
+            Err(e) => match parse_rndc_error(e.stderr()) {
+                RndcError::Unreachable => Err(self.unreachable(e)),
+                other => {
+                    tracing::debug!(pod = %self.pod, zone = %zone, action, error = %other, "rndc refused");
+                    Ok(Err(other))
+                }
+            },
+        }
+    }
+
+    fn rndc_error(&self, action: &'static str, zone: &ZoneName, source: RndcError) -> ServerError {
+        ServerError::Rndc {
+            action,
+            zone: zone.to_string(),
+            pod: self.pod.to_string(),
+            source,
+        }
+    }
+
+    /// SOA serials of `zones` as this pod serves them, asking up to
+    /// [`ZONES_PER_DIG`] zones per dig run. A zone missing from the result
+    /// is not served (absent, or configured but not loaded).
+    pub async fn serials(
+        &self,
+        zones: &[ZoneName],
+    ) -> Result<BTreeMap<ZoneName, u32>, ServerError> {
+        let mut out = BTreeMap::new();
+        for chunk in zones.chunks(ZONES_PER_DIG) {
+            let stdout = self
+                .run(&dig_soa(&self.layout, chunk))
+                .await
+                .map_err(|e| self.unreachable(e))?
+                .stdout;
+            out.extend(parse_dig_soa(&stdout));
+        }
+        Ok(out)
+    }
+
+    /// `rndc zonestatus`: `None` when rndc does not know the zone.
+    pub async fn zone_status(
+        &self,
+        zone: &ZoneName,
+        view: Option<&ViewName>,
+    ) -> Result<Option<ZoneStatus>, ServerError> {
+        match self
+            .rndc(
+                "read the status of",
+                zone,
+                &zonestatus(&self.layout, zone, view),
+            )
+            .await?
+        {
+            Ok(out) => Ok(Some(parse_zonestatus(&out.stdout))),
+            Err(RndcError::NotFound) => Ok(None),
+            Err(e) => Err(self.rndc_error("read the status of", zone, e)),
+        }
+    }
+
+    /// The serial the pod serves for one zone, `None` when it does not
+    /// serve it. A zone in a view is asked through rndc, which names the
+    /// view; a dig from inside the pod would land in whichever view
+    /// matches loopback.
+    pub async fn serial_of(
+        &self,
+        zone: &ZoneName,
+        view: Option<&ViewName>,
+    ) -> Result<Option<u32>, ServerError> {
+        match view {
+            Some(_) => Ok(self
+                .zone_status(zone, view)
+                .await?
+                .filter(|s| s.loaded)
+                .and_then(|s| s.serial)),
+            None => Ok(self
+                .serials(std::slice::from_ref(zone))
+                .await?
+                .get(zone)
+                .copied()),
+        }
+    }
+
+    /// Creates a primary zone: the zone file first (BIND loads a zone whose
+    /// file is missing as "not loaded" and SERVFAILs it, with reconfig and
+    /// addzone both reporting success), stale journal removed with it
+    /// (BIND_FACTS: a leftover `.jnl` replays deleted records), then
+    /// `rndc addzone`. A zone rndc already knows is left untouched: a SOA
+    /// query can miss a live zone (a view, a busy server), and writing its
+    /// file would throw away its journal.
+    pub async fn create_primary(
+        &self,
+        zone: &PrimaryZone,
+        skeleton: &str,
+    ) -> Result<Created, ServerError> {
+        if self
+            .zone_status(&zone.zone, zone.view.as_ref())
+            .await?
+            .is_some()
+        {
+            return Ok(Created::Existing);
+        }
+        self.run(&write_zone_file(&self.layout, &zone.file(), skeleton))
+            .await
+            .map_err(|e| self.unreachable(e))?;
+        let cmd = addzone(&self.layout, &zone.zone, zone.view.as_ref(), &zone.clause());
+        match self.rndc("add", &zone.zone, &cmd).await? {
+            Ok(_) => Ok(Created::New),
+            Err(RndcError::AlreadyExists) => Ok(Created::Existing),
+            Err(e) => Err(self.rndc_error("add", &zone.zone, e)),
+        }
+    }
+
+    /// Adds a secondary zone (its file comes from the transfer). Already
+    /// there is success.
+    pub async fn add_secondary(&self, zone: &SecondaryZone) -> Result<(), ServerError> {
+        let cmd = addzone(&self.layout, &zone.zone, zone.view.as_ref(), &zone.clause());
+        match self.rndc("add", &zone.zone, &cmd).await? {
+            Ok(_) | Err(RndcError::AlreadyExists) => Ok(()),
+            Err(e) => Err(self.rndc_error("add", &zone.zone, e)),
+        }
+    }
+
+    /// `rndc modzone` with a new clause (update key, transfer ACL, policy).
+    pub async fn modzone(
+        &self,
+        zone: &ZoneName,
+        view: Option<&ViewName>,
+        clause: &str,
+    ) -> Result<(), ServerError> {
+        let cmd = modzone(&self.layout, zone, view, clause);
+        match self.rndc("modify", zone, &cmd).await? {
+            Ok(_) => Ok(()),
+            Err(e) => Err(self.rndc_error("modify", zone, e)),
+        }
+    }
+
+    /// `rndc delzone -clean` plus removal of the file and its journal, so a
+    /// later zone of the same name starts clean. A zone already gone is
+    /// success.
+    pub async fn delete(
+        &self,
+        zone: &ZoneName,
+        view: Option<&ViewName>,
+        file: &str,
+    ) -> Result<(), ServerError> {
+        let cmd = delzone(&self.layout, zone, view, file);
+        match self.rndc("delete", zone, &cmd).await? {
+            Ok(_) | Err(RndcError::NotFound) => Ok(()),
+            Err(e) => Err(self.rndc_error("delete", zone, e)),
+        }
+    }
+
+    /// A TSIG-signed AXFR of the zone.
+    pub async fn transfer(&self, zone: &ZoneName, key: &TsigKey) -> Result<Served, ServerError> {
+        let out = self
+            .run(&dig_axfr(&self.layout, zone, key))
+            .await
+            .map_err(|e| self.unreachable(e))?;
+        let failed = |reason: String| ServerError::Transfer {
+            zone: zone.to_string(),
+            pod: self.pod.to_string(),
+            reason,
+        };
+        let sets = parse_axfr(&out.stdout, zone).map_err(failed)?;
+        Served::from_axfr(zone, sets).ok_or_else(|| failed("the transfer carried no SOA".into()))
+    }
+
+    fn script(&self, batch: &UpdateBatch, key: &TsigKey) -> Result<Option<Command>, ServerError> {
+        let script = build_script(batch, local_server(&self.layout), key).map_err(|source| {
+            ServerError::Batch {
+                zone: batch.zone.to_string(),
+                source,
+            }
+        })?;
+        Ok(script.map(|script| {
+            tracing::debug!(
+                pod = %self.pod,
+                zone = %batch.zone,
+                messages = script.messages,
+                changes = script.changes,
+                "sending update"
+            );
+            commands::nsupdate(&self.layout, &script)
+        }))
+    }
+
+    fn update_error(&self, zone: &ZoneName, e: ExecError) -> ServerError {
+        match e {
+            e @ ExecError::Transport { .. } => self.unreachable(e),
+            e => match parse_nsupdate_failure(e.stderr()) {
+                NsupdateError::Unreachable => self.unreachable(e),
+                source => ServerError::Update {
+                    zone: zone.to_string(),
+                    pod: self.pod.to_string(),
+                    source,
+                },
+            },
+        }
+    }
+
+    /// Sends the batch as one nsupdate run signed with `key`. `Ok(false)`:
+    /// nothing to send, nothing run.
+    pub async fn update(&self, batch: &UpdateBatch, key: &TsigKey) -> Result<bool, ServerError> {
+        let Some(cmd) = self.script(batch, key)? else {
+            return Ok(false);
+        };
+        match self.run(&cmd).await {
+            Ok(_) => Ok(true),
+            Err(e) => Err(self.update_error(&batch.zone, e)),
+        }
+    }
+
+    /// Sends the batch and reads the serial it produced. `Ok(None)`: nothing
+    /// to send; `Ok(Some(None))`: sent, but the zone is not served after.
+    /// Outside a view both happen in one exec; in a view the serial comes
+    /// from rndc afterwards.
+    pub async fn update_and_read_serial(
+        &self,
+        batch: &UpdateBatch,
+        key: &TsigKey,
+        view: Option<&ViewName>,
+    ) -> Result<Option<Option<u32>>, ServerError> {
+        let Some(update) = self.script(batch, key)? else {
+            return Ok(None);
+        };
+        if view.is_some() {
+            self.run(&update)
+                .await
+                .map_err(|e| self.update_error(&batch.zone, e))?;
+            return Ok(Some(self.serial_of(&batch.zone, view).await?));
+        }
+        let soa = dig_soa(&self.layout, std::slice::from_ref(&batch.zone));
+        let mut argv = vec![
+            "sh".to_string(),
+            "-c".to_string(),
+            UPDATE_THEN_SOA.to_string(),
+            "sh".to_string(),
+        ];
+        // The program only: the script adds `-v` (TCP), as commands::nsupdate does.
+        argv.push(update.argv[0].clone());
+        argv.extend(soa.argv);
+        let cmd = Command {
+            argv,
+            stdin: update.stdin,
+        };
+        match self.run(&cmd).await {
+            Ok(out) => Ok(Some(parse_dig_soa(&out.stdout).get(&batch.zone).copied())),
+            // The update went through but the query did not answer.
+            Err(e) if e.stderr().is_empty() && e.stdout().contains(";;") => {
+                Err(self.unreachable(e))
+            }
+            Err(e) => Err(self.update_error(&batch.zone, e)),
+        }
+    }
+}

@@ -1,0 +1,205 @@
+//! What the operator remembers between reconciles, in memory only: per zone,
+//! the contents it last saw or wrote on the primary ([`Snapshot`], trusted
+//! only while the primary's SOA serial still matches) and a failure count
+//! for backoff; per cluster, the last SOA survey of its pods and the
+//! catalog "epoch" (bumped whenever the operator re-creates the catalog, so
+//! every zone re-registers). Losing all of it (an operator restart) costs
+//! one AXFR per zone, never correctness.
+//!
+//! Pure bookkeeping: no API, no exec. Holds no key material.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::bind::ZoneName;
+
+use super::diff::Served;
+
+/// (namespace, name) of a BindZone or BindCluster.
+pub type ObjKey = (String, String);
+
+/// A zone's contents on the primary as last read or written.
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    pub served: Served,
+    /// Fingerprint of the plan last applied against `served`.
+    pub applied: Option<u64>,
+    /// When the primary's serial last matched `served.serial`.
+    pub verified_at: Instant,
+    /// The primary pod's identity then: a restarted or replaced primary
+    /// may have lost everything, so the snapshot no longer counts.
+    pub primary: u64,
+}
+
+#[derive(Debug, Default)]
+struct ZoneMemory {
+    snapshot: Option<Snapshot>,
+    failures: u32,
+    /// Catalog epoch at which this zone last joined its catalog (kept when
+    /// the snapshot is dropped: membership does not change with a failed
+    /// write).
+    member_epoch: u64,
+}
+
+/// SOA serials every pod of a cluster served at one moment.
+#[derive(Debug, Clone)]
+pub struct Survey {
+    pub taken: Instant,
+    /// Fingerprint of the cluster's pods when taken: a pod restart or
+    /// readiness change makes the survey stale at once.
+    pub pods_fingerprint: u64,
+    /// The zones asked (a zone not asked is unknown, not missing).
+    pub asked: BTreeSet<ZoneName>,
+    /// Pod name -> zone -> serial. A pod whose dig failed is absent.
+    pub pods: BTreeMap<String, BTreeMap<ZoneName, u32>>,
+}
+
+/// Per-cluster memory and locks.
+#[derive(Debug, Default)]
+pub struct ClusterMemory {
+    /// Held while creating a catalog zone, so two zones never write its file
+    /// at once (a second write would drop the first one's journal).
+    pub catalog_lock: tokio::sync::Mutex<()>,
+    /// Held while surveying, so concurrent zone reconciles share one run.
+    pub survey_lock: tokio::sync::Mutex<()>,
+    inner: Mutex<ClusterInner>,
+}
+
+#[derive(Debug, Default)]
+struct ClusterInner {
+    catalog_epoch: u64,
+    survey: Option<Survey>,
+}
+
+impl ClusterMemory {
+    /// Incremented each time this process creates a catalog zone.
+    pub fn catalog_epoch(&self) -> u64 {
+        lock(&self.inner).catalog_epoch
+    }
+
+    /// Records that the catalog was (re)created: every zone must rejoin.
+    pub fn bump_catalog_epoch(&self) -> u64 {
+        let mut i = lock(&self.inner);
+        i.catalog_epoch += 1;
+        i.catalog_epoch
+    }
+
+    /// The last survey, if taken under the same pods and younger than
+    /// `max_age`.
+    pub fn survey(&self, pods_fingerprint: u64, max_age: Duration) -> Option<Survey> {
+        lock(&self.inner)
+            .survey
+            .as_ref()
+            .filter(|s| s.pods_fingerprint == pods_fingerprint && s.taken.elapsed() <= max_age)
+            .cloned()
+    }
+
+    /// The last survey regardless of age (for status display).
+    pub fn last_survey(&self) -> Option<Survey> {
+        lock(&self.inner).survey.clone()
+    }
+
+    pub fn store_survey(&self, survey: Survey) {
+        lock(&self.inner).survey = Some(survey);
+    }
+
+    /// Forgets the survey (after a zone was created, deleted or written).
+    pub fn invalidate_survey(&self) {
+        lock(&self.inner).survey = None;
+    }
+
+    /// Records a serial the operator knows first-hand (after its own write).
+    pub fn note_serial(&self, pod: &str, zone: &ZoneName, serial: Option<u32>) {
+        let mut i = lock(&self.inner);
+        if let Some(s) = i.survey.as_mut() {
+            if !s.asked.contains(zone) {
+                return;
+            }
+            let served = s.pods.entry(pod.to_string()).or_default();
+            match serial {
+                Some(v) => served.insert(zone.clone(), v),
+                None => served.remove(zone),
+            };
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // Plain data behind the lock: a panic elsewhere leaves it usable.
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// All in-memory zone state of the process.
+#[derive(Debug, Default)]
+pub struct ServerState {
+    zones: Mutex<HashMap<ObjKey, ZoneMemory>>,
+    clusters: Mutex<HashMap<ObjKey, Arc<ClusterMemory>>>,
+}
+
+impl ServerState {
+    pub fn cluster(&self, key: &ObjKey) -> Arc<ClusterMemory> {
+        lock(&self.clusters).entry(key.clone()).or_default().clone()
+    }
+
+    pub fn snapshot(&self, zone: &ObjKey) -> Option<Snapshot> {
+        lock(&self.zones).get(zone)?.snapshot.clone()
+    }
+
+    pub fn set_snapshot(&self, zone: &ObjKey, snapshot: Option<Snapshot>) {
+        lock(&self.zones).entry(zone.clone()).or_default().snapshot = snapshot;
+    }
+
+    /// The catalog epoch the zone last joined at (0: not in this process).
+    pub fn member_epoch(&self, zone: &ObjKey) -> u64 {
+        lock(&self.zones).get(zone).map_or(0, |m| m.member_epoch)
+    }
+
+    pub fn set_member_epoch(&self, zone: &ObjKey, epoch: u64) {
+        lock(&self.zones)
+            .entry(zone.clone())
+            .or_default()
+            .member_epoch = epoch;
+    }
+
+    /// Records a failure; returns how many in a row.
+    pub fn failed(&self, zone: &ObjKey) -> u32 {
+        let mut z = lock(&self.zones);
+        let m = z.entry(zone.clone()).or_default();
+        m.failures = m.failures.saturating_add(1);
+        m.failures
+    }
+
+    pub fn succeeded(&self, zone: &ObjKey) {
+        if let Some(m) = lock(&self.zones).get_mut(zone) {
+            m.failures = 0;
+        }
+    }
+
+    /// Forgets a deleted zone.
+    pub fn forget(&self, zone: &ObjKey) {
+        lock(&self.zones).remove(zone);
+    }
+}
+
+/// Exponential backoff after `failures` failures in a row: `base`, doubled
+/// each time, capped at `max`.
+pub fn backoff(failures: u32, base: Duration, max: Duration) -> Duration {
+    let factor = 1u32 << failures.saturating_sub(1).min(10);
+    base.saturating_mul(factor).min(max)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_and_caps() {
+        let b = |n| backoff(n, Duration::from_secs(5), Duration::from_secs(120));
+        assert_eq!(b(1), Duration::from_secs(5));
+        assert_eq!(b(2), Duration::from_secs(10));
+        assert_eq!(b(4), Duration::from_secs(40));
+        assert_eq!(b(9), Duration::from_secs(120));
+        assert_eq!(b(100), Duration::from_secs(120));
+    }
+}

@@ -1,0 +1,158 @@
+//! What every pod of a cluster serves: one `dig` run per pod asks the SOA of
+//! every zone of the cluster (and its catalog), shared by all the cluster's
+//! zone reconciles for a while, so periodic checks cost a constant number of
+//! execs per cluster instead of one per zone. Also the cluster's pods as the
+//! zone controllers see them (from the cache).
+//!
+//! Touches BIND pods (dig through the executor); reads only caches.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::hash::{Hash, Hasher};
+use std::time::Instant;
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::ResourceExt as _;
+
+use crate::api::{BindCluster, ZoneType};
+use crate::bind::ZoneName;
+use crate::controller::exec::PodRef;
+use crate::controller::names::{LABEL_CLUSTER, pod_ordinal};
+
+use super::ZoneContext;
+use super::server::Target;
+use super::state::{ClusterMemory, Survey};
+
+/// One BIND pod of a cluster.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodInfo {
+    pub pod: PodRef,
+    pub ordinal: u32,
+    /// Ready and not being deleted: commands may run in it.
+    pub ready: bool,
+    /// Changes when the pod is replaced or its containers restart.
+    pub identity: u64,
+}
+
+/// Whether a pod is Ready and not on its way out.
+pub fn pod_ready(pod: &Pod) -> bool {
+    pod.metadata.deletion_timestamp.is_none()
+        && pod
+            .status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+}
+
+fn identity(pod: &Pod) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    pod.metadata.uid.hash(&mut h);
+    let status = pod.status.as_ref();
+    status.and_then(|s| s.pod_ip.as_ref()).hash(&mut h);
+    let restarts: i64 = status
+        .and_then(|s| s.container_statuses.as_ref())
+        .map(|cs| cs.iter().map(|c| i64::from(c.restart_count)).sum())
+        .unwrap_or_default();
+    restarts.hash(&mut h);
+    h.finish()
+}
+
+/// The cluster's pods (by ordinal), from the cache.
+pub fn cluster_pods(ctx: &ZoneContext, cluster: &BindCluster) -> Vec<PodInfo> {
+    let name = cluster.name_any();
+    let ns = cluster.namespace();
+    let mut out: Vec<PodInfo> = ctx
+        .base
+        .stores
+        .pods
+        .state()
+        .into_iter()
+        .filter(|p| p.namespace() == ns && p.labels().get(LABEL_CLUSTER) == Some(&name))
+        .filter_map(|p| {
+            let ordinal = pod_ordinal(&name, &p.name_any())?;
+            Some(PodInfo {
+                pod: PodRef::new(p.namespace().unwrap_or_default(), p.name_any()),
+                ordinal,
+                ready: pod_ready(&p),
+                identity: identity(&p),
+            })
+        })
+        .collect();
+    out.sort_by_key(|p| p.ordinal);
+    out
+}
+
+/// A fingerprint of the pods: any restart, replacement or readiness change
+/// makes a survey taken before it stale.
+pub fn pods_fingerprint(pods: &[PodInfo]) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    for p in pods {
+        (&p.pod.name, p.ready, p.identity).hash(&mut h);
+    }
+    h.finish()
+}
+
+/// The zones a survey of `cluster` asks: every BindZone of the cluster
+/// outside a view (a dig from inside the pod lands in whichever view
+/// matches loopback, so view zones are asked through rndc instead), and the
+/// catalog zone outside views.
+pub fn surveyed_zones(ctx: &ZoneContext, cluster: &BindCluster) -> BTreeSet<ZoneName> {
+    let name = cluster.name_any();
+    let ns = cluster.namespace();
+    let mut zones: BTreeSet<ZoneName> = ctx
+        .zones
+        .state()
+        .into_iter()
+        .filter(|z| z.namespace() == ns && z.spec.cluster_ref == name && z.spec.view.is_none())
+        .filter(|z| matches!(z.spec.type_, ZoneType::Primary | ZoneType::Secondary))
+        .filter_map(|z| ZoneName::parse(&z.spec.zone_name).ok())
+        .collect();
+    if let Ok(cat) = ZoneName::parse(&cluster.catalog_zone_name()) {
+        zones.insert(cat);
+    }
+    zones
+}
+
+/// The cluster's survey: the cached one if taken under the same pods within
+/// `max_age` and asking `must_cover`, else a new one (one dig run per ready
+/// pod, chunked for very many zones). A pod whose dig fails is left out.
+pub async fn survey(
+    ctx: &ZoneContext,
+    cluster: &BindCluster,
+    pods: &[PodInfo],
+    memory: &ClusterMemory,
+    must_cover: &ZoneName,
+) -> Survey {
+    let fp = pods_fingerprint(pods);
+    let max_age = ctx.settings.survey_max_age;
+    let usable = |s: &Survey| s.asked.contains(must_cover);
+    if let Some(s) = memory.survey(fp, max_age).filter(usable) {
+        return s;
+    }
+    let _guard = memory.survey_lock.lock().await;
+    if let Some(s) = memory.survey(fp, max_age).filter(usable) {
+        return s;
+    }
+    let mut asked = surveyed_zones(ctx, cluster);
+    asked.insert(must_cover.clone());
+    let list: Vec<ZoneName> = asked.iter().cloned().collect();
+    let mut served = BTreeMap::new();
+    for p in pods.iter().filter(|p| p.ready) {
+        let target = Target::new(ctx.base.executor.as_ref(), &p.pod);
+        match target.serials(&list).await {
+            Ok(serials) => {
+                served.insert(p.pod.name.clone(), serials);
+            }
+            Err(e) => {
+                tracing::debug!(pod = %p.pod, error = %e, "survey failed for pod");
+            }
+        }
+    }
+    let s = Survey {
+        taken: Instant::now(),
+        pods_fingerprint: fp,
+        asked,
+        pods: served,
+    };
+    memory.store_survey(s.clone());
+    s
+}

@@ -1,0 +1,278 @@
+//! Wiring of the two zone controllers: the BindZone and DNSRecord caches
+//! (shared reflectors: each feeds both controllers, and an object is in the
+//! cache before any controller hears of it), the trigger filters, the pod
+//! poller, and [`run`].
+//!
+//! Triggers, and why:
+//! - BindZone changes wake the zone, but only spec (generation), deletion
+//!   and finalizer changes: the zone's own status and applied annotation
+//!   writes must not wake it again.
+//! - DNSRecord spec, deletion and finalizer changes wake the record's zone,
+//!   coalesced per zone ([`coalesce`]: after a quiet moment, or a bounded
+//!   wait): the zone is the unit of write, so 1,000 new DNSRecords make one
+//!   or two zone flushes, not 1,000.
+//! - The same DNSRecord changes wake the DNSRecord controller (finalizer,
+//!   zone-not-found status).
+//! - The pod poller compares each cluster's pods and object on every tick
+//!   (cache reads only) and wakes the cluster's zones when they change: a
+//!   primary restarted on an empty volume is repaired at once, new
+//!   secondaries get their secondary zones.
+//!
+//! Touches the cluster (list/watch of BindZones and DNSRecords).
+
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::channel::mpsc;
+use futures::{StreamExt as _, future};
+use kube::api::Api;
+use kube::runtime::controller::Controller;
+use kube::runtime::reflector::{self, ObjectRef};
+use kube::runtime::{WatchStreamExt as _, watcher};
+use kube::{Resource, ResourceExt as _};
+
+use crate::api::{BindCluster, BindZone, DNSRecord};
+use crate::controller::context::Context;
+use crate::controller::{Shutdown, bindzone, dnsrecord};
+
+use super::plan::has_record_finalizer;
+use super::state::ObjKey;
+use super::survey::{cluster_pods, pods_fingerprint};
+use super::{Settings, ZoneContext};
+
+/// Events a shared cache may buffer per subscriber before its watch waits.
+const SUBSCRIBER_BUFFER: usize = 8192;
+
+fn hash_of<T: Hash>(t: &T) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    t.hash(&mut h);
+    h.finish()
+}
+
+/// What wakes a zone about itself.
+fn zone_trigger(z: &BindZone) -> u64 {
+    hash_of(&(
+        z.metadata.generation,
+        z.metadata.deletion_timestamp.is_some(),
+        &z.metadata.finalizers,
+    ))
+}
+
+/// What wakes a zone (and the DNSRecord controller) about a DNSRecord.
+fn record_trigger(r: &DNSRecord) -> u64 {
+    hash_of(&(
+        r.metadata.generation,
+        r.metadata.deletion_timestamp.is_some(),
+        has_record_finalizer(r),
+    ))
+}
+
+/// A stream filter passing an object only when `key` changed since its last
+/// pass (or on its first).
+fn changed<K: Resource + 'static>(
+    key: fn(&K) -> u64,
+) -> impl FnMut(&Arc<K>) -> future::Ready<bool> + Send + 'static {
+    let mut seen: HashMap<String, u64> = HashMap::new();
+    move |obj| {
+        let id = obj
+            .meta()
+            .uid
+            .clone()
+            .unwrap_or_else(|| obj.meta().name.clone().unwrap_or_default());
+        let k = key(obj);
+        future::ready(seen.insert(id, k) != Some(k))
+    }
+}
+
+/// The BindZone of a DNSRecord.
+fn zone_of(r: Arc<DNSRecord>) -> Option<ObjectRef<BindZone>> {
+    Some(ObjectRef::new(&r.spec.zone_ref).within(&r.namespace()?))
+}
+
+/// What about a cluster wakes its zones: the cluster object (generation,
+/// status) and its pods.
+fn cluster_fingerprint(ctx: &ZoneContext, key: &ObjKey) -> u64 {
+    let cluster = ctx
+        .base
+        .stores
+        .clusters
+        .get(&ObjectRef::<BindCluster>::new(&key.1).within(&key.0));
+    let Some(c) = cluster else {
+        return 0;
+    };
+    let applied = c.status.as_ref().map(|s| &s.applied_config);
+    hash_of(&(
+        &c.metadata.uid,
+        c.metadata.generation,
+        applied,
+        pods_fingerprint(&cluster_pods(ctx, &c)),
+    ))
+}
+
+/// Forwards zone wake-ups coalesced per zone: a zone is woken once its
+/// triggers paused for `quiet`, or `max_wait` after the first one, whichever
+/// comes first (a trailing debounce with a cap).
+async fn coalesce(
+    input: impl futures::Stream<Item = ObjectRef<BindZone>>,
+    wake: mpsc::UnboundedSender<ObjectRef<BindZone>>,
+    quiet: Duration,
+    max_wait: Duration,
+) {
+    let mut input = std::pin::pin!(input);
+    // zone -> (first pending trigger, latest trigger)
+    let mut pending: HashMap<ObjectRef<BindZone>, (Instant, Instant)> = HashMap::new();
+    loop {
+        let next_due = pending
+            .values()
+            .map(|(first, last)| (*last + quiet).min(*first + max_wait))
+            .min();
+        let sleep = async {
+            match next_due {
+                Some(t) => tokio::time::sleep_until(t.into()).await,
+                None => future::pending().await,
+            }
+        };
+        tokio::select! {
+            item = input.next() => {
+                let Some(zone) = item else { return };
+                let now = Instant::now();
+                pending.entry(zone).and_modify(|e| e.1 = now).or_insert((now, now));
+            }
+            () = sleep => {
+                let now = Instant::now();
+                let due: Vec<_> = pending
+                    .iter()
+                    .filter(|(_, (first, last))| *last + quiet <= now || *first + max_wait <= now)
+                    .map(|(k, _)| k.clone())
+                    .collect();
+                for zone in due {
+                    pending.remove(&zone);
+                    let _ = wake.unbounded_send(zone);
+                }
+            }
+        }
+    }
+}
+
+/// Wakes the zones of a cluster whose pods or object changed.
+async fn poll_pods(ctx: Arc<ZoneContext>, wake: mpsc::UnboundedSender<ObjectRef<BindZone>>) {
+    let mut last: HashMap<ObjKey, u64> = HashMap::new();
+    let mut first = true;
+    loop {
+        tokio::time::sleep(ctx.settings.pod_poll).await;
+        let zones = ctx.zones.state();
+        let mut now: HashMap<ObjKey, u64> = HashMap::new();
+        for z in &zones {
+            let key = (
+                z.namespace().unwrap_or_default(),
+                z.spec.cluster_ref.clone(),
+            );
+            if let std::collections::hash_map::Entry::Vacant(e) = now.entry(key) {
+                let fp = cluster_fingerprint(&ctx, e.key());
+                e.insert(fp);
+            }
+        }
+        if !first {
+            for z in &zones {
+                let key = (
+                    z.namespace().unwrap_or_default(),
+                    z.spec.cluster_ref.clone(),
+                );
+                if last.get(&key) != now.get(&key) {
+                    let _ = wake.unbounded_send(ObjectRef::from_obj(z.as_ref()));
+                }
+            }
+        }
+        first = false;
+        last = now;
+    }
+}
+
+/// Runs the BindZone and DNSRecord controllers (and the caches they share)
+/// until `shutdown`; in-flight reconciles finish first. `ctx.stores` must be
+/// driven by the caller (see [`crate::controller::run`]).
+pub async fn run(ctx: Arc<Context>, settings: Settings, shutdown: Shutdown) {
+    let client = ctx.client.clone();
+    let (zones, zone_writer) = reflector::store_shared::<BindZone>(SUBSCRIBER_BUFFER);
+    let (records, record_writer) = reflector::store_shared::<DNSRecord>(SUBSCRIBER_BUFFER);
+    let zone_sub = zone_writer
+        .subscribe()
+        .expect("a shared store can subscribe");
+    let record_sub_zone = record_writer
+        .subscribe()
+        .expect("a shared store can subscribe");
+    let record_sub_self = record_writer
+        .subscribe()
+        .expect("a shared store can subscribe");
+    let zones_main = watcher(
+        Api::<BindZone>::all(client.clone()),
+        watcher::Config::default(),
+    )
+    .default_backoff()
+    .reflect_shared(zone_writer)
+    .for_each(|_| future::ready(()));
+    let records_main = watcher(Api::<DNSRecord>::all(client), watcher::Config::default())
+        .default_backoff()
+        .reflect_shared(record_writer)
+        .for_each(|_| future::ready(()));
+
+    let zctx = Arc::new(ZoneContext {
+        base: ctx,
+        zones: zones.clone(),
+        records: records.clone(),
+        state: Default::default(),
+        settings,
+    });
+    let (wake_tx, wake_rx) = mpsc::unbounded();
+
+    let controllers = {
+        let zctx = zctx.clone();
+        let shutdown = shutdown.clone();
+        async move {
+            // Reconcile only from full caches: a half-filled pod or record
+            // cache would read as "primary gone" or "no records".
+            let _ = futures::join!(
+                zctx.zones.wait_until_ready(),
+                zctx.records.wait_until_ready()
+            );
+            zctx.base.stores.wait_until_ready().await;
+            let zone_ctrl =
+                Controller::for_shared_stream(zone_sub.filter(changed(zone_trigger)), zones)
+                    .reconcile_on(wake_rx)
+                    .graceful_shutdown_on(shutdown.clone())
+                    .run(bindzone::reconcile, bindzone::error_policy, zctx.clone())
+                    .for_each(|_| future::ready(()));
+            let record_ctrl = Controller::for_shared_stream(
+                record_sub_self.filter(changed(record_trigger)),
+                records,
+            )
+            .graceful_shutdown_on(shutdown)
+            .run(dnsrecord::reconcile, dnsrecord::error_policy, zctx.clone())
+            .for_each(|_| future::ready(()));
+            futures::join!(zone_ctrl, record_ctrl);
+        }
+    };
+    let record_wakes = record_sub_zone
+        .filter(changed(record_trigger))
+        .filter_map(|r| future::ready(zone_of(r)));
+    let background = async {
+        futures::join!(
+            zones_main,
+            records_main,
+            poll_pods(zctx.clone(), wake_tx.clone()),
+            coalesce(
+                record_wakes,
+                wake_tx,
+                zctx.settings.record_quiet,
+                zctx.settings.record_max_wait
+            ),
+        );
+    };
+    tokio::select! {
+        () = controllers => {},
+        () = background => {},
+    }
+    tracing::info!("zone controllers stopped");
+}

@@ -1,0 +1,323 @@
+//! Writes to BindZone and DNSRecord objects: statuses (server-side apply of
+//! the whole status with the operator's field manager, only when something
+//! but a timestamp changed), the DNSRecord finalizer (JSON patches guarded
+//! by `test`, so a concurrent writer's finalizers are never clobbered) and
+//! the zone's applied annotation.
+//!
+//! Touches the cluster (patches). Nothing written here holds key material.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use futures::{StreamExt as _, TryStreamExt as _};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::api::{Api, Patch, PatchParams};
+use kube::{Resource, ResourceExt as _};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::json;
+
+use crate::api::{
+    BindZone, BindZoneStatus, CONDITION_READY, DNSRecord, DNSRecordStatus, Phase, RecordType,
+    new_condition, set_condition,
+};
+use crate::controller::names::FIELD_MANAGER;
+
+use super::plan::RrKey;
+use super::{ANNOTATION_APPLIED, RECORD_FINALIZER};
+
+/// Condition reason while an object is served as specified.
+pub const REASON_SERVED: &str = "Served";
+/// Status writes in flight at once (a zone flush may settle 1,000 records).
+const WRITE_CONCURRENCY: usize = 16;
+
+/// A failed write.
+#[derive(Debug, thiserror::Error)]
+#[error("failed to {action} {kind} {name}: {source}")]
+pub struct WriteError {
+    pub action: &'static str,
+    pub kind: String,
+    pub name: String,
+    #[source]
+    pub source: kube::Error,
+}
+
+fn now() -> Time {
+    Time(jiff::Timestamp::now())
+}
+
+fn api<K>(client: &kube::Client, obj: &K) -> Api<K>
+where
+    K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>,
+{
+    Api::namespaced(client.clone(), &obj.namespace().unwrap_or_default())
+}
+
+async fn apply_status<K, S>(client: &kube::Client, obj: &K, status: &S) -> Result<(), WriteError>
+where
+    K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+        + Clone
+        + DeserializeOwned
+        + std::fmt::Debug,
+    S: Serialize,
+{
+    let body = json!({
+        "apiVersion": K::api_version(&()),
+        "kind": K::kind(&()),
+        "status": status,
+    });
+    api(client, obj)
+        .patch_status(
+            &obj.name_any(),
+            &PatchParams::apply(FIELD_MANAGER).force(),
+            &Patch::Apply(&body),
+        )
+        .await
+        .map(|_| ())
+        .map_err(|source| WriteError {
+            action: "write the status of",
+            kind: K::kind(&()).into_owned(),
+            name: obj.name_any(),
+            source,
+        })
+}
+
+/// What a DNSRecord's status should say.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RecordReport {
+    /// Served as specified; `key` is the RRset it owns.
+    Ready(RrKey),
+    /// Waiting (zone not ready, primary down, update failed).
+    Pending {
+        reason: &'static str,
+        message: String,
+    },
+    /// Rejected; nothing of it was sent.
+    Error {
+        reason: &'static str,
+        message: String,
+    },
+}
+
+/// The status `report` gives `record`, keeping timestamps when only the
+/// observation repeats. `fqdn`/`recordType` move only when a new RRset is
+/// served: otherwise they keep naming what the finalizer must remove.
+pub fn record_status(record: &DNSRecord, report: &RecordReport) -> DNSRecordStatus {
+    let old = record.status.clone().unwrap_or_default();
+    let generation = record.metadata.generation;
+    let mut s = DNSRecordStatus {
+        conditions: old.conditions.clone(),
+        fqdn: old.fqdn.clone(),
+        record_type: old.record_type,
+        observed_generation: generation,
+        ..Default::default()
+    };
+    let cond = match report {
+        RecordReport::Ready(key) => {
+            s.phase = Some(Phase::Ready);
+            s.fqdn = Some(key.0.fqdn());
+            s.record_type = key.1.as_str().parse::<RecordType>().ok();
+            new_condition(CONDITION_READY, true, REASON_SERVED, "", generation, now())
+        }
+        RecordReport::Pending { reason, message } | RecordReport::Error { reason, message } => {
+            s.phase = Some(if matches!(report, RecordReport::Error { .. }) {
+                Phase::Error
+            } else {
+                Phase::Pending
+            });
+            s.reason = Some(reason.to_string());
+            s.message = Some(message.clone());
+            new_condition(
+                CONDITION_READY,
+                false,
+                reason,
+                message.clone(),
+                generation,
+                now(),
+            )
+        }
+    };
+    set_condition(&mut s.conditions, cond);
+    s
+}
+
+/// Writes each record's status when it differs from what it has.
+pub async fn write_record_statuses(
+    client: &kube::Client,
+    reports: Vec<(Arc<DNSRecord>, RecordReport)>,
+) -> Result<usize, WriteError> {
+    let changed: Vec<(Arc<DNSRecord>, DNSRecordStatus)> = reports
+        .into_iter()
+        .filter_map(|(r, rep)| {
+            let s = record_status(&r, &rep);
+            (r.status.as_ref() != Some(&s)).then_some((r, s))
+        })
+        .collect();
+    let n = changed.len();
+    futures::stream::iter(changed)
+        .map(|(r, s)| async move { apply_status(client, r.as_ref(), &s).await })
+        .buffer_unordered(WRITE_CONCURRENCY)
+        .try_collect::<Vec<()>>()
+        .await?;
+    Ok(n)
+}
+
+/// What a BindZone's status should say.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ZoneReport {
+    pub phase: Phase,
+    pub reason: &'static str,
+    pub message: String,
+    pub serial: Option<u32>,
+    pub record_count: Option<u32>,
+    /// `None`: keep what the status says.
+    pub servers: Option<BTreeMap<String, u32>>,
+}
+
+/// The status `report` gives `zone`. Serial, count and servers keep their
+/// last values when the report does not know them.
+pub fn zone_status(zone: &BindZone, report: &ZoneReport) -> BindZoneStatus {
+    let old = zone.status.clone().unwrap_or_default();
+    let generation = zone.metadata.generation;
+    let mut s = BindZoneStatus {
+        observed_generation: generation,
+        phase: Some(report.phase),
+        serial: report.serial.or(old.serial),
+        record_count: report.record_count.or(old.record_count),
+        servers: report.servers.clone().unwrap_or(old.servers),
+        conditions: old.conditions,
+    };
+    set_condition(
+        &mut s.conditions,
+        new_condition(
+            CONDITION_READY,
+            report.phase == Phase::Ready,
+            report.reason,
+            report.message.clone(),
+            generation,
+            now(),
+        ),
+    );
+    s
+}
+
+/// Writes the zone's status when it changed. Returns whether it wrote.
+pub async fn write_zone_status(
+    client: &kube::Client,
+    zone: &BindZone,
+    report: &ZoneReport,
+) -> Result<bool, WriteError> {
+    let s = zone_status(zone, report);
+    if zone.status.as_ref() == Some(&s) {
+        return Ok(false);
+    }
+    apply_status(client, zone, &s).await?;
+    Ok(true)
+}
+
+fn finalizer_error(action: &'static str, r: &DNSRecord, source: kube::Error) -> WriteError {
+    WriteError {
+        action,
+        kind: "DNSRecord".into(),
+        name: r.name_any(),
+        source,
+    }
+}
+
+/// Whether a failed finalizer patch only lost a race (object gone, or its
+/// finalizers changed under us): the next reconcile sees the new state.
+fn lost_race(e: &kube::Error) -> bool {
+    matches!(e, kube::Error::Api(s) if matches!(s.code, 404 | 409 | 422))
+}
+
+/// Adds the DNSRecord finalizer (before anything of the record is written).
+pub async fn add_record_finalizer(client: &kube::Client, r: &DNSRecord) -> Result<(), WriteError> {
+    let patch: json_patch::Patch = if r.finalizers().is_empty() {
+        serde_json::from_value(json!([
+            {"op": "test", "path": "/metadata/finalizers", "value": null},
+            {"op": "add", "path": "/metadata/finalizers", "value": [RECORD_FINALIZER]},
+        ]))
+    } else {
+        serde_json::from_value(json!([
+            {"op": "test", "path": "/metadata/finalizers", "value": r.finalizers()},
+            {"op": "add", "path": "/metadata/finalizers/-", "value": RECORD_FINALIZER},
+        ]))
+    }
+    .expect("a fixed json patch");
+    match api(client, r)
+        .patch(
+            &r.name_any(),
+            &PatchParams::default(),
+            &Patch::<()>::Json(patch),
+        )
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(e) if lost_race(&e) => Ok(()),
+        Err(e) => Err(finalizer_error("add the finalizer to", r, e)),
+    }
+}
+
+/// Removes the DNSRecord finalizer: its RRset is gone (or never existed).
+pub async fn release_record(client: &kube::Client, r: &DNSRecord) -> Result<(), WriteError> {
+    let Some(i) = r.finalizers().iter().position(|f| f == RECORD_FINALIZER) else {
+        return Ok(());
+    };
+    let path = format!("/metadata/finalizers/{i}");
+    let patch: json_patch::Patch = serde_json::from_value(json!([
+        {"op": "test", "path": path, "value": RECORD_FINALIZER},
+        {"op": "remove", "path": path},
+    ]))
+    .expect("a fixed json patch");
+    match api(client, r)
+        .patch(
+            &r.name_any(),
+            &PatchParams::default(),
+            &Patch::<()>::Json(patch),
+        )
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(e) if lost_race(&e) => Ok(()),
+        Err(e) => Err(finalizer_error("remove the finalizer from", r, e)),
+    }
+}
+
+/// Releases several records at once.
+pub async fn release_records(
+    client: &kube::Client,
+    records: Vec<Arc<DNSRecord>>,
+) -> Result<(), WriteError> {
+    futures::stream::iter(records)
+        .map(|r| async move { release_record(client, &r).await })
+        .buffer_unordered(WRITE_CONCURRENCY)
+        .try_collect::<Vec<()>>()
+        .await?;
+    Ok(())
+}
+
+/// Sets the zone's applied annotation (a merge patch of that one key).
+pub async fn write_applied(
+    client: &kube::Client,
+    zone: &BindZone,
+    value: &str,
+) -> Result<(), WriteError> {
+    let patch = json!({"metadata": {"annotations": {ANNOTATION_APPLIED: value}}});
+    match api(client, zone)
+        .patch(
+            &zone.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(&patch),
+        )
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(e) if matches!(&e, kube::Error::Api(s) if s.code == 404) => Ok(()),
+        Err(source) => Err(WriteError {
+            action: "annotate",
+            kind: "BindZone".into(),
+            name: zone.name_any(),
+            source,
+        }),
+    }
+}

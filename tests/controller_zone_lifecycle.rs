@@ -1,0 +1,189 @@
+//! BindZone lifecycle against the in-memory API and the recording fake BIND:
+//! create order (zone file before addzone, catalog created and joined),
+//! delete order (catalog left before delzone; file and journal removed, so
+//! a re-created zone of the same name starts clean), apex NS convergence
+//! (add the new NS before deleting the old, never an RRset-wide delete).
+
+#[path = "support/zones/mod.rs"]
+mod support;
+
+use std::sync::Arc;
+
+use bind_operator::api::{BindZone, Phase};
+use serde_json::json;
+use support::fakebind::{FakeBind, Kind};
+use support::{CATALOG, Env, PRIMARY, SECONDARY, test_settings, zone};
+
+fn index_of(calls: &[support::fakebind::Call], kind: Kind, zone: &str) -> usize {
+    calls
+        .iter()
+        .position(|c| c.kind == kind && c.zone.as_deref().is_some_and(|z| z.contains(zone)))
+        .unwrap_or_else(|| panic!("no {kind:?} call for {zone} in {calls:#?}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zone_create_and_delete_follow_the_safe_order() {
+    let fake = Arc::new(FakeBind::new());
+    let env = Env::start(fake.clone(), test_settings()).await;
+    let mut z = zone("example", "example.com");
+    z.spec.records = serde_json::from_value(json!([
+        {"name": "www", "type": "A", "values": ["192.0.2.10"]},
+    ]))
+    .unwrap();
+    env.create(z).await;
+    let ready = env.zone_phase("example", Phase::Ready).await;
+
+    let calls = fake.calls();
+    assert!(
+        calls.iter().all(|c| c.pod == PRIMARY),
+        "only the primary is written: {calls:#?}"
+    );
+    // The zone file exists before BIND is told to load it.
+    let file = index_of(&calls, Kind::WriteFile, "zones/example.com.db");
+    let add = index_of(&calls, Kind::AddZone, "example.com");
+    assert!(file < add, "zone file must be written before addzone");
+    // The catalog zone is created the same way, then the zone joins it.
+    let cat_file = index_of(&calls, Kind::WriteFile, CATALOG);
+    let cat_add = index_of(&calls, Kind::AddZone, CATALOG);
+    let join = index_of(&calls, Kind::Nsupdate, CATALOG);
+    assert!(cat_file < cat_add && cat_add < join);
+    assert!(
+        calls[join]
+            .stdin
+            .as_deref()
+            .unwrap()
+            .contains("PTR example.com.")
+    );
+    assert!(
+        fake.catalog_members(PRIMARY, CATALOG)
+            .contains("example.com")
+    );
+    // The records are one nsupdate run signed with the update key.
+    let upd = index_of(&calls, Kind::Nsupdate, "example.com");
+    assert!(upd > add);
+    let script = calls[upd].stdin.as_deref().unwrap();
+    assert!(script.contains("key hmac-sha256:update "), "{script:.80}");
+
+    // What a user would see: the primary and, through the catalog, the
+    // secondary serve the zone; status carries the serial.
+    assert_eq!(
+        fake.values(PRIMARY, "example.com", "www.example.com", "A"),
+        ["192.0.2.10".to_string()].into()
+    );
+    assert!(
+        fake.zone(SECONDARY, "example.com").is_some(),
+        "{:?} {:?}",
+        fake.catalog_members(PRIMARY, CATALOG),
+        fake.zone(PRIMARY, CATALOG)
+    );
+    let status = ready.status.unwrap();
+    assert_eq!(status.serial, fake.serial(PRIMARY, "example.com"));
+    assert_eq!(status.record_count, Some(1));
+    assert!(fake.has_file(PRIMARY, "zones/example.com.db.jnl"));
+
+    // Delete: the catalog is left first, then delzone removes file and journal.
+    fake.clear_calls();
+    env.delete::<BindZone>("example").await;
+    env.gone::<BindZone>("example").await;
+    let calls = fake.calls();
+    let leave = index_of(&calls, Kind::Nsupdate, CATALOG);
+    let del = index_of(&calls, Kind::DelZone, "example.com");
+    assert!(
+        leave < del,
+        "the catalog must be left before the zone is deleted"
+    );
+    assert!(
+        calls[leave]
+            .stdin
+            .as_deref()
+            .unwrap()
+            .contains("update delete")
+    );
+    assert!(
+        !fake
+            .catalog_members(PRIMARY, CATALOG)
+            .contains("example.com")
+    );
+    assert!(fake.zone(PRIMARY, "example.com").is_none());
+    assert!(fake.zone(SECONDARY, "example.com").is_none());
+    assert!(!fake.has_file(PRIMARY, "zones/example.com.db"));
+    assert!(!fake.has_file(PRIMARY, "zones/example.com.db.jnl"));
+
+    // A later zone of the same name starts clean: the old journal would have
+    // replayed www into it.
+    env.create(zone("again", "example.com")).await;
+    env.zone_phase("again", Phase::Ready).await;
+    assert!(
+        fake.values(PRIMARY, "example.com", "www.example.com", "A")
+            .is_empty(),
+        "a deleted zone's records came back: {:?}",
+        fake.zone(PRIMARY, "example.com")
+    );
+    assert!(
+        fake.catalog_members(PRIMARY, CATALOG)
+            .contains("example.com")
+    );
+    env.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn apex_ns_converges_per_rdata_adding_before_deleting() {
+    let fake = Arc::new(FakeBind::new());
+    let env = Env::start(fake.clone(), test_settings()).await;
+    let mut z = zone("apex", "apex.test");
+    z.spec.nameservers = vec!["ns1".into()];
+    z.spec.records = serde_json::from_value(json!([
+        {"name": "ns1", "type": "A", "values": ["192.0.2.1"]},
+    ]))
+    .unwrap();
+    env.create(z).await;
+    env.zone_phase("apex", Phase::Ready).await;
+    assert_eq!(
+        fake.values(PRIMARY, "apex.test", "apex.test", "NS"),
+        ["ns1.apex.test.".to_string()].into()
+    );
+
+    // Replace ns1 by ns2 (an in-zone name whose glue arrives with it).
+    fake.clear_calls();
+    env.patch_spec::<BindZone>(
+        "apex",
+        json!({
+            "nameservers": ["ns2"],
+            "records": [
+                {"name": "ns1", "type": "A", "values": ["192.0.2.1"]},
+                {"name": "ns2", "type": "A", "values": ["192.0.2.2"]},
+            ],
+        }),
+    )
+    .await;
+    env.wait::<BindZone, _>("ns2 served", "apex", |_| {
+        (fake.values(PRIMARY, "apex.test", "apex.test", "NS")
+            == ["ns2.apex.test.".to_string()].into())
+        .then_some(())
+    })
+    .await;
+    let calls = fake.calls();
+    let upd = calls
+        .iter()
+        .find(|c| c.kind == Kind::Nsupdate && c.ok)
+        .expect("an update");
+    let script = upd.stdin.as_deref().unwrap();
+    let glue = script
+        .find("update add ns2.apex.test. 3600 A 192.0.2.2")
+        .expect(script);
+    let add = script
+        .find("update add apex.test. 3600 NS ns2.apex.test.")
+        .expect(script);
+    let del = script
+        .find("update delete apex.test. NS ns1.apex.test.")
+        .expect(script);
+    assert!(
+        glue < add && add < del,
+        "glue, then the new NS, then the old:\n{script}"
+    );
+    assert!(
+        !script.contains("update delete apex.test. NS\n"),
+        "an RRset-wide apex NS delete is ignored by BIND:\n{script}"
+    );
+    env.stop().await;
+}

@@ -1,0 +1,390 @@
+//! Shared setup for the zone/record controller tests: an in-memory API
+//! with the CRDs, a BindCluster `dns/c` with a transfer key and an update
+//! key (Secrets with real base64 material), Ready pods `c-0` (primary) and
+//! `c-1`, and the BindZone/DNSRecord controllers running against a given
+//! executor (the recording [`fakebind::FakeBind`], or real named).
+#![allow(dead_code)]
+
+pub mod fakebind;
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use base64::Engine as _;
+use bind_operator::api::{
+    BindCluster, BindClusterSpec, BindTSIGKey, BindTSIGKeySpec, BindZone, CatalogSpec, DNSRecord,
+    DNSRecordSpec, Phase, RecordType, SecretKeyRef,
+};
+use bind_operator::bind::{KeyName, TsigAlgorithm, TsigKey, TsigSecret};
+use bind_operator::controller::exec::PodExecutor;
+use bind_operator::controller::names::cluster_labels;
+use bind_operator::controller::network::ClusterNetwork;
+use bind_operator::controller::stores::watch_all;
+use bind_operator::controller::zonesync::{self, Settings};
+use bind_operator::controller::{Context, Shutdown};
+use bind_operator::local::memapi::MemApi;
+use futures::FutureExt as _;
+use k8s_openapi::ByteString;
+use k8s_openapi::api::core::v1::{Namespace, Pod, Secret};
+use kube::api::{Api, DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
+use kube::{Client, Resource, ResourceExt as _};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::json;
+
+pub const NS: &str = "dns";
+pub const CLUSTER: &str = "c";
+pub const CATALOG: &str = "catalog.test.internal";
+pub const UPDATE_KEY: &str = "update";
+pub const XFER_KEY: &str = "xfer";
+pub const PRIMARY: &str = "c-0";
+pub const SECONDARY: &str = "c-1";
+
+/// How long a test waits for the controllers to converge.
+pub const CONVERGE: Duration = Duration::from_secs(15);
+
+/// Timings for tests: quick pod polling and retries; periodic checks and
+/// post-write rechecks far enough out that they only run when a test asks.
+pub fn test_settings() -> Settings {
+    Settings {
+        verify_interval: Duration::from_secs(600),
+        survey_max_age: Duration::from_secs(30),
+        record_quiet: Duration::from_millis(50),
+        record_max_wait: Duration::from_millis(500),
+        pod_poll: Duration::from_millis(100),
+        retry_base: Duration::from_millis(100),
+        retry_max: Duration::from_millis(400),
+        recheck_after_write: Duration::from_secs(600),
+        snapshot_trust: Duration::from_secs(10),
+    }
+}
+
+/// A fresh random TSIG key.
+pub fn random_key(name: &str) -> TsigKey {
+    let bytes: Vec<u8> = (0..32).map(|_| rand::random::<u8>()).collect();
+    TsigKey {
+        name: KeyName::parse(name).unwrap(),
+        algorithm: TsigAlgorithm::HmacSha256,
+        secret: TsigSecret::from_bytes(&bytes).unwrap(),
+    }
+}
+
+/// The running environment.
+pub struct Env {
+    pub mem: MemApi,
+    pub client: Client,
+    pub update: TsigKey,
+    pub xfer: TsigKey,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    task: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Env {
+    /// Starts with fresh keys.
+    pub async fn start(exec: Arc<dyn PodExecutor>, settings: Settings) -> Env {
+        Self::start_with_keys(exec, settings, random_key(UPDATE_KEY), random_key(XFER_KEY)).await
+    }
+
+    /// Starts with the given keys (real named must load the same ones).
+    pub async fn start_with_keys(
+        exec: Arc<dyn PodExecutor>,
+        settings: Settings,
+        update: TsigKey,
+        xfer: TsigKey,
+    ) -> Env {
+        let mem = MemApi::new();
+        mem.register_custom::<BindCluster>();
+        mem.register_custom::<BindZone>();
+        mem.register_custom::<DNSRecord>();
+        mem.register_custom::<BindTSIGKey>();
+        let client = mem.client();
+        let mut env = Env {
+            mem,
+            client: client.clone(),
+            update,
+            xfer,
+            stop: None,
+            task: None,
+        };
+        env.seed().await;
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let shutdown: Shutdown = async move {
+            let _ = rx.await;
+        }
+        .boxed()
+        .shared();
+        let (stores, streams) = watch_all(&client);
+        let ctx = Arc::new(Context::new(client, exec, Arc::new(ClusterNetwork), stores));
+        let task = tokio::spawn(async move {
+            tokio::select! {
+                () = streams.drive() => {},
+                () = zonesync::run(ctx, settings, shutdown) => {},
+            }
+        });
+        env.stop = Some(tx);
+        env.task = Some(task);
+        env
+    }
+
+    async fn seed(&self) {
+        let _ = Api::<Namespace>::all(self.client.clone())
+            .create(
+                &PostParams::default(),
+                &Namespace {
+                    metadata: ObjectMeta {
+                        name: Some(NS.into()),
+                        ..Default::default()
+                    },
+                    ..Default::default()
+                },
+            )
+            .await;
+        for (obj, key) in [(UPDATE_KEY, &self.update), (XFER_KEY, &self.xfer)] {
+            let secret = Secret {
+                metadata: ObjectMeta {
+                    name: Some(format!("{obj}-key")),
+                    ..Default::default()
+                },
+                data: Some(BTreeMap::from([(
+                    "secret".to_string(),
+                    ByteString(key.secret.expose_base64().as_bytes().to_vec()),
+                )])),
+                ..Default::default()
+            };
+            self.create(secret).await;
+            self.create(BindTSIGKey::new(
+                obj,
+                BindTSIGKeySpec {
+                    key_name: Some(key.name.as_str().to_string()),
+                    secret_ref: Some(SecretKeyRef {
+                        name: format!("{obj}-key"),
+                        key: "secret".into(),
+                    }),
+                    ..Default::default()
+                },
+            ))
+            .await;
+        }
+        self.create(BindCluster::new(
+            CLUSTER,
+            BindClusterSpec {
+                catalog: Some(CatalogSpec {
+                    zone_name: Some(CATALOG.into()),
+                    transfer_key_ref: Some(XFER_KEY.into()),
+                }),
+                ..Default::default()
+            },
+        ))
+        .await;
+        for pod in [PRIMARY, SECONDARY] {
+            self.create(Pod {
+                metadata: ObjectMeta {
+                    name: Some(pod.into()),
+                    labels: Some(cluster_labels(CLUSTER)),
+                    ..Default::default()
+                },
+                ..Default::default()
+            })
+            .await;
+            self.set_pod(pod, true, 0).await;
+        }
+    }
+
+    /// Sets a pod's readiness and restart count (what kubelet reports).
+    pub async fn set_pod(&self, pod: &str, ready: bool, restarts: i32) {
+        let status = json!({"status": {
+            "podIP": "10.0.0.1",
+            "conditions": [{"type": "Ready", "status": if ready { "True" } else { "False" }}],
+            "containerStatuses": [{"name": "bind", "ready": ready, "restartCount": restarts,
+                "image": "bind", "imageID": ""}],
+        }});
+        Api::<Pod>::namespaced(self.client.clone(), NS)
+            .patch_status(pod, &PatchParams::default(), &Patch::Merge(&status))
+            .await
+            .unwrap();
+    }
+
+    /// Creates an object in the test namespace.
+    pub async fn create<K>(&self, mut obj: K) -> K
+    where
+        K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+            + Clone
+            + DeserializeOwned
+            + Serialize
+            + std::fmt::Debug,
+    {
+        obj.meta_mut().namespace = Some(NS.into());
+        Api::<K>::namespaced(self.client.clone(), NS)
+            .create(&PostParams::default(), &obj)
+            .await
+            .unwrap_or_else(|e| panic!("create {}: {e}", obj.name_any()))
+    }
+
+    /// Deletes an object in the test namespace.
+    pub async fn delete<K>(&self, name: &str)
+    where
+        K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+            + Clone
+            + DeserializeOwned
+            + std::fmt::Debug,
+    {
+        Api::<K>::namespaced(self.client.clone(), NS)
+            .delete(name, &DeleteParams::default())
+            .await
+            .unwrap();
+    }
+
+    /// Merge-patches an object's spec.
+    pub async fn patch_spec<K>(&self, name: &str, spec: serde_json::Value)
+    where
+        K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+            + Clone
+            + DeserializeOwned
+            + std::fmt::Debug,
+    {
+        Api::<K>::namespaced(self.client.clone(), NS)
+            .patch(
+                name,
+                &PatchParams::default(),
+                &Patch::Merge(&json!({"spec": spec})),
+            )
+            .await
+            .unwrap();
+    }
+
+    /// Reads an object (None when gone).
+    pub async fn get<K>(&self, name: &str) -> Option<K>
+    where
+        K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+            + Clone
+            + DeserializeOwned
+            + std::fmt::Debug,
+    {
+        Api::<K>::namespaced(self.client.clone(), NS)
+            .get_opt(name)
+            .await
+            .unwrap()
+    }
+
+    /// Waits until `check` holds for the object (or it is gone, `None`).
+    pub async fn wait<K, T>(
+        &self,
+        what: &str,
+        name: &str,
+        mut check: impl FnMut(Option<&K>) -> Option<T>,
+    ) -> T
+    where
+        K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+            + Clone
+            + DeserializeOwned
+            + std::fmt::Debug,
+    {
+        let deadline = tokio::time::Instant::now() + CONVERGE;
+        loop {
+            let obj = self.get::<K>(name).await;
+            if let Some(v) = check(obj.as_ref()) {
+                return v;
+            }
+            if tokio::time::Instant::now() > deadline {
+                panic!("timed out waiting for {what} ({name}); last seen: {obj:#?}");
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Waits for a BindZone phase.
+    pub async fn zone_phase(&self, name: &str, phase: Phase) -> BindZone {
+        self.wait::<BindZone, _>(&format!("zone phase {phase}"), name, |z| {
+            z.filter(|z| z.status.as_ref().and_then(|s| s.phase) == Some(phase))
+                .cloned()
+        })
+        .await
+    }
+
+    /// Waits for a DNSRecord phase.
+    pub async fn record_phase(&self, name: &str, phase: Phase) -> DNSRecord {
+        self.wait::<DNSRecord, _>(&format!("record phase {phase}"), name, |r| {
+            r.filter(|r| r.status.as_ref().and_then(|s| s.phase) == Some(phase))
+                .cloned()
+        })
+        .await
+    }
+
+    /// Waits until an object is gone.
+    pub async fn gone<K>(&self, name: &str)
+    where
+        K: Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+            + Clone
+            + DeserializeOwned
+            + std::fmt::Debug,
+    {
+        self.wait::<K, _>("deletion", name, |o| o.is_none().then_some(()))
+            .await
+    }
+
+    /// Stops the controllers and waits for them.
+    pub async fn stop(mut self) {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+        if let Some(t) = self.task.take() {
+            let _ = tokio::time::timeout(Duration::from_secs(5), t).await;
+        }
+    }
+}
+
+impl Drop for Env {
+    fn drop(&mut self) {
+        if let Some(t) = self.task.take() {
+            t.abort();
+        }
+    }
+}
+
+/// A primary BindZone of cluster `c` signed with the `update` key.
+pub fn zone(name: &str, zone_name: &str) -> BindZone {
+    BindZone::new(
+        name,
+        serde_json::from_value(json!({
+            "clusterRef": CLUSTER,
+            "zoneName": zone_name,
+            "updateKeyRef": UPDATE_KEY,
+            "nameservers": ["ns1.example.net."],
+        }))
+        .unwrap(),
+    )
+}
+
+/// A DNSRecord in `zone`.
+pub fn record(
+    name: &str,
+    zone: &str,
+    owner: &str,
+    rtype: RecordType,
+    values: &[&str],
+) -> DNSRecord {
+    DNSRecord::new(
+        name,
+        DNSRecordSpec {
+            zone_ref: zone.into(),
+            name: owner.into(),
+            type_: rtype,
+            ttl: None,
+            values: values.iter().map(|v| v.to_string()).collect(),
+        },
+    )
+}
+
+/// Runs `f` with a deadline.
+pub async fn within<T>(what: &str, f: impl Future<Output = T>) -> T {
+    tokio::time::timeout(CONVERGE, f)
+        .await
+        .unwrap_or_else(|_| panic!("timed out: {what}"))
+}
+
+/// base64 of bytes (for hand-made Secrets).
+pub fn b64(bytes: &[u8]) -> String {
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
