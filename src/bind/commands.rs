@@ -107,6 +107,15 @@ pub fn modzone(
     rndc(layout, a)
 }
 
+/// `rndc notify ZONE [IN VIEW]`: NOTIFY the zone's also-notify list now
+/// (secondaries that missed a NOTIFY, e.g. while the list was being
+/// restored after a restart, transfer without waiting for the refresh).
+pub fn notify(layout: &PodLayout, zone: &ZoneName, view: Option<&ViewName>) -> Command {
+    let mut a = vec!["notify".to_string()];
+    a.extend(zone_args(zone, view));
+    rndc(layout, a)
+}
+
 /// `rndc zonestatus ZONE [IN VIEW]`; parse with [`super::parse::parse_zonestatus`].
 pub fn zonestatus(layout: &PodLayout, zone: &ZoneName, view: Option<&ViewName>) -> Command {
     let mut a = vec!["zonestatus".to_string()];

@@ -23,6 +23,7 @@ use crate::controller::zonesync::writes::{
 use crate::render::validate::ZoneConfig;
 
 use super::applied::Applied;
+use super::primary::Failure;
 use super::read::{self, Blocked, REASON_CLUSTER_NOT_FOUND};
 use super::{Error, primary, secondary};
 
@@ -94,9 +95,18 @@ pub async fn apply(zone: &Arc<BindZone>, ctx: &ZoneContext) -> Result<Action, Er
                         c.next_check
                     }))
                 }
-                Err(e) => {
+                Err(Failure::Server(e)) => {
                     settle_records(ctx, &records, &out.desired, None).await?;
                     failed(ctx, zone, e).await
+                }
+                Err(Failure::Invalid { reason, message }) => {
+                    settle_records(ctx, &records, &out.desired, None).await?;
+                    let b = Blocked {
+                        reason,
+                        message,
+                        permanent: true,
+                    };
+                    blocked(ctx, zone, &[], b).await
                 }
             }
         }

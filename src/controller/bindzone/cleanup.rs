@@ -25,7 +25,8 @@ use crate::controller::zonesync::survey::cluster_pods;
 use crate::controller::zonesync::writes::{RecordReport, release_records, write_record_statuses};
 
 use super::applied::Applied;
-use super::primary::{TYPE_PRIMARY, leave_catalog};
+use super::catalog;
+use super::primary::TYPE_PRIMARY;
 use super::read::{cluster_of, records_of};
 use super::secondary::TYPE_SECONDARY;
 use super::{Error, read};
@@ -90,7 +91,7 @@ pub async fn cleanup(zone: &Arc<BindZone>, ctx: &ZoneContext) -> Result<Action, 
                     catalogs.sort();
                     catalogs.dedup();
                     for cat in catalogs {
-                        leave_catalog(&t, &cat, &zname, &k.transfer)
+                        catalog::leave(&t, &cat, &zname, &k.transfer)
                             .await
                             .map_err(server)?;
                     }

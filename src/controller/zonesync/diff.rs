@@ -9,6 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::bind::nsupdate::{ApexNs, RrsetChange, UpdateBatch};
 use crate::bind::parse::ServedRrset;
+use crate::bind::zone::ZoneSkeleton;
 use crate::bind::{DomainName, RecordType, Ttl, ZoneName};
 
 use super::plan::{Desired, RrKey};
@@ -62,24 +63,30 @@ impl Served {
         })
     }
 
-    /// What a freshly written skeleton holds (besides the SOA): its apex NS.
-    pub fn from_skeleton(
-        zone: &ZoneName,
-        serial: u32,
-        ns_ttl: Ttl,
-        nameservers: &[DomainName],
-    ) -> Served {
+    /// What a freshly written skeleton holds (besides the SOA): its apex NS
+    /// and the records written with it (glue).
+    pub fn from_skeleton(skeleton: &ZoneSkeleton) -> Served {
         let mut s = Served {
-            serial,
+            serial: skeleton.serial,
             rrsets: BTreeMap::new(),
         };
         s.rrsets.insert(
-            (zone.as_domain().clone(), "NS".into()),
+            (skeleton.zone.as_domain().clone(), "NS".into()),
             ServedSet {
-                ttl: ns_ttl.get(),
-                values: nameservers.iter().map(|n| n.fqdn()).collect(),
+                ttl: skeleton.default_ttl.get(),
+                values: skeleton.nameservers.iter().map(|n| n.fqdn()).collect(),
             },
         );
+        for (name, rtype, ttl, rdata) in &skeleton.records {
+            s.rrsets
+                .entry((name.clone(), rtype.as_str().to_string()))
+                .or_insert_with(|| ServedSet {
+                    ttl: ttl.get(),
+                    values: BTreeSet::new(),
+                })
+                .values
+                .insert(rdata.to_string());
+        }
         s
     }
 

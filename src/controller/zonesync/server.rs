@@ -48,7 +48,7 @@ pub enum ServerError {
     Unreachable {
         pod: String,
         #[source]
-        source: ExecError,
+        source: Box<ExecError>,
     },
     /// rndc refused a zone command.
     #[error("failed to {action} zone {zone} in pod {pod}: {source}")]
@@ -138,7 +138,7 @@ impl<'a> Target<'a> {
     fn unreachable(&self, source: ExecError) -> ServerError {
         ServerError::Unreachable {
             pod: self.pod.to_string(),
-            source,
+            source: Box::new(source),
         }
     }
 
@@ -275,6 +275,19 @@ impl<'a> Target<'a> {
         match self.rndc("add", &zone.zone, &cmd).await? {
             Ok(_) | Err(RndcError::AlreadyExists) => Ok(()),
             Err(e) => Err(self.rndc_error("add", &zone.zone, e)),
+        }
+    }
+
+    /// `rndc notify`: NOTIFY the zone's secondaries now.
+    pub async fn notify(
+        &self,
+        zone: &ZoneName,
+        view: Option<&ViewName>,
+    ) -> Result<(), ServerError> {
+        let cmd = commands::notify(&self.layout, zone, view);
+        match self.rndc("notify secondaries of", zone, &cmd).await? {
+            Ok(_) => Ok(()),
+            Err(e) => Err(self.rndc_error("notify secondaries of", zone, e)),
         }
     }
 
