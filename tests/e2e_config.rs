@@ -10,9 +10,7 @@ mod support;
 use std::process::Command;
 use std::time::Duration;
 
-use support::{
-    Fixture, Local, WAIT, assert_serves_all, named_starts, pods_of, reconfigs,
-};
+use support::{Fixture, Local, WAIT, assert_serves_all, named_starts, pods_of, reconfigs};
 
 /// The flags of a response from 127.0.0.1:port (`qr aa rd ra`, ...).
 fn flags(port: u16, name: &str) -> Vec<String> {
@@ -92,7 +90,12 @@ fn option_change_is_one_reconfig_per_pod_without_restart() {
             p.name,
             local.diagnostics()
         );
-        assert_eq!(named_starts(&local.state, "default", &p.name), 1, "{}", p.name);
+        assert_eq!(
+            named_starts(&local.state, "default", &p.name),
+            1,
+            "{}",
+            p.name
+        );
     }
     for p in pods_of(&after, "example") {
         assert_eq!(p.restarts, 0, "{p:?}");
@@ -138,7 +141,8 @@ fn rejected_option_reports_checkconf_detail_and_old_config_keeps_serving() {
         .unwrap();
     assert_eq!(row.phase, "Error", "{row:?}");
     assert!(
-        row.message.contains(&format!("zone '{catalog}': already exists")),
+        row.message
+            .contains(&format!("zone '{catalog}': already exists")),
         "{row:?}"
     );
     // file:line, as named-checkconf names it.

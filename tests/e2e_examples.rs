@@ -35,7 +35,12 @@ fn examples_are_served_by_primary_and_secondary_and_sigterm_stops_every_named() 
     let status = local.stop();
     assert!(status.success(), "exit after SIGTERM: {status}");
     for pod in &snapshot.pods {
-        assert_eq!(named_starts(&state, "default", &pod.name), 1, "{}", pod.name);
+        assert_eq!(
+            named_starts(&state, "default", &pod.name),
+            1,
+            "{}",
+            pod.name
+        );
     }
 }
 

@@ -57,8 +57,7 @@ async fn primary_restarted_on_an_empty_volume_loses_no_record() {
         let w = watch.clone();
         move || {
             w.until("the primary restarted and everything Ready", move |s| {
-                s.pods.iter().any(|p| p.name == name && p.restarts == 1)
-                    && support::all_ready(s)
+                s.pods.iter().any(|p| p.name == name && p.restarts == 1) && support::all_ready(s)
             })
         }
     })

@@ -198,7 +198,11 @@ impl Local {
     }
 
     fn take_child(&mut self) -> Child {
-        self.child.get_mut().unwrap().take().expect("process not yet waited for")
+        self.child
+            .get_mut()
+            .unwrap()
+            .take()
+            .expect("process not yet waited for")
     }
 
     /// Whether the process is still running.
@@ -214,7 +218,10 @@ impl Local {
         let status = wait_child(&mut child, EXIT_WAIT).unwrap_or_else(|| {
             let _ = child.kill();
             let _ = child.wait();
-            panic!("bind-operator did not exit after SIGTERM\n{}", self.diagnostics())
+            panic!(
+                "bind-operator did not exit after SIGTERM\n{}",
+                self.diagnostics()
+            )
         });
         let left = named_under(&self.state);
         assert!(left.is_empty(), "named left running after exit: {left:?}");
@@ -228,7 +235,10 @@ impl Local {
         let status = wait_child(&mut child, limit).unwrap_or_else(|| {
             let _ = child.kill();
             let _ = child.wait();
-            panic!("bind-operator did not exit in {limit:?}\n{}", self.diagnostics())
+            panic!(
+                "bind-operator did not exit in {limit:?}\n{}",
+                self.diagnostics()
+            )
         });
         let left = named_under(&self.state);
         assert!(left.is_empty(), "named left running after exit: {left:?}");
@@ -314,7 +324,15 @@ pub fn state_diagnostics(state: &Path) -> String {
     let mut out = String::new();
     for log in named_logs(state) {
         let text = std::fs::read_to_string(&log).unwrap_or_default();
-        out.push_str(&format!("--- {} (tail)\n{}\n", log.display(), tail(&text, 15)));
+        out.push_str(&format!(
+            "--- {} (tail)\n{}\n",
+            log.display(),
+            tail(&text, 15)
+        ));
+        let notify = log.with_file_name("data").join("notify-targets.conf");
+        if let Ok(targets) = std::fs::read_to_string(&notify) {
+            out.push_str(&format!("--- {}\n{targets}\n", notify.display()));
+        }
     }
     out
 }
@@ -460,7 +478,10 @@ pub fn expected_records(dir: &Path) -> Vec<Expected> {
     let docs = manifest_docs(dir);
     for doc in &docs {
         if doc["kind"] == Value::from("BindZone") {
-            let zone = doc["spec"]["zoneName"].as_str().unwrap().trim_end_matches('.');
+            let zone = doc["spec"]["zoneName"]
+                .as_str()
+                .unwrap()
+                .trim_end_matches('.');
             zones.insert((namespace(doc), name(doc)), zone.to_string());
             let ns: Vec<String> = strings(&doc["spec"]["nameservers"]);
             if !ns.is_empty() {
@@ -561,10 +582,7 @@ pub fn assert_serves_all(
 
 /// A DNSRecord manifest in zone `example-com`.
 pub fn record(name: &str, owner: &str, rtype: &str, values: &[&str]) -> String {
-    let values: String = values
-        .iter()
-        .map(|v| format!("    - '{v}'\n"))
-        .collect();
+    let values: String = values.iter().map(|v| format!("    - '{v}'\n")).collect();
     format!(
         "apiVersion: bind.unkin.net/v1alpha1\nkind: DNSRecord\nmetadata:\n  name: {name}\nspec:\n  zoneRef: example-com\n  name: {owner}\n  type: {rtype}\n  values:\n{values}"
     )
