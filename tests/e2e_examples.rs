@@ -86,3 +86,33 @@ fn once_on_a_broken_fixture_exits_non_zero_naming_each_problem() {
     assert!(!verdict.contains("fine-record"), "{verdict}");
     assert!(!verdict.contains("www-example-com"), "{verdict}");
 }
+
+#[test]
+fn a_missing_directory_or_kubeconfig_fails_with_a_clear_message() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_bind-operator"))
+            .arg("local")
+            .args(args)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let missing = tmp.path().join("nope");
+    let (code, err) = run(&["-f", missing.to_str().unwrap()]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("failed to read manifest directory"), "{err}");
+
+    let (code, err) = run(&[
+        "-f",
+        examples_dir().to_str().unwrap(),
+        "--kubeconfig",
+        missing.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("failed to read kubeconfig"), "{err}");
+    assert!(named_under(tmp.path()).is_empty());
+}

@@ -477,7 +477,7 @@ pub fn expected_records(dir: &Path) -> Vec<Expected> {
     let mut out = Vec::new();
     let docs = manifest_docs(dir);
     for doc in &docs {
-        if doc["kind"] == Value::from("BindZone") {
+        if doc["kind"] == "BindZone" {
             let zone = doc["spec"]["zoneName"]
                 .as_str()
                 .unwrap()
@@ -497,7 +497,7 @@ pub fn expected_records(dir: &Path) -> Vec<Expected> {
         }
     }
     for doc in &docs {
-        if doc["kind"] == Value::from("DNSRecord") {
+        if doc["kind"] == "DNSRecord" {
             let zone_ref = doc["spec"]["zoneRef"].as_str().unwrap().to_string();
             let zone = &zones[&(namespace(doc), zone_ref)];
             out.push(record_set(zone, &doc["spec"]));
