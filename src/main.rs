@@ -53,12 +53,14 @@ enum Command {
         /// Log as JSON lines instead of text.
         #[arg(long)]
         log_json: bool,
-        /// Serve GET /healthz and /readyz on this address (e.g. 0.0.0.0:8080).
-        #[arg(long, value_name = "ADDR", env = "BIND_OPERATOR_HEALTH_ADDR")]
+        /// Serve GET /healthz, /readyz and /metrics on this address
+        /// [default: BIND_OPERATOR_HEALTH_ADDR, else 0.0.0.0:8080].
+        #[arg(long, value_name = "ADDR")]
         health_addr: Option<std::net::SocketAddr>,
-        /// Reconcile only while holding a Lease in POD_NAMESPACE (for more
-        /// than one replica).
-        #[arg(long, env = "BIND_OPERATOR_LEADER_ELECTION")]
+        /// Reconcile only while holding a Lease in POD_NAMESPACE, as
+        /// POD_NAME (for more than one replica)
+        /// [default: BIND_OPERATOR_LEADER_ELECTION, else off].
+        #[arg(long)]
         leader_election: bool,
     },
     /// Serve real DNS from the manifests in DIR on this machine, with no

@@ -103,8 +103,8 @@ pub enum LocalError {
     InferConfig(#[source] kube::config::InferConfigError),
     #[error("failed to build a Kubernetes client")]
     Client(#[source] kube::Error),
-    #[error("failed to install the signal handlers")]
-    Signal(#[source] std::io::Error),
+    #[error(transparent)]
+    Signal(#[from] crate::operator::ServeError),
 }
 
 /// The label selector of the pods local mode runs for a real API server.
@@ -293,7 +293,7 @@ pub fn run_blocking(opts: Options) -> Result<u8, LocalError> {
 pub async fn run(opts: Options) -> Result<u8, LocalError> {
     // Installed before anything starts, so a signal during startup still
     // stops the pods cleanly.
-    let shutdown = shutdown_signal()?.shared();
+    let shutdown = crate::operator::shutdown_signal()?.shared();
     let backend = match &opts.kubeconfig {
         None => Backend::InMemory,
         Some(path) => Backend::Cluster(cluster_client(path.as_deref()).await?),
@@ -389,19 +389,4 @@ fn init_logging(filter: &str) -> Result<(), LocalError> {
         .with_writer(std::io::stderr)
         .try_init();
     Ok(())
-}
-
-/// Resolves on SIGINT (Ctrl-C) or SIGTERM; the handlers are installed when
-/// this is called, not when first polled.
-fn shutdown_signal() -> Result<impl Future<Output = ()> + Send + 'static, LocalError> {
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut term = signal(SignalKind::terminate()).map_err(LocalError::Signal)?;
-    let mut interrupt = signal(SignalKind::interrupt()).map_err(LocalError::Signal)?;
-    Ok(async move {
-        tokio::select! {
-            _ = term.recv() => {}
-            _ = interrupt.recv() => {}
-        }
-        tracing::info!("shutdown requested; stopping pods");
-    })
 }

@@ -10,7 +10,8 @@
 //! controller has observed its current generation (`status.observedGeneration`,
 //! or the Ready condition's, >= `metadata.generation`), and it is Ready or in
 //! a terminal error. Terminal errors are: phase `Error`, or phase `Pending`
-//! with a reason that [is a failure](is_failure_reason) such as a zone that
+//! with a reason [`crate::api::CONDITION_REASONS`] lists as a failure (no
+//! guessing from its name) such as a zone that
 //! is not found (BindZone, DNSRecord: every manifest is loaded up front, so
 //! what is missing stays missing); a `False` Ready or ConfigApplied
 //! condition with a failure reason (BindCluster, BindTSIGKey); a bad
@@ -30,7 +31,9 @@ use serde_json::Value;
 use super::manifests::{ManifestError, ManifestKind, Problem};
 use super::memapi::MemApi;
 pub use super::runtime::{PodEndpoint, PodRole};
-use crate::api::{CONDITION_CONFIG_APPLIED, CONDITION_READY, Phase, STATUS_TRUE};
+use crate::api::{
+    CONDITION_CONFIG_APPLIED, CONDITION_READY, Phase, STATUS_TRUE, is_terminal_failure,
+};
 
 /// Reason of a row that stands for a bad manifest.
 pub const REASON_INVALID_MANIFEST: &str = "InvalidManifest";
@@ -75,22 +78,6 @@ pub struct Snapshot {
     pub converged: bool,
     pub pods: Vec<PodEndpoint>,
     pub objects: Vec<ObjectStatus>,
-}
-
-/// Whether a `False` condition's reason means "failed, waiting for a fix"
-/// rather than "in progress". Controllers name failure reasons this way:
-/// `...Failed`, `...Error`, `...Invalid`, `Invalid...`, `...NotFound`,
-/// `...Unsupported`, `...Conflict`.
-pub fn is_failure_reason(reason: &str) -> bool {
-    const SUFFIXES: [&str; 6] = [
-        "Failed",
-        "Error",
-        "Invalid",
-        "NotFound",
-        "Unsupported",
-        "Conflict",
-    ];
-    reason.starts_with("Invalid") || SUFFIXES.iter().any(|s| reason.ends_with(s))
 }
 
 /// One condition as far as the report cares.
@@ -153,7 +140,7 @@ pub fn classify(kind: ManifestKind, object: &Value) -> ObjectStatus {
             };
             let reason = or("/status/reason", cond_reason);
             let failed = phase == Phase::Error.as_str()
-                || (phase != Phase::Ready.as_str() && is_failure_reason(&reason));
+                || (phase != Phase::Ready.as_str() && is_terminal_failure(&reason));
             (
                 phase.to_owned(),
                 reason,
@@ -172,13 +159,13 @@ pub fn classify(kind: ManifestKind, object: &Value) -> ObjectStatus {
             let blocking = conds
                 .iter()
                 .flatten()
-                .find(|c| c.status != STATUS_TRUE && is_failure_reason(c.reason))
+                .find(|c| c.status != STATUS_TRUE && is_terminal_failure(c.reason))
                 .or_else(|| conds.iter().flatten().find(|c| c.status != STATUS_TRUE));
             let all_true = conds
                 .iter()
                 .all(|c| c.as_ref().is_some_and(|c| c.status == STATUS_TRUE));
             let failed =
-                blocking.is_some_and(|c| c.status != "Unknown" && is_failure_reason(c.reason));
+                blocking.is_some_and(|c| c.status != "Unknown" && is_terminal_failure(c.reason));
             let phase = if all_true {
                 Phase::Ready
             } else if failed {
