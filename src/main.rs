@@ -82,7 +82,7 @@ enum Command {
         base_port: u16,
         /// Exit once everything has settled: 0 if every object is Ready,
         /// 1 if some are not (they are printed), 2 if it did not settle in
-        /// time.
+        /// time (3: local mode could not run at all).
         #[arg(long)]
         once: bool,
         /// With --once: give up after this many seconds.

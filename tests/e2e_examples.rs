@@ -103,7 +103,7 @@ fn a_missing_directory_or_kubeconfig_fails_with_a_clear_message() {
     };
     let missing = tmp.path().join("nope");
     let (code, err) = run(&["-f", missing.to_str().unwrap()]);
-    assert_eq!(code, Some(1), "{err}");
+    assert_eq!(code, Some(3), "{err}");
     assert!(err.contains("failed to read manifest directory"), "{err}");
 
     let (code, err) = run(&[
@@ -112,7 +112,7 @@ fn a_missing_directory_or_kubeconfig_fails_with_a_clear_message() {
         "--kubeconfig",
         missing.to_str().unwrap(),
     ]);
-    assert_eq!(code, Some(1), "{err}");
+    assert_eq!(code, Some(3), "{err}");
     assert!(err.contains("failed to read kubeconfig"), "{err}");
     assert!(named_under(tmp.path()).is_empty());
 }

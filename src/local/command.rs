@@ -26,7 +26,7 @@
 //!
 //! Touches the cluster through the session (applies DIR), the controllers
 //! and the runtime (Pods and their status). Never prints or logs key
-//! material; the state directory holds keys and is created private.
+//! material; the state directory holds keys and is created owner-only.
 
 use std::future::Future;
 use std::io::Write;
@@ -51,8 +51,10 @@ use crate::controller::names::{APP_NAME, LABEL_MANAGED_BY, LABEL_NAME, MANAGER};
 pub const DEFAULT_BASE_PORT: u16 = 5300;
 /// How long `--once` waits for convergence when `--timeout` is not given.
 pub const DEFAULT_ONCE_TIMEOUT: Duration = Duration::from_secs(180);
-/// Exit code when local mode could not start or failed while running.
-pub const EXIT_FAILED: u8 = 1;
+/// Exit code when local mode could not run at all (distinct from the
+/// `--once` verdicts 0, 1 and 2, so CI can tell bad manifests from a broken
+/// setup).
+pub const EXIT_FAILED: u8 = 3;
 
 /// Which API server local mode works against.
 pub enum Backend {
@@ -85,6 +87,12 @@ pub enum LocalError {
     },
     #[error("failed to create a temporary state directory")]
     TempDir(#[source] std::io::Error),
+    #[error("failed to create state directory {path}")]
+    StateDir {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("failed to start the local runtime")]
     Runtime(#[from] RuntimeError),
     #[error("failed to start the session")]
@@ -99,8 +107,11 @@ pub enum LocalError {
         #[source]
         source: kube::config::KubeconfigError,
     },
-    #[error("failed to find a Kubernetes API server (KUBECONFIG, ~/.kube/config or in-cluster)")]
-    InferConfig(#[source] kube::config::InferConfigError),
+    /// No `#[source]`: kube's message already repeats its causes.
+    #[error(
+        "failed to find a Kubernetes API server (KUBECONFIG, ~/.kube/config or in-cluster): {detail}"
+    )]
+    InferConfig { detail: String },
     #[error("failed to build a Kubernetes client")]
     Client(#[source] kube::Error),
     #[error(transparent)]
@@ -300,7 +311,10 @@ pub async fn run(opts: Options) -> Result<u8, LocalError> {
     };
     let temp;
     let state_dir = match &opts.state_dir {
-        Some(d) => d.clone(),
+        Some(d) => {
+            create_private_dir(d)?;
+            d.clone()
+        }
         None => {
             temp = tempfile::Builder::new()
                 .prefix("bind-operator-local-")
@@ -309,6 +323,16 @@ pub async fn run(opts: Options) -> Result<u8, LocalError> {
             temp.path().to_owned()
         }
     };
+    let mode = LocalMode::start(
+        LocalConfig {
+            dir: opts.dir.clone(),
+            state_dir,
+            base_port: opts.base_port,
+        },
+        backend,
+        |_| {},
+    )
+    .await?;
     let kept = if opts.state_dir.is_some() {
         "kept after exit"
     } else {
@@ -322,19 +346,9 @@ pub async fn run(opts: Options) -> Result<u8, LocalError> {
         } else {
             "in-memory API"
         },
-        state_dir.display(),
-        state_dir.join(super::render::STATUS_FILE).display(),
+        mode.state_dir().display(),
+        mode.status_path().display(),
     );
-    let mode = LocalMode::start(
-        LocalConfig {
-            dir: opts.dir.clone(),
-            state_dir,
-            base_port: opts.base_port,
-        },
-        backend,
-        |_| {},
-    )
-    .await?;
     match opts.once {
         None => {
             mode.serve(shutdown).await;
@@ -347,6 +361,23 @@ pub async fn run(opts: Options) -> Result<u8, LocalError> {
             Ok(outcome.code)
         }
     }
+}
+
+/// Creates the state directory readable by the owner only (it will hold
+/// keys); an existing directory is used as it is.
+fn create_private_dir(path: &Path) -> Result<(), LocalError> {
+    use std::os::unix::fs::DirBuilderExt as _;
+    if path.is_dir() {
+        return Ok(());
+    }
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(path)
+        .map_err(|source| LocalError::StateDir {
+            path: path.to_owned(),
+            source,
+        })
 }
 
 /// A client for the API server of `path`, or of the inferred config.
@@ -368,7 +399,9 @@ async fn cluster_client(path: Option<&Path>) -> Result<Client, LocalError> {
         }
         None => kube::Config::infer()
             .await
-            .map_err(LocalError::InferConfig)?,
+            .map_err(|e| LocalError::InferConfig {
+                detail: e.to_string(),
+            })?,
     };
     Client::try_from(config).map_err(LocalError::Client)
 }
