@@ -5,6 +5,7 @@
 //! `session`).
 
 mod builtin;
+pub mod command;
 pub mod manifest_dir;
 pub mod manifests;
 pub mod memapi;

@@ -1,5 +1,5 @@
 //! The status of a local session as data: which pods serve DNS where
-//! ([`PodEndpoint`], filled in by the runtime), how every BindCluster,
+//! ([`PodEndpoint`], the runtime's own pod entries), how every BindCluster,
 //! BindTSIGKey, BindZone and DNSRecord stands ([`ObjectStatus`], read from
 //! the objects' status), the bad manifests, and whether everything has
 //! settled ([`Snapshot::converged`]); plus the `--once` verdict.
@@ -23,8 +23,6 @@
 //! store, [`observe`] through a client); writes nothing anywhere. Rendering
 //! and the status file are in `render`.
 
-use std::net::SocketAddr;
-
 use kube::Client;
 use kube::api::{Api, DynamicObject, ListParams};
 use serde::{Deserialize, Serialize};
@@ -32,6 +30,7 @@ use serde_json::Value;
 
 use super::manifests::{ManifestError, ManifestKind, Problem};
 use super::memapi::MemApi;
+pub use super::runtime::{PodEndpoint, PodRole};
 use crate::api::{
     CONDITION_CONFIG_APPLIED, CONDITION_READY, Phase, STATUS_TRUE, is_terminal_failure,
 };
@@ -56,37 +55,6 @@ const REPORTED_KINDS: [ManifestKind; 4] = [
 ];
 /// Phase shown for an object whose deletion waits for its finalizer.
 const PHASE_DELETING: &str = "Deleting";
-
-/// What a pod does in its BindCluster.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-#[serde(rename_all = "lowercase")]
-pub enum PodRole {
-    /// Ordinal 0: holds the zones.
-    Primary,
-    /// Every other ordinal: transfers them through the catalog.
-    Secondary,
-}
-
-impl PodRole {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PodRole::Primary => "primary",
-            PodRole::Secondary => "secondary",
-        }
-    }
-}
-
-/// Where one pod of a BindCluster answers DNS (filled in by the runtime).
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Hash)]
-pub struct PodEndpoint {
-    pub namespace: String,
-    pub name: String,
-    /// The BindCluster the pod belongs to.
-    pub cluster: String,
-    pub role: PodRole,
-    /// Address to `dig -p PORT @ADDR`, written as `127.0.0.1:PORT`.
-    pub dns: SocketAddr,
-}
 
 /// One row of the objects table / `status.json`.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
@@ -289,11 +257,6 @@ fn kind_rank(kind: &str) -> usize {
         .unwrap_or(usize::MAX)
 }
 
-/// Pod name ordinal, so `x-10` sorts after `x-2`.
-fn ordinal(name: &str) -> Option<u64> {
-    name.rsplit_once('-').and_then(|(_, n)| n.parse().ok())
-}
-
 /// Builds the snapshot: object rows with the bad manifests merged in (an
 /// error about an existing object replaces its row: the directory's version
 /// of it is not what runs), pods and rows in a stable order.
@@ -342,10 +305,11 @@ pub fn build_snapshot(
 
     let mut pods = pods.to_vec();
     pods.sort_by(|a, b| {
-        (&a.namespace, &a.cluster, ordinal(&a.name), &a.name).cmp(&(
+        // By ordinal, so `x-10` sorts after `x-2`.
+        (&a.namespace, &a.cluster, a.ordinal, &a.name).cmp(&(
             &b.namespace,
             &b.cluster,
-            ordinal(&b.name),
+            b.ordinal,
             &b.name,
         ))
     });
