@@ -53,13 +53,51 @@ enum Command {
         /// Log as JSON lines instead of text.
         #[arg(long)]
         log_json: bool,
-        /// Serve GET /healthz and /readyz on this address (e.g. 0.0.0.0:8080).
-        #[arg(long, value_name = "ADDR", env = "BIND_OPERATOR_HEALTH_ADDR")]
+        /// Serve GET /healthz, /readyz and /metrics on this address
+        /// [default: BIND_OPERATOR_HEALTH_ADDR, else 0.0.0.0:8080].
+        #[arg(long, value_name = "ADDR")]
         health_addr: Option<std::net::SocketAddr>,
-        /// Reconcile only while holding a Lease in POD_NAMESPACE (for more
-        /// than one replica).
-        #[arg(long, env = "BIND_OPERATOR_LEADER_ELECTION")]
+        /// Reconcile only while holding a Lease in POD_NAMESPACE, as
+        /// POD_NAME (for more than one replica)
+        /// [default: BIND_OPERATOR_LEADER_ELECTION, else off].
+        #[arg(long)]
         leader_election: bool,
+    },
+    /// Serve real DNS from the manifests in DIR on this machine, with no
+    /// cluster: an in-memory Kubernetes API, the controllers, and a local
+    /// kubelet that runs `named` per pod on 127.0.0.1 (ports in the printed
+    /// table and in STATE_DIR/status.json). DIR is kept in sync while
+    /// running; Ctrl-C stops every named.
+    Local {
+        /// Directory of manifests (YAML/JSON, multi-document; searched
+        /// recursively).
+        #[arg(short = 'f', long = "filename", value_name = "DIR")]
+        dir: PathBuf,
+        /// Keep pods' files and status.json here (default: a temporary
+        /// directory removed on exit).
+        #[arg(long, value_name = "DIR")]
+        state_dir: Option<PathBuf>,
+        /// First port handed out; each pod takes a DNS and a control port.
+        #[arg(long, value_name = "PORT", default_value_t = bind_operator::local::command::DEFAULT_BASE_PORT)]
+        base_port: u16,
+        /// Exit once everything has settled: 0 if every object is Ready,
+        /// 1 if some are not (they are printed), 2 if it did not settle in
+        /// time (3: local mode could not run at all).
+        #[arg(long)]
+        once: bool,
+        /// With --once: give up after this many seconds.
+        #[arg(long, value_name = "SECS", requires = "once", default_value_t = bind_operator::local::command::DEFAULT_ONCE_TIMEOUT.as_secs())]
+        timeout: u64,
+        /// Serve the BIND pods of a real API server instead (KUBECONFIG,
+        /// ~/.kube/config, or the given file): apply DIR there, run the
+        /// controllers here, run its pods locally. For a control plane
+        /// without kubelets.
+        #[arg(long, value_name = "FILE", num_args = 0..=1)]
+        kubeconfig: Option<Option<PathBuf>>,
+        /// Log filter (tracing EnvFilter syntax); logs go to stderr.
+        /// RUST_LOG wins when set.
+        #[arg(long, value_name = "FILTER", default_value = "warn")]
+        log_level: String,
     },
     /// Measure how fast DNSRecords answer on a BindCluster's primary and
     /// secondary (in-memory API, real controllers, local named), against a
@@ -124,6 +162,30 @@ fn main() -> ExitCode {
             },
         )
         .map_err(|e| error_chain(&e)),
+        Command::Local {
+            dir,
+            state_dir,
+            base_port,
+            once,
+            timeout,
+            kubeconfig,
+            log_level,
+        } => {
+            use bind_operator::local::command::{EXIT_FAILED, Options, run_blocking};
+            let code = run_blocking(Options {
+                dir,
+                state_dir,
+                base_port,
+                once: once.then(|| std::time::Duration::from_secs(timeout)),
+                kubeconfig,
+                log_filter: log_level,
+            })
+            .unwrap_or_else(|e| {
+                eprintln!("bind-operator: {}", error_chain(&e));
+                EXIT_FAILED
+            });
+            return ExitCode::from(code);
+        }
         Command::Bench {
             records,
             zones,

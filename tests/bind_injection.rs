@@ -87,7 +87,7 @@ fn cluster_err(cluster: &BindCluster) -> Option<ConfigError> {
             key: tsig_key(o, MATERIAL).unwrap(),
         })
         .collect();
-    match cluster_config(cluster, &loaded, primary()) {
+    match cluster_config(cluster, &loaded, None, primary()) {
         Ok(cfg) => {
             let files = render_cluster(&cfg).unwrap();
             for (name, text) in files.files() {

@@ -7,7 +7,7 @@ mod support;
 
 use base64::Engine as _;
 use bind_operator::api::{
-    BindTSIGKey, BindTSIGKeySpec, CONDITION_READY, SecretKeyRef, TsigAlgorithm, find_condition,
+    BindTSIGKey, BindTSIGKeySpec, CONDITION_READY, TsigAlgorithm, find_condition,
 };
 use bind_operator::controller::REQUEUE_LONG;
 use k8s_openapi::api::core::v1::Secret;
@@ -81,18 +81,7 @@ async fn generates_owned_material_once_and_never_rotates() {
 #[tokio::test]
 async fn bad_secret_ref_is_not_ready_with_a_reason() {
     let h = Harness::new().await;
-    let mut k = BindTSIGKey::new(
-        "ext",
-        BindTSIGKeySpec {
-            secret_ref: Some(SecretKeyRef {
-                name: "ext-dns".into(),
-                key: "tsig".into(),
-            }),
-            ..Default::default()
-        },
-    );
-    k.metadata.namespace = Some(NS.into());
-    h.create(&k).await;
+    h.key_with_ref("ext", "ext-dns", "tsig").await;
     assert_eq!(h.reconcile_key("ext").await, Action::requeue(REQUEUE_LONG));
     let (status, reason, message) = ready(&h, "ext");
     assert_eq!(

@@ -5,13 +5,16 @@
 #[path = "support/localcli/mod.rs"]
 mod support;
 
+use bind_operator::api::is_terminal_failure;
 use bind_operator::local::manifests::{DocRef, ManifestError, ManifestKind, Problem};
 use bind_operator::local::render::{STATUS_FILE, StatusFile, render_table};
 use bind_operator::local::report::{
     EXIT_NOT_CONVERGED, EXIT_NOT_READY, EXIT_READY, ObjectStatus, PodEndpoint, PodRole, Snapshot,
-    build_snapshot, classify, is_failure_reason,
+    build_snapshot, classify,
 };
+use bind_operator::local::runtime::PodPorts;
 use serde_json::{Value, json};
+use std::path::PathBuf;
 
 fn object(kind: &str, name: &str, generation: i64, status: Value) -> Value {
     json!({
@@ -39,14 +42,18 @@ fn row(kind: &str, name: &str, ready: bool, phase: &str) -> ObjectStatus {
     }
 }
 
+/// A Ready pod of `example`; the role follows from the name's ordinal.
 fn pod(name: &str, role: PodRole, port: u16) -> PodEndpoint {
-    PodEndpoint {
-        namespace: "default".into(),
-        name: name.into(),
-        cluster: "example".into(),
-        role,
-        dns: format!("127.0.0.1:{port}").parse().unwrap(),
-    }
+    let ordinal: u32 = name.rsplit_once('-').unwrap().1.parse().unwrap();
+    let ports = PodPorts {
+        dns: port,
+        control: port + 1000,
+    };
+    let mut p = PodEndpoint::new("default", name, "example", ordinal, ports, PathBuf::new());
+    assert_eq!(p.role, role);
+    p.running = true;
+    p.ready = true;
+    p
 }
 
 #[test]
@@ -200,16 +207,19 @@ fn tsig_keys_use_the_ready_condition_and_its_generation() {
         "SecretNotFound",
         "ApexNSUnsupported",
     ] {
-        assert!(is_failure_reason(reason), "{reason}");
+        assert!(is_terminal_failure(reason), "{reason}");
     }
     for reason in [
         "Propagating",
+        "PodsNotReady",
         "Pending",
         "Progressing",
         "WaitingForPods",
+        // Failure-sounding names count only when a controller lists them.
+        "SomethingFailed",
         "",
     ] {
-        assert!(!is_failure_reason(reason), "{reason}");
+        assert!(!is_terminal_failure(reason), "{reason}");
     }
 }
 
@@ -350,11 +360,27 @@ fn status_json_has_exactly_the_documented_shape() {
     assert_eq!(keys(&v), ["converged", "objects", "pods"]);
     assert_eq!(v["converged"], true);
     for p in v["pods"].as_array().unwrap() {
-        assert_eq!(keys(p), ["cluster", "dns", "name", "namespace", "role"]);
+        assert_eq!(
+            keys(p),
+            [
+                "cluster",
+                "control",
+                "dns",
+                "name",
+                "namespace",
+                "ordinal",
+                "ready",
+                "restarts",
+                "role",
+                "running"
+            ]
+        );
     }
     assert_eq!(
         v["pods"][0],
-        json!({"namespace": "default", "name": "example-0", "cluster": "example", "role": "primary", "dns": "127.0.0.1:15300"})
+        json!({"namespace": "default", "name": "example-0", "cluster": "example", "role": "primary",
+               "ordinal": 0, "dns": "127.0.0.1:15300", "control": "127.0.0.1:16300",
+               "running": true, "ready": true, "restarts": 0})
     );
     for o in v["objects"].as_array().unwrap() {
         assert_eq!(
@@ -396,10 +422,10 @@ fn table_rendering_is_stable() {
     let expected = "\
 3/6 objects ready, 3 pods, converged
 
-NAMESPACE  CLUSTER  POD         ROLE       DNS
-default    example  example-0   primary    127.0.0.1:15300
-default    example  example-2   secondary  127.0.0.1:15302
-default    example  example-10  secondary  127.0.0.1:15312
+NAMESPACE  CLUSTER  POD         ROLE       DNS              READY  RESTARTS
+default    example  example-0   primary    127.0.0.1:15300  yes    0
+default    example  example-2   secondary  127.0.0.1:15302  yes    0
+default    example  example-10  secondary  127.0.0.1:15312  yes    0
 
 KIND         NAMESPACE  NAME         READY  PHASE  REASON           MESSAGE
 BindCluster  default    example      yes    Ready  -                -

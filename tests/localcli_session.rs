@@ -7,14 +7,16 @@
 mod support;
 
 use std::io::Write;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bind_operator::local::manifests::ManifestKind;
 use bind_operator::local::memapi::MemApi;
 use bind_operator::local::report::{
-    EXIT_NOT_CONVERGED, EXIT_NOT_READY, EXIT_READY, PodEndpoint, PodRole, Snapshot,
+    EXIT_NOT_CONVERGED, EXIT_NOT_READY, EXIT_READY, PodEndpoint, Snapshot,
 };
+use bind_operator::local::runtime::PodPorts;
 use bind_operator::local::session::LocalSession;
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use serde_json::{Value, json};
@@ -100,17 +102,14 @@ fn pods() -> (
     watch::Sender<Vec<PodEndpoint>>,
     watch::Receiver<Vec<PodEndpoint>>,
 ) {
-    let pod = |name: &str, role, port: u16| PodEndpoint {
-        namespace: "default".into(),
-        name: name.into(),
-        cluster: "example".into(),
-        role,
-        dns: ([127, 0, 0, 1], port).into(),
+    let pod = |name: &str, ordinal, port: u16| {
+        let ports = PodPorts {
+            dns: port,
+            control: port + 1000,
+        };
+        PodEndpoint::new("default", name, "example", ordinal, ports, PathBuf::new())
     };
-    watch::channel(vec![
-        pod("example-0", PodRole::Primary, 15300),
-        pod("example-1", PodRole::Secondary, 15301),
-    ])
+    watch::channel(vec![pod("example-0", 0, 15300), pod("example-1", 1, 15301)])
 }
 
 fn examples_copy() -> tempfile::TempDir {

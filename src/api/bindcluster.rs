@@ -400,7 +400,9 @@ pub struct CatalogSpec {
     #[schemars(length(min = 1, max = MAX_DNS_NAME_LEN), regex(pattern = DNS_NAME_PATTERN))]
     pub zone_name: Option<String>,
     /// Name of the BindTSIGKey (same namespace) that signs zone transfers and
-    /// NOTIFY between the primary and the secondaries.
+    /// NOTIFY between the primary and the secondaries. Unset: the operator
+    /// generates a key once into the Secret `<cluster>-transfer`, owned by
+    /// the cluster.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = MAX_K8S_NAME_LEN), regex(pattern = K8S_NAME_PATTERN))]
     pub transfer_key_ref: Option<String>,

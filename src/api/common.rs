@@ -22,6 +22,10 @@ pub const CONDITION_READY: &str = "Ready";
 /// Condition type on BindCluster: every pod loaded the wanted config.
 pub const CONDITION_CONFIG_APPLIED: &str = "ConfigApplied";
 
+// Condition reasons. Every reason a controller writes into a condition (or
+// a BindZone/DNSRecord `status.reason`) is a constant here and is listed in
+// [`CONDITION_REASONS`] with what it means.
+
 /// ConfigApplied reason: every pod runs the wanted config.
 pub const REASON_APPLIED: &str = "Applied";
 /// ConfigApplied reason: some pod is not ready or its mount is not yet current.
@@ -30,8 +34,94 @@ pub const REASON_PROPAGATING: &str = "Propagating";
 pub const REASON_RECONFIG_FAILED: &str = "ReconfigFailed";
 /// ConfigApplied reason: running a command in a pod failed.
 pub const REASON_EXEC_FAILED: &str = "ExecFailed";
+/// BindCluster Ready reason: every replica is ready and runs the wanted config.
+pub const REASON_READY: &str = "Ready";
+/// BindCluster Ready reason: fewer ready pods than replicas.
+pub const REASON_PODS_NOT_READY: &str = "PodsNotReady";
+/// BindCluster Ready reason: pods are up but some have not loaded the
+/// wanted config (ConfigApplied says why).
+pub const REASON_CONFIG_NOT_APPLIED: &str = "ConfigNotApplied";
+/// BindCluster Ready reason: the spec (or a key it loads) cannot become a
+/// BIND config; the last good config keeps serving.
+pub const REASON_INVALID_SPEC: &str = "InvalidSpec";
+/// BindCluster Ready reason: the API server refused a child as invalid
+/// (422, e.g. an immutable StatefulSet field changed).
+pub const REASON_APPLY_REJECTED: &str = "ApplyRejected";
+/// BindCluster Ready reason: the rndc Secret lacks usable key material.
+pub const REASON_INVALID_RNDC_SECRET: &str = "InvalidRndcSecret";
+/// BindCluster Ready reason: the generated transfer key Secret lacks usable
+/// key material.
+pub const REASON_INVALID_TRANSFER_SECRET: &str = "InvalidTransferSecret";
+/// BindTSIGKey Ready reason: the key material is in its Secret.
+pub const REASON_KEY_AVAILABLE: &str = "KeyAvailable";
+/// Key reason (BindTSIGKey, or a BindCluster loading it): its Secret does
+/// not exist.
+pub const REASON_SECRET_NOT_FOUND: &str = "SecretNotFound";
+/// Key reason: the Secret lacks the data key the ref names.
+pub const REASON_SECRET_KEY_MISSING: &str = "SecretKeyMissing";
+/// Key reason: the Secret's value is not base64 key material.
+pub const REASON_INVALID_SECRET: &str = "InvalidSecret";
+/// Key reason: the key's name is not a valid BIND key name.
+pub const REASON_INVALID_KEY_NAME: &str = "InvalidKeyName";
+/// BindTSIGKey Ready reason: the Secret to generate into exists and is
+/// not the key's own.
+pub const REASON_SECRET_CONFLICT: &str = "SecretConflict";
 /// DNSRecord reason: a zone-qualified apex NS name slipped past CEL.
 pub const REASON_APEX_NS_UNSUPPORTED: &str = "ApexNSUnsupported";
+/// DNSRecord reason: no BindZone of that name exists.
+pub const REASON_ZONE_NOT_FOUND: &str = "ZoneNotFound";
+
+/// What a condition reason says about its object.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReasonKind {
+    /// Where it should be.
+    Done,
+    /// On its way: waiting changes it without anyone acting.
+    InProgress,
+    /// Stuck until the object, or what it names, changes.
+    Failed,
+}
+
+/// Every condition reason the controllers set, with its [`ReasonKind`]: the
+/// one list readers of status (the local report's convergence verdict)
+/// consult instead of guessing from a reason's name. A controller adding a
+/// reason adds it here.
+pub const CONDITION_REASONS: &[(&str, ReasonKind)] = &[
+    (REASON_APPLIED, ReasonKind::Done),
+    (REASON_READY, ReasonKind::Done),
+    (REASON_KEY_AVAILABLE, ReasonKind::Done),
+    (REASON_PROPAGATING, ReasonKind::InProgress),
+    (REASON_PODS_NOT_READY, ReasonKind::InProgress),
+    (REASON_CONFIG_NOT_APPLIED, ReasonKind::InProgress),
+    (REASON_RECONFIG_FAILED, ReasonKind::Failed),
+    (REASON_EXEC_FAILED, ReasonKind::Failed),
+    (REASON_INVALID_SPEC, ReasonKind::Failed),
+    (REASON_APPLY_REJECTED, ReasonKind::Failed),
+    (REASON_INVALID_RNDC_SECRET, ReasonKind::Failed),
+    (REASON_INVALID_TRANSFER_SECRET, ReasonKind::Failed),
+    (REASON_SECRET_NOT_FOUND, ReasonKind::Failed),
+    (REASON_SECRET_KEY_MISSING, ReasonKind::Failed),
+    (REASON_INVALID_SECRET, ReasonKind::Failed),
+    (REASON_INVALID_KEY_NAME, ReasonKind::Failed),
+    (REASON_SECRET_CONFLICT, ReasonKind::Failed),
+    (REASON_APEX_NS_UNSUPPORTED, ReasonKind::Failed),
+    (REASON_ZONE_NOT_FOUND, ReasonKind::Failed),
+];
+
+/// The kind of a reason in [`CONDITION_REASONS`]; None for a reason no
+/// controller sets.
+pub fn reason_kind(reason: &str) -> Option<ReasonKind> {
+    CONDITION_REASONS
+        .iter()
+        .find(|(r, _)| *r == reason)
+        .map(|(_, k)| *k)
+}
+
+/// Whether `reason` means "failed, waiting for a fix" rather than "in
+/// progress". Unknown reasons are not failures.
+pub fn is_terminal_failure(reason: &str) -> bool {
+    reason_kind(reason) == Some(ReasonKind::Failed)
+}
 
 /// Condition status strings, as Kubernetes spells them.
 pub const STATUS_TRUE: &str = "True";
@@ -207,6 +297,25 @@ mod tests {
         assert_eq!(conds[0].last_transition_time, t(40));
         assert!(is_condition_true(&conds, CONDITION_READY));
         assert!(!is_condition_true(&conds, CONDITION_CONFIG_APPLIED));
+    }
+
+    #[test]
+    fn each_reason_is_listed_once() {
+        let mut names: Vec<&str> = CONDITION_REASONS.iter().map(|(r, _)| *r).collect();
+        names.sort_unstable();
+        let all = names.len();
+        names.dedup();
+        assert_eq!(names.len(), all, "a reason is listed twice");
+        assert_eq!(
+            reason_kind(REASON_PROPAGATING),
+            Some(ReasonKind::InProgress)
+        );
+        assert!(is_terminal_failure(REASON_RECONFIG_FAILED));
+        assert!(!is_terminal_failure(REASON_APPLIED));
+        assert!(
+            !is_terminal_failure("SomethingFailed"),
+            "no guessing by name"
+        );
     }
 
     #[test]

@@ -60,6 +60,54 @@ impl Command {
     }
 }
 
+/// Verb of a command this module did not build and cannot name.
+pub const VERB_OTHER: &str = "other";
+
+impl Command {
+    /// What the command does, as a short static name for metrics and logs:
+    /// the name of the function here that built it (`reconfig`, `addzone`,
+    /// `nsupdate`, `write_notify_targets`, ...). Bounded by construction: a
+    /// command built elsewhere from a fixed script is named by the program
+    /// its first argument runs, anything else is [`VERB_OTHER`]. Never
+    /// derived from user values or stdin.
+    pub fn verb(&self) -> &'static str {
+        verb_of(&self.argv)
+    }
+}
+
+fn verb_of(argv: &[String]) -> &'static str {
+    let arg = |i: usize| argv.get(i).map(String::as_str).unwrap_or_default();
+    let program = arg(0).rsplit('/').next().unwrap_or_default();
+    let has = |word: &str| argv.iter().any(|a| a == word);
+    match program {
+        "sh" if arg(1) == "-c" => match arg(2) {
+            DELZONE_SCRIPT => "delzone",
+            WRITE_FILE_SCRIPT => "write_zone_file",
+            WRITE_NOTIFY_SCRIPT => "write_notify_targets",
+            CHECKCONF_SCRIPT => "checkconf",
+            DIG_KEYFILE_SCRIPT => "dig_axfr",
+            // `sh -c SCRIPT sh PROGRAM ...`: named after PROGRAM.
+            _ => argv.get(4..).map_or(VERB_OTHER, verb_of),
+        },
+        "rndc" => match arg(3) {
+            "reconfig" => "reconfig",
+            "addzone" => "addzone",
+            "modzone" => "modzone",
+            "zonestatus" => "zonestatus",
+            "delzone" => "delzone",
+            _ => "rndc",
+        },
+        "nsupdate" => "nsupdate",
+        "dig" if has("version.bind") => "probe",
+        "dig" if has("AXFR") => "dig_axfr",
+        "dig" if has("SOA") => "dig_soa",
+        "dig" => "dig",
+        "cat" if arg(1).ends_with(data::NOTIFY_TARGETS) => "read_notify_targets",
+        "cat" => "read_mounted_config",
+        _ => VERB_OTHER,
+    }
+}
+
 fn rndc(layout: &PodLayout, args: Vec<String>) -> Command {
     let mut argv = vec![layout.tools.rndc.clone(), "-c".into(), layout.rndc_conf()];
     argv.extend(args);
@@ -104,6 +152,15 @@ pub fn modzone(
     let mut a = vec!["modzone".to_string()];
     a.extend(zone_args(zone, view));
     a.push(clause.to_string());
+    rndc(layout, a)
+}
+
+/// `rndc notify ZONE [IN VIEW]`: NOTIFY the zone's also-notify list now
+/// (secondaries that missed a NOTIFY, e.g. while the list was being
+/// restored after a restart, transfer without waiting for the refresh).
+pub fn notify(layout: &PodLayout, zone: &ZoneName, view: Option<&ViewName>) -> Command {
+    let mut a = vec!["notify".to_string()];
+    a.extend(zone_args(zone, view));
     rndc(layout, a)
 }
 
@@ -371,5 +428,61 @@ mod tests {
         );
         assert_eq!(render_notify_targets(&[], &key.name), "also-notify { };\n");
         assert_eq!(config_hash("a", "b"), config_hash("ab", ""));
+    }
+
+    #[test]
+    fn every_command_is_named_by_its_builder() {
+        let l = PodLayout::in_cluster();
+        let z = ZoneName::parse("example.com").unwrap();
+        let key = TsigKey {
+            name: KeyName::parse("xfer").unwrap(),
+            algorithm: TsigAlgorithm::HmacSha256,
+            secret: TsigSecret::from_base64("c2VjcmV0").unwrap(),
+        };
+        let batch = crate::bind::nsupdate::UpdateBatch {
+            zone: z.clone(),
+            changes: vec![
+                crate::bind::nsupdate::RrsetChange::parse_replace(
+                    &z,
+                    "www",
+                    "A",
+                    None,
+                    crate::bind::Ttl::new(300).unwrap(),
+                    &["192.0.2.1".to_string()],
+                )
+                .unwrap(),
+            ],
+            apex_ns: None,
+        };
+        let script = crate::bind::nsupdate::build_script(&batch, local_server(&l), &key)
+            .unwrap()
+            .unwrap();
+        let cases = [
+            (reconfig(&l), "reconfig"),
+            (addzone(&l, &z, None, "{ type primary; };"), "addzone"),
+            (modzone(&l, &z, None, "{ type primary; };"), "modzone"),
+            (zonestatus(&l, &z, None), "zonestatus"),
+            (delzone(&l, &z, None, "example.com.db"), "delzone"),
+            (write_zone_file(&l, "example.com.db", ""), "write_zone_file"),
+            (
+                write_notify_targets(&l, &[], &key.name),
+                "write_notify_targets",
+            ),
+            (read_notify_targets(&l), "read_notify_targets"),
+            (read_mounted_config(&l), "read_mounted_config"),
+            (checkconf(&l, true), "checkconf"),
+            (nsupdate(&l, &script), "nsupdate"),
+            (probe(&l), "probe"),
+            (dig_soa(&l, std::slice::from_ref(&z)), "dig_soa"),
+            (dig_axfr(&l, &z, &key), "dig_axfr"),
+        ];
+        for (cmd, verb) in cases {
+            assert_eq!(cmd.verb(), verb, "{cmd:?}");
+        }
+        // A fixed script built elsewhere is named after the program it runs.
+        let chained = Command::sh("\"$@\"", vec!["/usr/bin/nsupdate".into(), "-v".into()]);
+        assert_eq!(chained.verb(), "nsupdate");
+        assert_eq!(Command::new(["true"]).verb(), VERB_OTHER);
+        assert_eq!(Command::new(Vec::<String>::new()).verb(), VERB_OTHER);
     }
 }

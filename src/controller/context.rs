@@ -1,6 +1,7 @@
 //! The shared context every reconciler gets: the API client, the pod
 //! executor, the network seam, the event recorder, the caches (reflector
-//! stores) and the operator-wide constants (field manager, requeue delays).
+//! stores), the metrics, and the operator-wide constants (field manager,
+//! requeue delays).
 //!
 //! Touches the cluster only to publish Events. Never holds key material.
 
@@ -12,10 +13,11 @@ use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::{Client, Resource};
 
 use super::bindcluster::NotifyMemo;
-use super::exec::PodExecutor;
+use super::exec::{MeteredExecutor, PodExecutor};
 use super::names::{EVENT_REPORTER, FIELD_MANAGER};
 use super::network::Network;
 use super::stores::Stores;
+use crate::operator::Metrics;
 
 /// Requeue while something is on its way (a pod becoming ready, a mount
 /// propagating): seconds.
@@ -48,14 +50,30 @@ pub struct Context {
     /// What each primary's NOTIFY list is known to be (saves an exec per
     /// reconcile).
     pub notify_memo: NotifyMemo,
+    /// Where reconciles are counted (exec calls are counted by the
+    /// executor wrapper, see [`Context::with_metrics`]).
+    pub metrics: Metrics,
 }
 
 impl Context {
+    /// A context counting into a metrics registry of its own.
     pub fn new(
         client: Client,
         executor: Arc<dyn PodExecutor>,
         network: Arc<dyn Network>,
         stores: Stores,
+    ) -> Self {
+        Self::with_metrics(client, executor, network, stores, Metrics::new())
+    }
+
+    /// A context counting into `metrics` (the one `/metrics` serves). The
+    /// executor is wrapped so every command is counted by verb.
+    pub fn with_metrics(
+        client: Client,
+        executor: Arc<dyn PodExecutor>,
+        network: Arc<dyn Network>,
+        stores: Stores,
+        metrics: Metrics,
     ) -> Self {
         let reporter = Reporter {
             controller: EVENT_REPORTER.to_string(),
@@ -64,11 +82,12 @@ impl Context {
         Context {
             recorder: Recorder::new(client.clone(), reporter),
             client,
-            executor,
+            executor: Arc::new(MeteredExecutor::new(executor, metrics.clone())),
             network,
             stores,
             field_manager: FIELD_MANAGER,
             notify_memo: NotifyMemo::default(),
+            metrics,
         }
     }
 

@@ -9,6 +9,7 @@
 //! puts stdout into `Debug` output (`cat keys.conf` prints key material).
 
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::FutureExt as _;
@@ -22,6 +23,7 @@ use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use super::names::BIND_CONTAINER;
 use crate::bind::commands::Command;
 use crate::bind::layout::PodLayout;
+use crate::operator::Metrics;
 
 /// A command that runs longer than this is abandoned (a wedged named must
 /// not wedge a reconcile forever).
@@ -179,6 +181,39 @@ pub trait PodExecutor: Send + Sync {
         pod: &'a PodRef,
         cmd: &'a Command,
     ) -> BoxFuture<'a, Result<ExecOutput, ExecError>>;
+}
+
+/// Counts every command in the metrics by verb ([`Command::verb`]) and
+/// outcome, around any executor; [`super::Context`] wraps the executor it is
+/// given in one, so a cluster and local mode are counted alike.
+pub struct MeteredExecutor {
+    inner: Arc<dyn PodExecutor>,
+    metrics: Metrics,
+}
+
+impl MeteredExecutor {
+    pub fn new(inner: Arc<dyn PodExecutor>, metrics: Metrics) -> Self {
+        MeteredExecutor { inner, metrics }
+    }
+}
+
+impl PodExecutor for MeteredExecutor {
+    fn layout(&self, pod: &PodRef) -> PodLayout {
+        self.inner.layout(pod)
+    }
+
+    fn exec<'a>(
+        &'a self,
+        pod: &'a PodRef,
+        cmd: &'a Command,
+    ) -> BoxFuture<'a, Result<ExecOutput, ExecError>> {
+        async move {
+            let result = self.inner.exec(pod, cmd).await;
+            self.metrics.exec(cmd.verb(), result.is_ok());
+            result
+        }
+        .boxed()
+    }
 }
 
 /// The in-cluster executor: the pods/exec subresource over a websocket.

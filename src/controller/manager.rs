@@ -1,38 +1,58 @@
 //! `bind-operator run`: the controller manager for a real API server.
-//! Sets up logging, the client (in-cluster service account, or KUBECONFIG /
-//! ~/.kube/config), optional health endpoints, and runs [`super::run`]
-//! with the pods/exec executor and the cluster network until SIGINT or
-//! SIGTERM.
+//! Sets up logging, turns the flags and the environment into an
+//! [`OperatorConfig`], builds the client (in-cluster service account, or
+//! KUBECONFIG / ~/.kube/config) and hands the controllers, with the
+//! pods/exec executor and the cluster network, to [`operator::serve`],
+//! which owns leader election, `/healthz`, `/readyz`, `/metrics` and the
+//! shutdown on SIGTERM/SIGINT.
 //!
-//! With leader election on, only the holder of a Lease runs controllers;
-//! a leader that loses its Lease stops and the process exits with an error
-//! (its pod restarts as a candidate).
-//!
-//! Touches the cluster.
+//! Touches the cluster. Parses no environment variable that
+//! [`OperatorConfig::from_lookup`] also parses: a flag only stands in for
+//! its variable.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
-use futures::FutureExt as _;
-use futures::future::BoxFuture;
 use kube::Client;
-use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
-use tokio::net::TcpListener;
 use tracing_subscriber::EnvFilter;
 
-use super::leader::{Elector, LeaderError, Timing};
 use super::{ClusterNetwork, KubeExecutor};
+use crate::operator::config::{ENV_HEALTH_ADDR, ENV_LEADER_ELECTION};
+use crate::operator::{self, ConfigError, Metrics, OperatorConfig, ServeError};
 
-/// Flags of `bind-operator run`.
+/// How long the API server may take to answer its version at startup.
+pub const API_CHECK_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Flags of `bind-operator run`. Each overrides its environment variable
+/// (see [`crate::operator::config`]); unset, the variable decides.
 #[derive(Debug, Clone)]
 pub struct Options {
     /// tracing EnvFilter directives; `RUST_LOG` wins when set.
     pub log_filter: String,
     pub log_json: bool,
-    /// Where to answer `GET /healthz` and `/readyz`, if anywhere.
+    /// `--health-addr`, for `BIND_OPERATOR_HEALTH_ADDR`.
     pub health_addr: Option<SocketAddr>,
-    /// Run controllers only while holding the leader Lease.
+    /// `--leader-election`, for `BIND_OPERATOR_LEADER_ELECTION=true`.
     pub leader_election: bool,
+}
+
+impl Options {
+    /// The operator's settings: `env` (the process environment in
+    /// [`run_manager`]) with the flags that were given standing in for
+    /// their variables.
+    pub fn config(
+        &self,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<OperatorConfig, ConfigError> {
+        OperatorConfig::from_lookup(|var| match var {
+            ENV_HEALTH_ADDR if self.health_addr.is_some() => {
+                self.health_addr.map(|a| a.to_string())
+            }
+            ENV_LEADER_ELECTION if self.leader_election => Some("true".into()),
+            _ => env(var),
+        })
+    }
 }
 
 /// Why the manager could not run.
@@ -42,16 +62,29 @@ pub enum ManagerError {
     LogFilter { filter: String, message: String },
     #[error("failed to start the async runtime")]
     Runtime(#[source] std::io::Error),
-    #[error("failed to build a Kubernetes client (in-cluster config or KUBECONFIG)")]
-    Client(#[source] kube::Error),
-    #[error(transparent)]
-    Leader(#[from] LeaderError),
-    #[error("failed to listen on {addr} for health checks")]
-    Health {
-        addr: SocketAddr,
+    #[error("failed to configure the operator")]
+    Config(#[from] ConfigError),
+    /// No `#[source]`: kube's message already repeats its causes.
+    #[error(
+        "failed to find a Kubernetes API server: not running in a cluster and no usable kubeconfig (set KUBECONFIG or create ~/.kube/config): {detail}"
+    )]
+    NoCluster { detail: String },
+    #[error("failed to build a Kubernetes client for {url}")]
+    Client {
+        url: String,
         #[source]
-        source: std::io::Error,
+        source: kube::Error,
     },
+    #[error("failed to reach the Kubernetes API server at {url} within {}s", API_CHECK_TIMEOUT.as_secs())]
+    Unreachable { url: String },
+    #[error("failed to reach the Kubernetes API server at {url}")]
+    ApiServer {
+        url: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error(transparent)]
+    Serve(#[from] ServeError),
 }
 
 /// Installs the global tracing subscriber.
@@ -81,161 +114,103 @@ pub fn run_blocking(opts: Options) -> Result<(), ManagerError> {
     rt.block_on(run_manager(opts))
 }
 
-/// The manager on the current runtime.
+/// The manager on the current runtime. Fails before binding anything when
+/// the configuration is malformed or no API server can be found.
 pub async fn run_manager(opts: Options) -> Result<(), ManagerError> {
-    let client = Client::try_default().await.map_err(ManagerError::Client)?;
-    if let Some(addr) = opts.health_addr {
-        let listener = TcpListener::bind(addr)
-            .await
-            .map_err(|source| ManagerError::Health { addr, source })?;
-        tokio::spawn(serve_health(listener));
-    }
-    let stop = shutdown_signal().boxed().shared();
-    let controllers = |shutdown: BoxFuture<'static, ()>| {
-        super::run(
-            client.clone(),
-            Arc::new(KubeExecutor::new(client.clone())),
-            Arc::new(ClusterNetwork),
-            shutdown,
-        )
-    };
-    if !opts.leader_election {
-        tracing::info!("starting controllers");
-        controllers(stop.boxed()).await;
-        return Ok(());
-    }
-    let elector = Elector::new(
+    let config = opts.config(|var| std::env::var(var).ok())?;
+    let client = connect().await?;
+    tracing::info!(health = %config.health_addr, leader_election = config.leader_election.is_some(), "starting");
+    operator::serve(
         client.clone(),
-        &own_namespace(),
-        &own_identity(),
-        Timing::default(),
-    );
-    tokio::select! {
-        () = elector.acquire() => {},
-        () = stop.clone() => return Ok(()),
-    }
-    tracing::info!("starting controllers");
-    let (lost_tx, lost_rx) = tokio::sync::oneshot::channel();
-    let keeper = {
-        let elector = elector.clone();
-        tokio::spawn(async move {
-            let _ = lost_tx.send(elector.keep().await);
-        })
-    };
-    let lost = Arc::new(std::sync::Mutex::new(None));
-    let lost_slot = lost.clone();
-    let until = async move {
-        tokio::select! {
-            () = stop => {},
-            r = lost_rx => {
-                if let Ok(e) = r {
-                    tracing::error!(error = %e, "lost leadership; stopping");
-                    *lost_slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(e);
-                }
-            }
-        }
-    };
-    controllers(until.boxed()).await;
-    keeper.abort();
-    let lost = lost.lock().unwrap_or_else(|p| p.into_inner()).take();
-    match lost {
-        Some(e) => Err(e.into()),
-        None => {
-            elector.release().await;
-            Ok(())
-        }
-    }
+        config,
+        Metrics::new(),
+        move |run| async move {
+            super::run_with(
+                client.clone(),
+                Arc::new(KubeExecutor::new(client)),
+                Arc::new(ClusterNetwork),
+                run.metrics,
+                run.readiness,
+                run.shutdown.cancelled_owned(),
+            )
+            .await;
+            Ok::<(), std::convert::Infallible>(())
+        },
+    )
+    .await?;
+    Ok(())
 }
 
-/// The candidate's identity: the pod name (downward API), else the host
-/// name.
-fn own_identity() -> String {
-    std::env::var("POD_NAME")
-        .ok()
-        .filter(|s| !s.is_empty())
-        .or_else(|| std::env::var("HOSTNAME").ok())
-        .unwrap_or_else(|| "bind-operator".into())
-}
-
-/// Where the Lease lives: the operator's own namespace.
-fn own_namespace() -> String {
-    std::env::var("POD_NAMESPACE")
-        .ok()
-        .filter(|s| !s.is_empty())
-        .or_else(|| {
-            std::fs::read_to_string("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
-                .ok()
-                .map(|s| s.trim().to_string())
-        })
-        .unwrap_or_else(|| "default".into())
-}
-
-/// Resolves on SIGINT or SIGTERM (what Kubernetes sends on pod stop).
-pub async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => {},
-        () = term => {},
-    }
-    tracing::info!("shutdown requested");
-}
-
-/// Answers `GET /healthz` and `GET /readyz` with 200 (the process is up
-/// and its runtime schedules tasks), anything else with 404. Deliberately
-/// tiny: a probe target, not a web server.
-pub async fn serve_health(listener: TcpListener) {
-    loop {
-        let Ok((mut sock, _)) = listener.accept().await else {
-            continue;
-        };
-        tokio::spawn(async move {
-            let mut buf = [0u8; 1024];
-            let n = sock.read(&mut buf).await.unwrap_or(0);
-            let head = String::from_utf8_lossy(&buf[..n]);
-            let path = head.split_whitespace().nth(1).unwrap_or_default();
-            let response: &[u8] = if head.starts_with("GET ")
-                && matches!(path, "/healthz" | "/readyz")
-            {
-                b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: 3\r\nconnection: close\r\n\r\nok\n"
-            } else {
-                b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
-            };
-            let _ = sock.write_all(response).await;
-            let _ = sock.shutdown().await;
-        });
+/// The client of the in-cluster service account or the kubeconfig, once
+/// the API server answered: a missing or unreachable cluster is reported
+/// at once instead of as watches retrying forever.
+async fn connect() -> Result<Client, ManagerError> {
+    let kube_config = kube::Config::infer()
+        .await
+        .map_err(|e| ManagerError::NoCluster {
+            detail: e.to_string(),
+        })?;
+    let url = kube_config.cluster_url.to_string();
+    let client = Client::try_from(kube_config).map_err(|source| ManagerError::Client {
+        url: url.clone(),
+        source,
+    })?;
+    match tokio::time::timeout(API_CHECK_TIMEOUT, client.apiserver_version()).await {
+        Err(_) => Err(ManagerError::Unreachable { url }),
+        Ok(Err(source)) => Err(ManagerError::ApiServer { url, source }),
+        Ok(Ok(_)) => Ok(client),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::HashMap;
 
-    #[tokio::test]
-    async fn health_endpoint_answers() {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        tokio::spawn(serve_health(listener));
-        for (path, want) in [("/healthz", "200 OK"), ("/readyz", "200 OK"), ("/x", "404")] {
-            let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
-            s.write_all(format!("GET {path} HTTP/1.1\r\nhost: x\r\n\r\n").as_bytes())
-                .await
-                .unwrap();
-            let mut out = String::new();
-            s.read_to_string(&mut out).await.unwrap();
-            assert!(out.contains(want), "{path}: {out}");
+    fn options(health: Option<&str>, leader: bool) -> Options {
+        Options {
+            log_filter: "info".into(),
+            log_json: false,
+            health_addr: health.map(|a| a.parse().unwrap()),
+            leader_election: leader,
         }
+    }
+
+    fn env(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let map: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        move |k| map.get(k).cloned()
+    }
+
+    #[test]
+    fn flags_stand_in_for_their_variables() {
+        let deployed = env(&[
+            (ENV_LEADER_ELECTION, "false"),
+            (ENV_HEALTH_ADDR, "0.0.0.0:8080"),
+            ("POD_NAME", "op-0"),
+            ("POD_NAMESPACE", "ops"),
+        ]);
+        let c = options(None, false).config(&deployed).unwrap();
+        assert_eq!(c.health_addr, "0.0.0.0:8080".parse().unwrap());
+        assert!(c.leader_election.is_none());
+
+        let c = options(Some("127.0.0.1:9090"), true)
+            .config(&deployed)
+            .unwrap();
+        assert_eq!(c.health_addr, "127.0.0.1:9090".parse().unwrap());
+        assert_eq!(c.leader_election.unwrap().identity, "op-0");
+    }
+
+    #[test]
+    fn leader_election_by_flag_still_needs_the_pod_identity() {
+        let e = options(None, true).config(env(&[])).unwrap_err();
+        assert!(matches!(e, ConfigError::Missing { .. }), "{e}");
+        // A malformed variable is an error, not a fallback.
+        let e = options(None, false)
+            .config(env(&[(ENV_LEADER_ELECTION, "ture")]))
+            .unwrap_err();
+        assert!(matches!(e, ConfigError::InvalidBool { .. }), "{e}");
     }
 }

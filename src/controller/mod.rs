@@ -6,7 +6,8 @@
 //! - [`exec::PodExecutor`]: "run this command in pod P". `layout(pod)` says
 //!   where BIND lives in that pod; reconcilers build every command from it
 //!   with `bind::commands`, so no argv is ever rewritten. In a cluster:
-//!   [`exec::KubeExecutor`] (pods/exec); local mode brings its own.
+//!   [`exec::KubeExecutor`] (pods/exec); local mode brings its own. The
+//!   context wraps either in [`exec::MeteredExecutor`] (exec metrics).
 //! - [`network::Network`]: where secondaries reach the primary and where a
 //!   pod answers DNS ([`network::ClusterNetwork`] in a cluster).
 //! - [`error::Categorized`]: the error-category pattern (category = Event
@@ -19,9 +20,10 @@
 //! - [`names`]: names, labels and annotations of everything we create (the
 //!   local runtime creates pods with the StatefulSet template's labels plus
 //!   `statefulset.kubernetes.io/pod-name`, as the StatefulSet controller does).
-//! - [`run`]: starts every controller; `bind-operator run` (a real API
-//!   server, via [`manager`]) and `bind-operator local` (the in-memory one)
-//!   both call it.
+//! - [`run`] / [`run_with`]: start every controller; `bind-operator run` (a
+//!   real API server, via [`manager`] on [`crate::operator::serve`], which
+//!   owns leader election, `/healthz`, `/readyz` and `/metrics`) and
+//!   `bind-operator local` (the in-memory one) both call them.
 //!
 //! Adding a controller (BindZone, DNSRecord): write `yourkind::controller(
 //! ctx, streams, shutdown) -> impl Future<Output = ()>` like
@@ -39,7 +41,6 @@ pub mod context;
 pub mod dnsrecord;
 pub mod error;
 pub mod exec;
-pub mod leader;
 pub mod manager;
 pub mod names;
 pub mod network;
@@ -53,9 +54,11 @@ use futures::FutureExt as _;
 use futures::future::BoxFuture;
 use kube::Client;
 
+use crate::operator::{Metrics, Readiness};
+
 pub use context::{Context, REQUEUE_LONG, REQUEUE_SHORT};
 pub use error::Categorized;
-pub use exec::{ExecError, ExecOutput, KubeExecutor, PodExecutor, PodRef};
+pub use exec::{ExecError, ExecOutput, KubeExecutor, MeteredExecutor, PodExecutor, PodRef};
 pub use names::FIELD_MANAGER;
 pub use network::{ClusterNetwork, Network, NetworkError};
 pub use stores::{Stores, Streams};
@@ -65,16 +68,53 @@ pub type Shutdown = futures::future::Shared<BoxFuture<'static, ()>>;
 
 /// Runs every controller until `shutdown` resolves (then lets in-flight
 /// reconciles finish). `executor` and `network` pick the environment: a
-/// cluster ([`KubeExecutor`], [`ClusterNetwork`]) or local mode.
+/// cluster ([`KubeExecutor`], [`ClusterNetwork`]) or local mode. Counts
+/// into a metrics registry of its own; see [`run_with`].
 pub async fn run(
     client: Client,
     executor: Arc<dyn PodExecutor>,
     network: Arc<dyn Network>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) {
+    run_with(
+        client,
+        executor,
+        network,
+        Metrics::new(),
+        Readiness::new(),
+        shutdown,
+    )
+    .await;
+}
+
+/// [`run`], counting reconciles and exec calls into `metrics` and setting
+/// `readiness` once every cache has seen its initial list.
+pub async fn run_with(
+    client: Client,
+    executor: Arc<dyn PodExecutor>,
+    network: Arc<dyn Network>,
+    metrics: Metrics,
+    readiness: Readiness,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) {
     let shutdown: Shutdown = shutdown.boxed().shared();
     let (stores, streams) = stores::watch_all(&client);
-    let ctx = Arc::new(Context::new(client, executor, network, stores));
+    let ctx = Arc::new(Context::with_metrics(
+        client, executor, network, stores, metrics,
+    ));
+    let synced = {
+        let ctx = ctx.clone();
+        let shutdown = shutdown.clone();
+        async move {
+            tokio::select! {
+                () = ctx.stores.wait_until_ready() => {
+                    readiness.set_ready(true);
+                    tracing::info!("caches synced; ready");
+                }
+                () = shutdown => {}
+            }
+        }
+    };
     let Streams {
         clusters,
         keys,
@@ -94,6 +134,7 @@ pub async fn run(
         secrets,
     };
     let controllers: Vec<BoxFuture<'static, ()>> = vec![
+        synced.boxed(),
         bindtsigkey::controller(ctx.clone(), shutdown.clone()).boxed(),
         bindcluster::controller(ctx.clone(), cluster_streams, shutdown.clone()).boxed(),
         // The BindZone and DNSRecord controllers, with their own shared

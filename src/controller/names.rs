@@ -101,6 +101,17 @@ pub fn rndc_secret_name(cluster: &str) -> String {
     format!("{cluster}-rndc")
 }
 
+/// The Secret with the transfer key a cluster generates when
+/// `spec.catalog.transferKeyRef` is unset (generated once, kept).
+pub fn transfer_secret_name(cluster: &str) -> String {
+    format!("{cluster}-transfer")
+}
+
+/// The BIND name of a generated transfer key. Fixed: each cluster's
+/// servers load only their own keys, and a user key of the same name is a
+/// clear duplicate-key error, not a silent clash.
+pub const GENERATED_TRANSFER_KEY_NAME: &str = "bind-operator-transfer";
+
 /// Pod `ordinal` of a cluster's StatefulSet.
 pub fn pod_name(cluster: &str, ordinal: u32) -> String {
     format!("{cluster}-{ordinal}")

@@ -6,6 +6,7 @@
 
 pub mod bench;
 mod builtin;
+pub mod command;
 pub mod manifest_dir;
 pub mod manifests;
 pub mod memapi;

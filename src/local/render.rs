@@ -48,12 +48,22 @@ pub fn render_table(snapshot: &Snapshot) -> String {
                     p.name.clone(),
                     p.role.as_str().to_owned(),
                     p.dns.to_string(),
+                    if p.ready { "yes" } else { "no" }.to_owned(),
+                    p.restarts.to_string(),
                 ]
             })
             .collect();
         table(
             &mut out,
-            &["NAMESPACE", "CLUSTER", "POD", "ROLE", "DNS"],
+            &[
+                "NAMESPACE",
+                "CLUSTER",
+                "POD",
+                "ROLE",
+                "DNS",
+                "READY",
+                "RESTARTS",
+            ],
             &rows,
         );
     }

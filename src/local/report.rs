@@ -1,5 +1,5 @@
 //! The status of a local session as data: which pods serve DNS where
-//! ([`PodEndpoint`], filled in by the runtime), how every BindCluster,
+//! ([`PodEndpoint`], the runtime's own pod entries), how every BindCluster,
 //! BindTSIGKey, BindZone and DNSRecord stands ([`ObjectStatus`], read from
 //! the objects' status), the bad manifests, and whether everything has
 //! settled ([`Snapshot::converged`]); plus the `--once` verdict.
@@ -10,7 +10,8 @@
 //! controller has observed its current generation (`status.observedGeneration`,
 //! or the Ready condition's, >= `metadata.generation`), and it is Ready or in
 //! a terminal error. Terminal errors are: phase `Error`, or phase `Pending`
-//! with a reason that [is a failure](is_failure_reason) such as a zone that
+//! with a reason [`crate::api::CONDITION_REASONS`] lists as a failure (no
+//! guessing from its name) such as a zone that
 //! is not found (BindZone, DNSRecord: every manifest is loaded up front, so
 //! what is missing stays missing); a `False` Ready or ConfigApplied
 //! condition with a failure reason (BindCluster, BindTSIGKey); a bad
@@ -22,8 +23,6 @@
 //! store, [`observe`] through a client); writes nothing anywhere. Rendering
 //! and the status file are in `render`.
 
-use std::net::SocketAddr;
-
 use kube::Client;
 use kube::api::{Api, DynamicObject, ListParams};
 use serde::{Deserialize, Serialize};
@@ -31,7 +30,10 @@ use serde_json::Value;
 
 use super::manifests::{ManifestError, ManifestKind, Problem};
 use super::memapi::MemApi;
-use crate::api::{CONDITION_CONFIG_APPLIED, CONDITION_READY, Phase, STATUS_TRUE};
+pub use super::runtime::{PodEndpoint, PodRole};
+use crate::api::{
+    CONDITION_CONFIG_APPLIED, CONDITION_READY, Phase, STATUS_TRUE, is_terminal_failure,
+};
 
 /// Reason of a row that stands for a bad manifest.
 pub const REASON_INVALID_MANIFEST: &str = "InvalidManifest";
@@ -53,37 +55,6 @@ const REPORTED_KINDS: [ManifestKind; 4] = [
 ];
 /// Phase shown for an object whose deletion waits for its finalizer.
 const PHASE_DELETING: &str = "Deleting";
-
-/// What a pod does in its BindCluster.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-#[serde(rename_all = "lowercase")]
-pub enum PodRole {
-    /// Ordinal 0: holds the zones.
-    Primary,
-    /// Every other ordinal: transfers them through the catalog.
-    Secondary,
-}
-
-impl PodRole {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PodRole::Primary => "primary",
-            PodRole::Secondary => "secondary",
-        }
-    }
-}
-
-/// Where one pod of a BindCluster answers DNS (filled in by the runtime).
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Hash)]
-pub struct PodEndpoint {
-    pub namespace: String,
-    pub name: String,
-    /// The BindCluster the pod belongs to.
-    pub cluster: String,
-    pub role: PodRole,
-    /// Address to `dig -p PORT @ADDR`, written as `127.0.0.1:PORT`.
-    pub dns: SocketAddr,
-}
 
 /// One row of the objects table / `status.json`.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
@@ -107,22 +78,6 @@ pub struct Snapshot {
     pub converged: bool,
     pub pods: Vec<PodEndpoint>,
     pub objects: Vec<ObjectStatus>,
-}
-
-/// Whether a `False` condition's reason means "failed, waiting for a fix"
-/// rather than "in progress". Controllers name failure reasons this way:
-/// `...Failed`, `...Error`, `...Invalid`, `Invalid...`, `...NotFound`,
-/// `...Unsupported`, `...Conflict`.
-pub fn is_failure_reason(reason: &str) -> bool {
-    const SUFFIXES: [&str; 6] = [
-        "Failed",
-        "Error",
-        "Invalid",
-        "NotFound",
-        "Unsupported",
-        "Conflict",
-    ];
-    reason.starts_with("Invalid") || SUFFIXES.iter().any(|s| reason.ends_with(s))
 }
 
 /// One condition as far as the report cares.
@@ -185,7 +140,7 @@ pub fn classify(kind: ManifestKind, object: &Value) -> ObjectStatus {
             };
             let reason = or("/status/reason", cond_reason);
             let failed = phase == Phase::Error.as_str()
-                || (phase != Phase::Ready.as_str() && is_failure_reason(&reason));
+                || (phase != Phase::Ready.as_str() && is_terminal_failure(&reason));
             (
                 phase.to_owned(),
                 reason,
@@ -204,13 +159,13 @@ pub fn classify(kind: ManifestKind, object: &Value) -> ObjectStatus {
             let blocking = conds
                 .iter()
                 .flatten()
-                .find(|c| c.status != STATUS_TRUE && is_failure_reason(c.reason))
+                .find(|c| c.status != STATUS_TRUE && is_terminal_failure(c.reason))
                 .or_else(|| conds.iter().flatten().find(|c| c.status != STATUS_TRUE));
             let all_true = conds
                 .iter()
                 .all(|c| c.as_ref().is_some_and(|c| c.status == STATUS_TRUE));
             let failed =
-                blocking.is_some_and(|c| c.status != "Unknown" && is_failure_reason(c.reason));
+                blocking.is_some_and(|c| c.status != "Unknown" && is_terminal_failure(c.reason));
             let phase = if all_true {
                 Phase::Ready
             } else if failed {
@@ -302,11 +257,6 @@ fn kind_rank(kind: &str) -> usize {
         .unwrap_or(usize::MAX)
 }
 
-/// Pod name ordinal, so `x-10` sorts after `x-2`.
-fn ordinal(name: &str) -> Option<u64> {
-    name.rsplit_once('-').and_then(|(_, n)| n.parse().ok())
-}
-
 /// Builds the snapshot: object rows with the bad manifests merged in (an
 /// error about an existing object replaces its row: the directory's version
 /// of it is not what runs), pods and rows in a stable order.
@@ -355,10 +305,11 @@ pub fn build_snapshot(
 
     let mut pods = pods.to_vec();
     pods.sort_by(|a, b| {
-        (&a.namespace, &a.cluster, ordinal(&a.name), &a.name).cmp(&(
+        // By ordinal, so `x-10` sorts after `x-2`.
+        (&a.namespace, &a.cluster, a.ordinal, &a.name).cmp(&(
             &b.namespace,
             &b.cluster,
-            ordinal(&b.name),
+            b.ordinal,
             &b.name,
         ))
     });

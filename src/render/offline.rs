@@ -261,7 +261,7 @@ fn render_one(
         let key = tsig_key(object, &text).map_err(|e: ConfigError| e.to_string())?;
         loaded.push(LoadedKey { object, key });
     }
-    let cfg = cluster_config(cluster, &loaded, opts.primary).map_err(|e| e.to_string())?;
+    let cfg = cluster_config(cluster, &loaded, None, opts.primary).map_err(|e| e.to_string())?;
     let files = render_cluster(&cfg).map_err(|e: RenderError| e.to_string())?;
     Ok(files
         .files()

@@ -36,7 +36,7 @@ pub enum ConfigError {
         source: ValidationError,
     },
     #[error(
-        "failed to validate BindCluster {0}: spec.catalog.transferKeyRef is not set; secondaries need a transfer key"
+        "failed to validate BindCluster {0}: spec.catalog.transferKeyRef is not set, and the transfer key the operator generates for the cluster is not known here; point transferKeyRef at a BindTSIGKey"
     )]
     NoTransferKey(String),
     #[error(
@@ -159,27 +159,36 @@ fn ips(
 }
 
 /// Validates a BindCluster into render input. `keys` are the keys it loads
-/// (see [`keys_for_cluster`]), resolved; `primary` is where secondaries
-/// reach the primary (the primary Service's ClusterIP:53, or 127.0.0.1 and
-/// the primary pod's port locally).
+/// (see [`keys_for_cluster`]), resolved; `generated_transfer` is the
+/// transfer key the operator generated for a cluster whose spec names none
+/// (ignored when `spec.catalog.transferKeyRef` is set; loaded alongside
+/// `keys`); `primary` is where secondaries reach the primary (the primary
+/// Service's ClusterIP:53, or 127.0.0.1 and the primary pod's port locally).
 pub fn cluster_config(
     cluster: &BindCluster,
     keys: &[LoadedKey<'_>],
+    generated_transfer: Option<&TsigKey>,
     primary: Endpoint,
 ) -> Result<ClusterConfig, ConfigError> {
     let err = invalid("BindCluster", &cluster.metadata);
     let spec = &cluster.spec;
     let name = full_name(&cluster.metadata);
-    let transfer_ref = cluster
-        .transfer_key_ref()
-        .ok_or_else(|| ConfigError::NoTransferKey(name.clone()))?;
-    let transfer_key = find_key(keys, transfer_ref)
-        .ok_or_else(|| ConfigError::TransferKeyNotLoaded {
-            cluster: name.clone(),
-            key: transfer_ref.to_string(),
-        })?
-        .name
-        .clone();
+    let mut all_keys: Vec<TsigKey> = keys.iter().map(|k| k.key.clone()).collect();
+    let transfer_key = match cluster.transfer_key_ref() {
+        Some(transfer_ref) => find_key(keys, transfer_ref)
+            .ok_or_else(|| ConfigError::TransferKeyNotLoaded {
+                cluster: name.clone(),
+                key: transfer_ref.to_string(),
+            })?
+            .name
+            .clone(),
+        None => {
+            let generated =
+                generated_transfer.ok_or_else(|| ConfigError::NoTransferKey(name.clone()))?;
+            all_keys.push(generated.clone());
+            generated.name.clone()
+        }
+    };
     let zone = |field: &str, s: &str| ZoneName::parse(s).map_err(|e| err(e.at(field)));
     let dnssec = match spec.dnssec_validation {
         Some(api::DnssecValidation::Auto) => DnssecValidation::Auto,
@@ -237,7 +246,7 @@ pub fn cluster_config(
         catalog_zone: zone("spec.catalog.zoneName", &cluster.catalog_zone_name())?,
         transfer_key,
         primary_endpoint: primary,
-        keys: keys.iter().map(|k| k.key.clone()).collect(),
+        keys: all_keys,
     })
 }
 

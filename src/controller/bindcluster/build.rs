@@ -1,6 +1,6 @@
 //! The desired children of a BindCluster, built by pure functions from the
 //! cluster and the rendered files: the three Services, the ConfigMap, the
-//! keys and rndc Secrets. (The StatefulSet is in [`super::statefulset`].)
+//! keys, rndc and (without a transferKeyRef) transfer-key Secrets. (The StatefulSet is in [`super::statefulset`].)
 //!
 //! No client. Secret builders take key material and put it only into the
 //! Secret's data.
@@ -13,16 +13,22 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::ResourceExt as _;
 use kube::api::ObjectMeta;
 
-use crate::api::{BindCluster, ExternalTrafficPolicy, ServiceType};
+use crate::api::{
+    BindCluster, DEFAULT_SECRET_KEY, ExternalTrafficPolicy, ServiceType,
+    TsigAlgorithm as ApiAlgorithm,
+};
 use crate::bind::entrypoint::render_rndc_key;
 use crate::bind::layout::{defaults, mount};
 use crate::bind::render::RenderedFiles;
-use crate::bind::{TsigAlgorithm, TsigSecret};
+use crate::bind::{KeyName, TsigAlgorithm, TsigKey, TsigSecret};
 use crate::controller::apply::owner_ref;
+use crate::controller::bindtsigkey::material;
 use crate::controller::names::{
-    self, LABEL_POD_NAME, cluster_labels, configmap_name, dns_service_name, headless_service_name,
-    keys_secret_name, pod_selector, primary_pod_name, primary_service_name, rndc_secret_name,
+    self, GENERATED_TRANSFER_KEY_NAME, LABEL_POD_NAME, cluster_labels, configmap_name,
+    dns_service_name, headless_service_name, keys_secret_name, pod_selector, primary_pod_name,
+    primary_service_name, rndc_secret_name, transfer_secret_name,
 };
+use crate::render::validate::algorithm;
 
 /// Data keys of the rndc Secret: the mounted key clause, and the raw
 /// material the operator reads back (generated once, kept).
@@ -31,6 +37,8 @@ pub const RNDC_DATA_SECRET: &str = "rndc-secret";
 /// The rndc control key's algorithm and size (its HMAC's output size).
 pub const RNDC_ALGORITHM: TsigAlgorithm = TsigAlgorithm::HmacSha256;
 const RNDC_KEY_BYTES: usize = 32;
+/// A generated transfer key's algorithm (its size is the HMAC's output).
+pub const TRANSFER_ALGORITHM: ApiAlgorithm = ApiAlgorithm::HmacSha256;
 
 /// Object metadata of a child: name, namespace, labels, owner.
 pub fn child_meta(cluster: &BindCluster, name: String) -> ObjectMeta {
@@ -215,6 +223,33 @@ pub fn generate_rndc_material() -> RndcMaterial {
     RndcMaterial {
         rndc: TsigSecret::from_bytes(&bytes).expect("the key is not empty"),
     }
+}
+
+/// The generated transfer key's Secret: created once with fresh material
+/// (`data` from [`generate_transfer_material`]) and then only read.
+pub fn transfer_secret(cluster: &BindCluster, data: BTreeMap<String, ByteString>) -> Secret {
+    Secret {
+        metadata: child_meta(cluster, transfer_secret_name(&cluster.name_any())),
+        type_: Some("Opaque".into()),
+        data: Some(data),
+        ..Default::default()
+    }
+}
+
+/// Fresh material for a new transfer Secret (key `secret`, base64).
+pub fn generate_transfer_material() -> BTreeMap<String, ByteString> {
+    material::generate_secret_data(TRANSFER_ALGORITHM)
+}
+
+/// The generated transfer key from its Secret; None if it is not usable.
+pub fn read_transfer_secret(secret: &Secret) -> Option<TsigKey> {
+    let raw = secret.data.as_ref()?.get(DEFAULT_SECRET_KEY)?;
+    let text = std::str::from_utf8(&raw.0).ok()?;
+    Some(TsigKey {
+        name: KeyName::parse(GENERATED_TRANSFER_KEY_NAME).expect("a valid key name"),
+        algorithm: algorithm(TRANSFER_ALGORITHM),
+        secret: TsigSecret::from_base64(text.trim()).ok()?,
+    })
 }
 
 /// Names of every child, for tests and cleanup checks.

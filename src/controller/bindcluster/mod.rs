@@ -1,5 +1,6 @@
 //! BindCluster reconciler. The driver reads like its pipeline:
-//! read related (keys, rndc Secret, pods: caches + Secret reads) ->
+//! read related (keys, rndc Secret, transfer key Secret when the spec names
+//! no transfer key, pods: caches + Secret reads) ->
 //! Services (build, apply) -> primary address (network seam) -> validate
 //! into `bind::` types -> render -> ConfigMap, keys Secret, StatefulSet
 //! (build, apply) -> per-pod reconfig and NOTIFY list (executor) -> status
@@ -18,6 +19,7 @@ mod steps;
 
 use std::future::Future;
 use std::sync::Arc;
+use std::time::Instant;
 
 use futures::StreamExt as _;
 use k8s_openapi::api::core::v1::{Pod, Secret, Service};
@@ -34,11 +36,17 @@ use super::context::{Context, REQUEUE_LONG};
 use super::error::{Categorized, error_policy, report};
 use super::names::LABEL_CLUSTER;
 use super::network::NetworkError;
-use crate::api::{BindCluster, BindClusterStatus, BindTSIGKey};
+use crate::api::{
+    BindCluster, BindClusterStatus, BindTSIGKey, REASON_APPLY_REJECTED, REASON_INVALID_RNDC_SECRET,
+    REASON_INVALID_SPEC, REASON_INVALID_TRANSFER_SECRET,
+};
 use crate::bind::render::{RenderError, render_cluster};
+use crate::operator::Controller as MetricsController;
 use crate::render::validate::{ConfigError, cluster_config};
 
-pub use read::{ClusterKeys, cluster_keys, cluster_pods, ensure_rndc_secret, pod_ready};
+pub use read::{
+    ClusterKeys, cluster_keys, cluster_pods, ensure_rndc_secret, ensure_transfer_secret, pod_ready,
+};
 pub use reconfig::NotifyMemo;
 pub use steps::primary_pod;
 
@@ -67,6 +75,10 @@ pub enum Error {
         "failed to read rndc secret {secret}: it lacks valid key material (delete it to generate a new one)"
     )]
     RndcSecretInvalid { secret: String },
+    #[error(
+        "failed to read transfer key secret {secret}: it lacks valid key material (delete it to generate a new one)"
+    )]
+    TransferSecretInvalid { secret: String },
     #[error(transparent)]
     PrimaryAddress(#[from] NetworkError),
 }
@@ -74,12 +86,14 @@ pub enum Error {
 impl Categorized for Error {
     fn category(&self) -> &'static str {
         match self {
-            Error::Kube { source, .. } if rejected(source) => "ApplyRejected",
+            // Transient categories are Event reasons only; the permanent
+            // ones become the Ready condition's reason.
+            Error::Kube { source, .. } if rejected(source) => REASON_APPLY_REJECTED,
             Error::Kube { .. } => "KubeApiFailed",
-            Error::InvalidSpec { .. } => "InvalidSpec",
+            Error::InvalidSpec { .. } | Error::Config(_) => REASON_INVALID_SPEC,
             Error::Key(e) => e.category(),
-            Error::Config(_) => "InvalidSpec",
-            Error::RndcSecretInvalid { .. } => "InvalidRndcSecret",
+            Error::RndcSecretInvalid { .. } => REASON_INVALID_RNDC_SECRET,
+            Error::TransferSecretInvalid { .. } => REASON_INVALID_TRANSFER_SECRET,
             Error::PrimaryAddress(_) => "PrimaryAddressUnknown",
         }
     }
@@ -89,7 +103,10 @@ impl Categorized for Error {
             Error::Kube { source, .. } => !rejected(source),
             Error::PrimaryAddress(_) => true,
             Error::Key(e) => e.is_transient(),
-            Error::InvalidSpec { .. } | Error::Config(_) | Error::RndcSecretInvalid { .. } => false,
+            Error::InvalidSpec { .. }
+            | Error::Config(_)
+            | Error::RndcSecretInvalid { .. }
+            | Error::TransferSecretInvalid { .. } => false,
         }
     }
 }
@@ -206,7 +223,13 @@ pub async fn reconcile(cluster: Arc<BindCluster>, ctx: Arc<Context>) -> Result<A
         return Ok(Action::await_change());
     }
     ctx.stores.wait_until_ready().await;
-    match converge(&cluster, &ctx).await {
+    let started = Instant::now();
+    let converged = converge(&cluster, &ctx).await;
+    // A permanent problem is handled (status, Ok) but still counted.
+    let problem = converged.as_ref().err().map(Categorized::category);
+    ctx.metrics
+        .reconcile(MetricsController::BindCluster, started.elapsed(), problem);
+    match converged {
         Ok(action) => Ok(action),
         Err(e) if e.is_transient() => {
             report(&ctx, cluster.as_ref(), "Reconcile", &e).await;
@@ -229,6 +252,7 @@ pub async fn reconcile(cluster: Arc<BindCluster>, ctx: Arc<Context>) -> Result<A
 async fn converge(cluster: &BindCluster, ctx: &Context) -> Result<Action, Error> {
     // Read what the cluster refers to.
     ensure_rndc_secret(ctx, cluster).await?;
+    ensure_transfer_secret(ctx, cluster).await?;
     let keys = cluster_keys(ctx, cluster).await?;
     // Services first: the primary Service's address goes into named.conf.
     let primary_service = steps::apply_services(ctx, cluster).await?;
@@ -236,7 +260,12 @@ async fn converge(cluster: &BindCluster, ctx: &Context) -> Result<Action, Error>
         .network
         .primary_endpoint(&steps::primary_pod(cluster), &primary_service)?;
     // Validate and render (pure).
-    let cfg = cluster_config(cluster, &keys.as_loaded(), primary_endpoint)?;
+    let cfg = cluster_config(
+        cluster,
+        &keys.as_loaded(),
+        keys.generated_transfer.as_ref(),
+        primary_endpoint,
+    )?;
     let files = render_cluster(&cfg)?;
     // The children that carry the rendered files and the pod template.
     steps::apply_rendered(ctx, cluster, &files).await?;

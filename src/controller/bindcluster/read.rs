@@ -1,8 +1,10 @@
 //! Reads what a BindCluster refers to: the BindTSIGKeys it loads (from the
-//! cache) and their material (one Secret read each), the rndc Secret
-//! (generated once), and its pods (from the cache).
+//! cache) and their material (one Secret read each), the rndc Secret and,
+//! without a transferKeyRef, the transfer-key Secret (both generated once),
+//! and its pods (from the cache).
 //!
-//! Touches the cluster (Secret reads; one create of the rndc Secret).
+//! Touches the cluster (Secret reads; one create each of the generated
+//! Secrets).
 //! Returned key material lives only in redacting types.
 
 use std::sync::Arc;
@@ -13,17 +15,24 @@ use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Resource as _, ResourceExt as _};
 
 use super::Error;
-use super::build::{generate_rndc_material, read_rndc_secret, rndc_secret};
+use super::build::{
+    generate_rndc_material, generate_transfer_material, read_rndc_secret, read_transfer_secret,
+    rndc_secret, transfer_secret,
+};
 use crate::api::{BindCluster, BindTSIGKey};
 use crate::bind::TsigKey;
 use crate::controller::bindtsigkey::material;
 use crate::controller::context::Context;
-use crate::controller::names::{LABEL_CLUSTER, rndc_secret_name};
+use crate::controller::names::{LABEL_CLUSTER, rndc_secret_name, transfer_secret_name};
 use crate::render::validate::LoadedKey;
 
-/// The keys a cluster loads, resolved: each BindTSIGKey with its key.
+/// The keys a cluster loads, resolved: each BindTSIGKey with its key, and
+/// the transfer key the cluster generated when it names none.
 pub struct ClusterKeys {
     pub loaded: Vec<(Arc<BindTSIGKey>, TsigKey)>,
+    /// Set only without `spec.catalog.transferKeyRef`, once the cluster
+    /// reconciler generated it.
+    pub generated_transfer: Option<TsigKey>,
 }
 
 impl ClusterKeys {
@@ -46,9 +55,13 @@ impl ClusterKeys {
             .map(|(_, k)| k)
     }
 
-    /// The cluster's transfer key (spec.catalog.transferKeyRef), if loaded.
+    /// The cluster's transfer key: the one spec.catalog.transferKeyRef
+    /// names (if loaded), else the generated one (once it exists).
     pub fn transfer(&self, cluster: &BindCluster) -> Option<&TsigKey> {
-        self.by_ref(cluster.transfer_key_ref()?)
+        match cluster.transfer_key_ref() {
+            Some(r) => self.by_ref(r),
+            None => self.generated_transfer.as_ref(),
+        }
     }
 }
 
@@ -112,7 +125,69 @@ pub fn pod_ready(pod: &Pod) -> bool {
 /// first time. Never regenerates an existing one (named and rndc in the
 /// pods read it from the mount; the operator never needs the material).
 pub async fn ensure_rndc_secret(ctx: &Context, cluster: &BindCluster) -> Result<(), Error> {
-    let name = rndc_secret_name(&cluster.name_any());
+    ensure_generated_secret(
+        ctx,
+        cluster,
+        GeneratedSecret {
+            name: rndc_secret_name(&cluster.name_any()),
+            what: "rndc",
+            usable: |s| read_rndc_secret(s).is_some(),
+            fresh: || rndc_secret(cluster, &generate_rndc_material().rndc),
+            invalid: |secret| Error::RndcSecretInvalid { secret },
+        },
+    )
+    .await
+}
+
+/// Without `spec.catalog.transferKeyRef`, makes sure the cluster's own
+/// transfer key exists, generating it the first time; never regenerates
+/// it (deleting the Secret is the way to rotate). With a ref, does nothing.
+pub async fn ensure_transfer_secret(ctx: &Context, cluster: &BindCluster) -> Result<(), Error> {
+    if cluster.transfer_key_ref().is_some() {
+        return Ok(());
+    }
+    ensure_generated_secret(
+        ctx,
+        cluster,
+        GeneratedSecret {
+            name: transfer_secret_name(&cluster.name_any()),
+            what: "transfer key",
+            usable: |s| read_transfer_secret(s).is_some(),
+            fresh: || transfer_secret(cluster, generate_transfer_material()),
+            invalid: |secret| Error::TransferSecretInvalid { secret },
+        },
+    )
+    .await
+}
+
+/// A Secret a cluster generates once and keeps.
+struct GeneratedSecret<F> {
+    name: String,
+    /// For the log line.
+    what: &'static str,
+    /// Whether an existing Secret holds usable material.
+    usable: fn(&Secret) -> bool,
+    /// The Secret with fresh material.
+    fresh: F,
+    /// The error for an existing Secret that is not usable.
+    invalid: fn(String) -> Error,
+}
+
+async fn ensure_generated_secret<F>(
+    ctx: &Context,
+    cluster: &BindCluster,
+    wanted: GeneratedSecret<F>,
+) -> Result<(), Error>
+where
+    F: FnOnce() -> Secret,
+{
+    let GeneratedSecret {
+        name,
+        what,
+        usable,
+        fresh,
+        invalid,
+    } = wanted;
     let ns = cluster.namespace().unwrap_or_default();
     if ctx
         .stores
@@ -129,31 +204,53 @@ pub async fn ensure_rndc_secret(ctx: &Context, cluster: &BindCluster) -> Result<
         source,
     })?;
     if let Some(existing) = existing {
-        return read_rndc_secret(&existing)
-            .map(|_| ())
-            .ok_or(Error::RndcSecretInvalid { secret: name });
+        return if usable(&existing) {
+            Ok(())
+        } else {
+            Err(invalid(name))
+        };
     }
-    let material = generate_rndc_material();
-    api.create(
-        &PostParams::default(),
-        &rndc_secret(cluster, &material.rndc),
-    )
-    .await
-    .map_err(|source| Error::Kube {
-        action: "create",
-        object: format!("secret {name}"),
-        source,
-    })?;
+    api.create(&PostParams::default(), &fresh())
+        .await
+        .map_err(|source| Error::Kube {
+            action: "create",
+            object: format!("secret {name}"),
+            source,
+        })?;
     tracing::info!(
-        namespace = cluster.namespace().unwrap_or_default(),
+        namespace = ns,
         cluster = cluster.name_any(),
         secret = %name,
-        "generated rndc secret"
+        "generated {what} secret"
     );
     Ok(())
 }
 
-/// Resolves every key the cluster loads (one Secret read each). Public for
+/// The generated transfer key, read from its Secret (None if it does not
+/// exist yet). Public for the zone reconcilers of a cluster that names no
+/// `transferKeyRef`.
+pub async fn generated_transfer_key(
+    ctx: &Context,
+    cluster: &BindCluster,
+) -> Result<Option<TsigKey>, Error> {
+    let name = transfer_secret_name(&cluster.name_any());
+    let api: Api<Secret> =
+        Api::namespaced(ctx.client.clone(), &cluster.namespace().unwrap_or_default());
+    let Some(secret) = api.get_opt(&name).await.map_err(|source| Error::Kube {
+        action: "read",
+        object: format!("secret {name}"),
+        source,
+    })?
+    else {
+        return Ok(None);
+    };
+    read_transfer_secret(&secret)
+        .map(Some)
+        .ok_or(Error::TransferSecretInvalid { secret: name })
+}
+
+/// Resolves every key the cluster loads (one Secret read each), and its
+/// generated transfer key when it names none (one more read). Public for
 /// the zone reconcilers, which sign with these keys.
 pub async fn cluster_keys(ctx: &Context, cluster: &BindCluster) -> Result<ClusterKeys, Error> {
     let mut loaded = Vec::new();
@@ -161,5 +258,12 @@ pub async fn cluster_keys(ctx: &Context, cluster: &BindCluster) -> Result<Cluste
         let resolved = material::fetch(&ctx.client, &key).await?;
         loaded.push((key, resolved));
     }
-    Ok(ClusterKeys { loaded })
+    let generated_transfer = match cluster.transfer_key_ref() {
+        Some(_) => None,
+        None => generated_transfer_key(ctx, cluster).await?,
+    };
+    Ok(ClusterKeys {
+        loaded,
+        generated_transfer,
+    })
 }

@@ -165,7 +165,8 @@ pub async fn reconfig_pods(
 }
 
 /// What the operator last knew the primary's NOTIFY list to be, per
-/// primary pod (by uid: a new pod starts with an empty list). Memory only:
+/// primary pod (by uid and container restart: a new pod, or a restarted
+/// container on an emptied volume, may start with an empty list). Memory only:
 /// after an operator restart the list is read once per cluster.
 #[derive(Default)]
 pub struct NotifyMemo {

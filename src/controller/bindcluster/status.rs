@@ -4,19 +4,13 @@
 //! status equal to the stored one and nothing is written.
 
 use crate::api::{
-    BindCluster, BindClusterStatus, CONDITION_CONFIG_APPLIED, CONDITION_READY, is_condition_true,
+    BindCluster, BindClusterStatus, CONDITION_CONFIG_APPLIED, CONDITION_READY,
+    REASON_CONFIG_NOT_APPLIED, REASON_PODS_NOT_READY, REASON_READY, is_condition_true,
     new_condition, set_condition,
 };
 use crate::controller::apply::now;
 
 use super::reconfig::Outcome;
-
-/// Ready reason: every replica is ready and runs the wanted config.
-pub const REASON_READY: &str = "Ready";
-/// Ready reason: fewer ready pods than replicas.
-pub const REASON_PODS_NOT_READY: &str = "PodsNotReady";
-/// Ready reason: pods are up but some have not loaded the wanted config.
-pub const REASON_CONFIG_NOT_APPLIED: &str = "ConfigNotApplied";
 
 /// Status after a reconcile that got as far as the reconfig step.
 pub fn converged_status(

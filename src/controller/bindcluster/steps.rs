@@ -137,6 +137,20 @@ pub async fn reconfigure(
     outcome
 }
 
+/// What a remembered NOTIFY list is valid for: this Pod object's current
+/// container. A restarted container can come back on an emptied data
+/// volume (a memory-backed emptyDir after a node reboot, the local
+/// runtime's empty-volume restarts) where the list written before is gone.
+fn container_identity(pod: &Pod) -> String {
+    let restarts = pod
+        .status
+        .as_ref()
+        .and_then(|s| s.container_statuses.as_ref())
+        .and_then(|c| c.first())
+        .map_or(0, |c| c.restart_count);
+    format!("{}/{restarts}", pod.uid().unwrap_or_default())
+}
+
 /// Points the primary's NOTIFY list at the secondaries, once the primary
 /// runs the wanted config. Failures join the outcome's exec errors.
 pub async fn notify(
@@ -171,7 +185,7 @@ pub async fn notify(
         ctx.executor.as_ref(),
         &ctx.notify_memo,
         &primary_pod(cluster),
-        primary.uid().as_deref().unwrap_or_default(),
+        &container_identity(primary),
         &targets,
         transfer_key,
     )

@@ -13,7 +13,10 @@ use kube::api::Api;
 use kube::{Client, ResourceExt as _};
 use rand::RngCore as _;
 
-use crate::api::{BindTSIGKey, DEFAULT_SECRET_KEY, TsigAlgorithm as ApiAlgorithm};
+use crate::api::{
+    BindTSIGKey, DEFAULT_SECRET_KEY, REASON_INVALID_KEY_NAME, REASON_INVALID_SECRET,
+    REASON_SECRET_KEY_MISSING, REASON_SECRET_NOT_FOUND, TsigAlgorithm as ApiAlgorithm,
+};
 use crate::bind::{KeyName, TsigKey, TsigSecret};
 use crate::controller::names::generated_tsig_secret_name;
 use crate::render::validate as crd;
@@ -53,10 +56,10 @@ impl MaterialError {
     /// Static category (Event / condition reason).
     pub fn category(&self) -> &'static str {
         match self {
-            MaterialError::SecretNotFound { .. } => "SecretNotFound",
-            MaterialError::SecretKeyMissing { .. } => "SecretKeyMissing",
-            MaterialError::InvalidSecret { .. } => "InvalidSecret",
-            MaterialError::InvalidKeyName { .. } => "InvalidKeyName",
+            MaterialError::SecretNotFound { .. } => REASON_SECRET_NOT_FOUND,
+            MaterialError::SecretKeyMissing { .. } => REASON_SECRET_KEY_MISSING,
+            MaterialError::InvalidSecret { .. } => REASON_INVALID_SECRET,
+            MaterialError::InvalidKeyName { .. } => REASON_INVALID_KEY_NAME,
             MaterialError::Kube { .. } => "KubeApiFailed",
         }
     }

@@ -11,6 +11,7 @@ pub mod material;
 
 use std::future::Future;
 use std::sync::Arc;
+use std::time::Instant;
 
 use futures::StreamExt as _;
 use k8s_openapi::api::core::v1::Secret;
@@ -26,11 +27,13 @@ use super::apply::{apply_status, now, owner_ref};
 use super::context::{Context, REQUEUE_LONG};
 use super::error::{Categorized, error_policy, report};
 use super::names::{LABEL_MANAGED_BY, MANAGER};
-use crate::api::{BindTSIGKey, BindTSIGKeyStatus, CONDITION_READY, new_condition, set_condition};
+use crate::api::{
+    BindTSIGKey, BindTSIGKeyStatus, CONDITION_READY, REASON_KEY_AVAILABLE, REASON_SECRET_CONFLICT,
+    new_condition, set_condition,
+};
+use crate::operator::Controller as MetricsController;
 use material::MaterialError;
 
-/// Ready reason when the material resolves.
-pub const REASON_KEY_AVAILABLE: &str = "KeyAvailable";
 /// Event reason when the operator generated a key.
 pub const REASON_KEY_GENERATED: &str = "KeyGenerated";
 
@@ -60,7 +63,7 @@ impl Categorized for Error {
     fn category(&self) -> &'static str {
         match self {
             Error::Material(e) => e.category(),
-            Error::SecretConflict { .. } => "SecretConflict",
+            Error::SecretConflict { .. } => REASON_SECRET_CONFLICT,
             Error::CreateSecret { .. } | Error::Status { .. } => "KubeApiFailed",
         }
     }
@@ -110,18 +113,35 @@ pub fn keys_using_secret(
 
 /// Reconciles one BindTSIGKey.
 pub async fn reconcile(key: Arc<BindTSIGKey>, ctx: Arc<Context>) -> Result<Action, Error> {
+    let started = Instant::now();
     let outcome = ensure_material(&key, &ctx).await;
+    // A permanent problem is handled (status, Ok) but still counted.
+    let problem = outcome.as_ref().err().map(Categorized::category);
+    let result = settle(&key, &ctx, outcome).await;
+    let problem = problem.or_else(|| result.as_ref().err().map(Categorized::category));
+    ctx.metrics
+        .reconcile(MetricsController::BindTSIGKey, started.elapsed(), problem);
+    result
+}
+
+/// Reports the outcome of [`ensure_material`] in status and Events, and
+/// picks when to look again.
+async fn settle(
+    key: &BindTSIGKey,
+    ctx: &Context,
+    outcome: Result<(), Error>,
+) -> Result<Action, Error> {
     let failure = match &outcome {
         Err(e) if e.is_transient() => {
-            report(&ctx, key.as_ref(), "ResolveKey", e).await;
+            report(ctx, key, "ResolveKey", e).await;
             return Err(outcome.unwrap_err());
         }
         Err(e) => Some(e),
         Ok(_) => None,
     };
-    let secret_name = material::secret_location(&key).0;
+    let secret_name = material::secret_location(key).0;
     let status = desired_status(
-        &key,
+        key,
         failure.map(|e| (e.category(), e.to_string())),
         &secret_name,
     );
@@ -141,7 +161,7 @@ pub async fn reconcile(key: Arc<BindTSIGKey>, ctx: Arc<Context>) -> Result<Actio
         Some(e) => {
             // One Event per new problem, not one per look at the same one.
             if changed {
-                report(&ctx, key.as_ref(), "ResolveKey", e).await;
+                report(ctx, key, "ResolveKey", e).await;
             }
             Ok(Action::requeue(REQUEUE_LONG))
         }

@@ -25,7 +25,8 @@ use crate::controller::zonesync::survey::cluster_pods;
 use crate::controller::zonesync::writes::{RecordReport, release_records, write_record_statuses};
 
 use super::applied::Applied;
-use super::primary::{TYPE_PRIMARY, leave_catalog};
+use super::catalog;
+use super::primary::TYPE_PRIMARY;
 use super::read::{cluster_of, records_of};
 use super::secondary::TYPE_SECONDARY;
 use super::{Error, read};
@@ -34,7 +35,11 @@ use super::{Error, read};
 /// Returning Ok releases the zone's finalizer.
 pub async fn cleanup(zone: &Arc<BindZone>, ctx: &ZoneContext) -> Result<Action, Error> {
     let records = records_of(ctx, zone);
-    if let (Some(cluster), Ok(zname)) =
+    // A duplicate that never applied anything leaves the zone to its owner.
+    let owned_by_other = Applied::of(zone).type_.is_none() && read::zone_shared(ctx, zone);
+    if owned_by_other {
+        tracing::info!(zone = %zone.spec.zone_name, "zone served by another BindZone; not removing it");
+    } else if let (Some(cluster), Ok(zname)) =
         (cluster_of(ctx, zone), ZoneName::parse(&zone.spec.zone_name))
     {
         let pods = cluster_pods(ctx, &cluster);
@@ -90,7 +95,7 @@ pub async fn cleanup(zone: &Arc<BindZone>, ctx: &ZoneContext) -> Result<Action, 
                     catalogs.sort();
                     catalogs.dedup();
                     for cat in catalogs {
-                        leave_catalog(&t, &cat, &zname, &k.transfer)
+                        catalog::leave(&t, &cat, &zname, &k.transfer)
                             .await
                             .map_err(server)?;
                     }
@@ -154,6 +159,6 @@ async fn settle_orphans(
             )
         })
         .collect();
-    write_record_statuses(&ctx.base.client, reports).await?;
+    write_record_statuses(&ctx.base, reports).await?;
     Ok(())
 }

@@ -15,10 +15,12 @@
 
 pub mod applied;
 pub mod apply;
+pub mod catalog;
 pub mod cleanup;
 pub mod primary;
 pub mod read;
 pub mod secondary;
+pub mod serials;
 
 use std::sync::Arc;
 

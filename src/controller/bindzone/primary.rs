@@ -1,43 +1,44 @@
 //! Converges a primary zone on the cluster's primary pod: the zone exists
 //! (file written, then `rndc addzone`, on first sight or after the primary
 //! lost it), its clause is current (`modzone`), it is a member of its
-//! catalog (the catalog zone itself is created here too, once per cluster
-//! and view), and its owned RRsets match the plan — all pending changes in
-//! one nsupdate run.
+//! catalog ([`super::catalog`]), and its owned RRsets match the plan — all
+//! pending changes in one nsupdate run.
 //!
 //! How the primary's contents are known without trusting memory: the SOA
 //! serial is read first (a fresh `dig` when the plan changed; the cluster's
-//! shared survey on periodic checks); the remembered snapshot is used only
-//! when its serial still matches, else the zone is transferred (AXFR).
+//! shared survey on periodic checks; nothing when a snapshot a few seconds
+//! old is on hand), the remembered snapshot is used only when its serial
+//! still matches and the primary pod was not restarted since, else the
+//! zone is transferred (AXFR).
 //!
 //! Touches BIND pods (exec) only; statuses are written by the caller.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use kube::ResourceExt as _;
 
 use crate::api::{BindZone, DNSRecord};
-use crate::bind::nsupdate::UpdateBatch;
-use crate::bind::zone::{
-    ZoneSkeleton, catalog_add_member, catalog_primary_zone, catalog_remove_member,
-    catalog_skeleton, catalog_zone_for,
-};
-use crate::bind::{TsigKey, ViewName, ZoneName};
+use crate::bind::zone::{ZoneSkeleton, catalog_zone_for, zone_file};
+use crate::bind::{RecordType, TsigKey, ViewName, ZoneName};
 use crate::controller::zonesync::ZoneContext;
 use crate::controller::zonesync::diff::{Served, diff};
 use crate::controller::zonesync::plan::{Desired, ZoneInputs, plan};
 use crate::controller::zonesync::server::{Created, ServerError, Target};
 use crate::controller::zonesync::state::{ClusterMemory, ObjKey, Snapshot};
-use crate::controller::zonesync::survey::{PodInfo, survey};
+use crate::controller::zonesync::survey::PodInfo;
 use crate::render::validate::PrimaryZoneConfig;
 
 use super::applied::{Applied, clause_hash};
+use super::catalog;
 use super::read::Inputs;
+use super::serials::{Placement, of, peer_serials, probe, secondaries_lag, start_serial};
 
 /// The zone type string in the applied annotation.
 pub const TYPE_PRIMARY: &str = "primary";
+/// Reason: an in-zone nameserver has no address in the plan.
+pub const REASON_MISSING_GLUE: &str = "MissingGlue";
 
 /// A successful convergence.
 #[derive(Debug, Clone)]
@@ -50,185 +51,46 @@ pub struct Converged {
     pub next_check: Duration,
 }
 
+/// Why a convergence did not happen.
+#[derive(Debug)]
+pub enum Failure {
+    /// A server operation failed (retried with backoff).
+    Server(ServerError),
+    /// The plan cannot be written as it is (waits for a change).
+    Invalid {
+        reason: &'static str,
+        message: String,
+    },
+}
+
 /// The outcome of one convergence.
 pub struct Outcome {
     pub desired: Desired,
-    pub result: Result<Converged, ServerError>,
+    pub result: Result<Converged, Failure>,
     /// The annotation to record when `result` is Ok.
     pub applied: Applied,
 }
 
-fn now_secs() -> u32 {
-    SystemTime::now()
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map(|d| u32::try_from(d.as_secs()).unwrap_or(u32::MAX))
-        .unwrap_or_default()
-}
-
-/// A starting serial for a (re)created zone: the clock, but never at or
-/// below a serial the cluster is known to have served (updates move the
-/// serial past the clock; secondaries ignore a zone whose serial went back).
-fn start_serial(known: impl IntoIterator<Item = u32>) -> u32 {
-    known
-        .into_iter()
-        .map(|s| s.wrapping_add(1))
-        .fold(now_secs(), u32::max)
-}
-
-/// Serials this process has seen for `zone` on any pod of the cluster.
-fn known_serials(memory: &ClusterMemory, zone: &ZoneName, last: Option<u32>) -> Vec<u32> {
-    let mut v: Vec<u32> = memory
-        .last_survey()
-        .map(|s| {
-            s.pods
-                .values()
-                .filter_map(|m| m.get(zone).copied())
-                .collect()
-        })
-        .unwrap_or_default();
-    v.extend(last);
-    v
-}
-
-/// Where a zone lives and which catalog it joins.
-struct Placement<'a> {
-    zone: &'a ZoneName,
-    view: Option<&'a ViewName>,
+/// Everything one write pass needs.
+struct Job<'a> {
+    ctx: &'a ZoneContext,
+    inputs: &'a Inputs,
+    cfg: &'a PrimaryZoneConfig,
+    zkey: &'a ObjKey,
+    memory: &'a ClusterMemory,
+    target: Target<'a>,
+    desired: &'a Desired,
+    applied: &'a Applied,
+    want: &'a Applied,
     catalog: Option<&'a ZoneName>,
-}
-
-/// Serials of the zone and, if any, its catalog on the primary: from the
-/// survey on a periodic check, else one fresh dig (zonestatus in a view).
-async fn probe(
-    ctx: &ZoneContext,
-    inputs: &Inputs,
-    target: &Target<'_>,
-    memory: &ClusterMemory,
-    periodic: bool,
-    at: &Placement<'_>,
-) -> Result<(Option<u32>, Option<bool>), ServerError> {
-    let (zone, view, catalog) = (at.zone, at.view, at.catalog);
-    if periodic && view.is_none() {
-        let s = survey(ctx, &inputs.cluster, &inputs.pods, memory, zone).await;
-        if let Some(served) = s.pods.get(&target.pod.name) {
-            let cat = catalog.map(|c| s.asked.contains(c).then(|| served.contains_key(c)));
-            if cat.is_none() || cat.is_some_and(|c| c.is_some()) {
-                return Ok((served.get(zone).copied(), cat.flatten()));
-            }
-        }
-    }
-    match view {
-        None => {
-            let mut ask = vec![zone.clone()];
-            ask.extend(catalog.cloned());
-            let serials = target.serials(&ask).await?;
-            Ok((
-                serials.get(zone).copied(),
-                catalog.map(|c| serials.contains_key(c)),
-            ))
-        }
-        Some(_) => {
-            let z = target.serial_of(zone, view).await?;
-            let c = match catalog {
-                Some(c) => Some(target.serial_of(c, view).await?.is_some()),
-                None => None,
-            };
-            Ok((z, c))
-        }
-    }
-}
-
-/// Makes sure the catalog zone exists on the primary; returns the catalog
-/// epoch members must have joined at.
-async fn ensure_catalog(
-    memory: &ClusterMemory,
-    target: &Target<'_>,
-    catalog: &ZoneName,
-    view: Option<&ViewName>,
-    transfer: &TsigKey,
-    present: Option<bool>,
-) -> Result<u64, ServerError> {
-    if present == Some(true) {
-        return Ok(memory.catalog_epoch());
-    }
-    let _guard = memory.catalog_lock.lock().await;
-    // Another zone of the cluster may have created it while we waited.
-    if target.serial_of(catalog, view).await?.is_some() {
-        return Ok(memory.catalog_epoch());
-    }
-    let zone = catalog_primary_zone(catalog, view, &transfer.name);
-    let serial = start_serial(known_serials(memory, catalog, None));
-    match target
-        .create_primary(&zone, &catalog_skeleton(catalog, serial).render())
-        .await?
-    {
-        Created::New => {
-            memory.invalidate_survey();
-            tracing::info!(pod = %target.pod, catalog = %catalog, "created catalog zone");
-            Ok(memory.bump_catalog_epoch())
-        }
-        Created::Existing => Ok(memory.catalog_epoch()),
-    }
-}
-
-/// One catalog change (join or leave), signed with the transfer key.
-async fn catalog_update(
-    target: &Target<'_>,
-    catalog: &ZoneName,
-    zone: &ZoneName,
-    join: bool,
-    transfer: &TsigKey,
-) -> Result<(), ServerError> {
-    let change = if join {
-        catalog_add_member(catalog, zone)
-    } else {
-        catalog_remove_member(catalog, zone)
-    };
-    let batch = UpdateBatch {
-        zone: catalog.clone(),
-        changes: vec![change],
-        apex_ns: None,
-    };
-    target.update(&batch, transfer).await.map(|_| ())
-}
-
-/// Removes the zone from where the annotation says it was applied before
-/// (another view, or as a secondary zone on every pod).
-async fn undo_old_placement(
-    ctx: &ZoneContext,
-    inputs: &Inputs,
-    target: &Target<'_>,
-    zone: &ZoneName,
-    old: &Applied,
-) -> Result<(), ServerError> {
-    let old_view = old.view.as_deref().and_then(|v| ViewName::parse(v).ok());
-    let file = crate::bind::zone::zone_file(zone, old_view.as_ref());
-    if old.type_.as_deref() == Some(TYPE_PRIMARY) {
-        if let Some(cat) = old.catalog.as_deref().and_then(|c| ZoneName::parse(c).ok()) {
-            leave_catalog(target, &cat, zone, &inputs.keys.transfer).await?;
-        }
-        target.delete(zone, old_view.as_ref(), &file).await
-    } else {
-        for p in inputs.pods.iter().filter(|p| p.ready) {
-            Target::new(ctx.base.executor.as_ref(), &p.pod)
-                .delete(zone, old_view.as_ref(), &file)
-                .await?;
-        }
-        Ok(())
-    }
-}
-
-/// Leaves a catalog; a catalog that is gone counts as left.
-pub async fn leave_catalog(
-    target: &Target<'_>,
-    catalog: &ZoneName,
-    zone: &ZoneName,
-    transfer: &TsigKey,
-) -> Result<(), ServerError> {
-    match catalog_update(target, catalog, zone, false, transfer).await {
-        Err(e) if e.zone_missing() => Ok(()),
-        other => other,
-    }
+    update_key: &'a TsigKey,
+    /// The snapshot, if still valid for this primary.
+    snap: Option<&'a Snapshot>,
+    /// The plan and placement are what the snapshot was written for.
+    settled: bool,
+    same_plan: bool,
+    /// The last serial this process saw, even from before a restart.
+    last_serial: Option<u32>,
 }
 
 /// Plans and converges one primary zone.
@@ -243,9 +105,8 @@ pub async fn converge(
 ) -> Outcome {
     let zname = &cfg.clause.zone;
     let view = cfg.clause.view.as_ref();
-    let catalog_base = ZoneName::parse(&inputs.cluster.catalog_zone_name());
-    let catalog = match (cfg.catalog, catalog_base) {
-        (true, Ok(base)) => catalog_zone_for(&base, view).ok(),
+    let catalog = match ZoneName::parse(&inputs.cluster.catalog_zone_name()) {
+        Ok(base) if cfg.catalog => catalog_zone_for(&base, view).ok(),
         _ => None,
     };
     let object_name = zone.name_any();
@@ -262,25 +123,44 @@ pub async fn converge(
         },
         records,
     );
-    let clause = cfg.clause.clause();
-    let mut want_applied = Applied {
+    let mut want = Applied {
         type_: Some(TYPE_PRIMARY.into()),
         view: view.map(|v| v.as_str().to_string()),
-        clause: Some(clause_hash(&clause)),
+        clause: Some(clause_hash(&cfg.clause.clause())),
         catalog: catalog.as_ref().map(ZoneName::fqdn),
         inline: Default::default(),
     };
-    want_applied.set_inline(&desired.inline_owned);
+    want.set_inline(&desired.inline_owned);
+    if !desired.missing_glue.is_empty() {
+        let names: Vec<String> = desired.missing_glue.iter().map(|n| n.fqdn()).collect();
+        return Outcome {
+            result: Err(Failure::Invalid {
+                reason: REASON_MISSING_GLUE,
+                message: format!(
+                    "nameserver {} is inside the zone but has no A or AAAA record; add one (spec.records or a DNSRecord)",
+                    names.join(", ")
+                ),
+            }),
+            desired,
+            applied: want,
+        };
+    }
 
     let zkey: ObjKey = (zone.namespace().unwrap_or_default(), object_name);
     let memory = ctx.state.cluster(&inputs.cluster_key);
     let snap = ctx.state.snapshot(&zkey);
-    let fingerprint = desired.fingerprint();
-    let epoch = memory.catalog_epoch();
-    let member_current = catalog.is_none() || ctx.state.member_epoch(&zkey) >= epoch;
-    let settled = applied == &want_applied && member_current;
-    // A snapshot taken before the primary restarted says nothing about it.
-    // (Its serial still bounds a re-created zone's serial from below.)
+    // The plan, and the SOA fields it is written under.
+    let fingerprint = {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        (desired.fingerprint(), format!("{:?}", cfg.soa)).hash(&mut h);
+        h.finish()
+    };
+    let member_current =
+        catalog.is_none() || ctx.state.member_epoch(&zkey) >= memory.catalog_epoch();
+    let settled = applied == &want && member_current;
+    // A snapshot taken before the primary restarted says nothing about it
+    // (its serial still bounds a re-created zone's serial from below).
     let last_serial = snap.as_ref().map(|s| s.served.serial);
     let snap = snap.filter(|s| s.primary == primary.identity);
     let same_plan = snap
@@ -292,6 +172,7 @@ pub async fn converge(
     if let Some(s) = &snap {
         let age = s.verified_at.elapsed();
         if settled && same_plan && age < interval {
+            tracing::debug!(zone = %zname, age_ms = age.as_millis() as u64, "zone verified recently; nothing to do");
             return Outcome {
                 desired,
                 result: Ok(Converged {
@@ -299,132 +180,35 @@ pub async fn converge(
                     wrote: false,
                     next_check: interval - age,
                 }),
-                applied: want_applied,
+                applied: want,
             };
         }
     }
 
-    let target = Target::new(ctx.base.executor.as_ref(), &primary.pod);
     let update_key = zone
         .spec
         .update_key_ref
         .as_deref()
         .and_then(|r| inputs.keys.by_object(r))
         .expect("zone validation requires a loaded update key");
-    let transfer = &inputs.keys.transfer;
-    let result = async {
-        let moved = applied.type_.is_some()
-            && (applied.type_.as_deref() != Some(TYPE_PRIMARY)
-                || applied.view != want_applied.view);
-        if moved {
-            undo_old_placement(ctx, inputs, &target, zname, applied).await?;
-        }
-        let periodic = settled && same_plan && !moved;
-        // Only the plan changed and the snapshot is fresh: write on it.
-        let trusted = snap
-            .as_ref()
-            .filter(|s| settled && !moved && s.verified_at.elapsed() < ctx.settings.snapshot_trust);
-        let (serial, catalog_present) = match trusted {
-            Some(s) if !periodic => (Some(s.served.serial), catalog.as_ref().map(|_| true)),
-            _ => {
-                probe(
-                    ctx,
-                    inputs,
-                    &target,
-                    &memory,
-                    periodic,
-                    &Placement {
-                        zone: zname,
-                        view,
-                        catalog: catalog.as_ref(),
-                    },
-                )
-                .await?
-            }
-        };
-
-        let mut wrote = false;
-        let mut created = false;
-        let served = match serial {
-            None => {
-                let skeleton = ZoneSkeleton {
-                    zone: zname.clone(),
-                    default_ttl: cfg.default_ttl,
-                    soa: cfg.soa.clone(),
-                    serial: start_serial(known_serials(&memory, zname, last_serial)),
-                    nameservers: desired.apex_ns.names.clone(),
-                    records: Vec::new(),
-                };
-                match target
-                    .create_primary(&cfg.clause, &skeleton.render())
-                    .await?
-                {
-                    Created::New => {
-                        tracing::info!(pod = %target.pod, zone = %zname, "created zone");
-                        memory.invalidate_survey();
-                        created = true;
-                        wrote = true;
-                        Served::from_skeleton(
-                            zname,
-                            skeleton.serial,
-                            cfg.default_ttl,
-                            &skeleton.nameservers,
-                        )
-                    }
-                    Created::Existing => target.transfer(zname, update_key).await?,
-                }
-            }
-            Some(s) => match &snap {
-                Some(sn) if sn.served.serial == s => sn.served.clone(),
-                _ => target.transfer(zname, update_key).await?,
-            },
-        };
-        if !created && applied.clause != want_applied.clause {
-            target.modzone(zname, view, &clause).await?;
-            wrote = true;
-        }
-
-        let member_epoch = ctx.state.member_epoch(&zkey);
-        if let Some(cat) = &catalog {
-            let epoch =
-                ensure_catalog(&memory, &target, cat, view, transfer, catalog_present).await?;
-            let joined =
-                !created && applied.catalog == want_applied.catalog && member_epoch >= epoch;
-            if !joined {
-                catalog_update(&target, cat, zname, true, transfer).await?;
-                ctx.state.set_member_epoch(&zkey, epoch);
-                wrote = true;
-            }
-        }
-        if let Some(old) = applied.catalog.as_deref()
-            && want_applied.catalog.as_deref() != Some(old)
-            && !moved
-            && let Ok(old) = ZoneName::parse(old)
-        {
-            leave_catalog(&target, &old, zname, transfer).await?;
-            wrote = true;
-        }
-
-        let batch = diff(zname, &desired, &served);
-        let mut served = served;
-        if let Some(serial) = target
-            .update_and_read_serial(&batch, update_key, view)
-            .await?
-        {
-            wrote = true;
-            served.apply(&batch);
-            served.serial = serial.ok_or_else(|| ServerError::Transfer {
-                zone: zname.to_string(),
-                pod: target.pod.to_string(),
-                reason: "the zone vanished right after the update".into(),
-            })?;
-        }
-        memory.note_serial(&target.pod.name, zname, Some(served.serial));
-        Ok((served, wrote))
-    }
-    .await;
-
-    let result = match result {
+    let job = Job {
+        ctx,
+        inputs,
+        cfg,
+        zkey: &zkey,
+        memory: &memory,
+        target: Target::new(ctx.base.executor.as_ref(), &primary.pod),
+        desired: &desired,
+        applied,
+        want: &want,
+        catalog: catalog.as_ref(),
+        update_key,
+        snap: snap.as_ref(),
+        settled,
+        same_plan,
+        last_serial,
+    };
+    let result = match write(&job).await {
         Ok((served, wrote)) => {
             ctx.state.set_snapshot(
                 &zkey,
@@ -445,14 +229,211 @@ pub async fn converge(
             // Whatever happened, what the primary holds is unknown now.
             ctx.state.set_snapshot(&zkey, None);
             memory.invalidate_survey();
-            Err(e)
+            Err(Failure::Server(e))
         }
     };
     Outcome {
         desired,
         result,
-        applied: want_applied,
+        applied: want,
     }
+}
+
+/// The skeleton of a (re)created zone: SOA, apex NS and the glue of in-zone
+/// nameservers (BIND will not load the zone without it), starting above
+/// every serial the cluster may still hold.
+fn skeleton(job: &Job<'_>, peers: &[(ZoneName, u32)]) -> ZoneSkeleton {
+    let zname = &job.cfg.clause.zone;
+    let mut known = of(peers, zname);
+    known.extend(job.last_serial);
+    let mut records = Vec::new();
+    for ns in &job.desired.apex_ns.names {
+        for t in [RecordType::A, RecordType::Aaaa] {
+            if let Some(w) = job.desired.rrsets.get(&(ns.clone(), t)) {
+                records.extend(w.values.iter().map(|v| (ns.clone(), t, w.ttl, v.clone())));
+            }
+        }
+    }
+    ZoneSkeleton {
+        zone: zname.clone(),
+        default_ttl: job.cfg.default_ttl,
+        soa: job.cfg.soa.clone(),
+        serial: start_serial(known),
+        nameservers: job.desired.apex_ns.names.clone(),
+        records,
+    }
+}
+
+/// Removes the zone from where the annotation says it was applied before
+/// (another view, or as a secondary zone on every pod).
+async fn undo_old_placement(job: &Job<'_>) -> Result<(), ServerError> {
+    let zone = &job.cfg.clause.zone;
+    let old = job.applied;
+    let old_view = old.view.as_deref().and_then(|v| ViewName::parse(v).ok());
+    let file = zone_file(zone, old_view.as_ref());
+    if old.type_.as_deref() == Some(TYPE_PRIMARY) {
+        if let Some(cat) = old.catalog.as_deref().and_then(|c| ZoneName::parse(c).ok()) {
+            catalog::leave(&job.target, &cat, zone, &job.inputs.keys.transfer).await?;
+        }
+        job.target.delete(zone, old_view.as_ref(), &file).await
+    } else {
+        for p in job.inputs.pods.iter().filter(|p| p.ready) {
+            Target::new(job.ctx.base.executor.as_ref(), &p.pod)
+                .delete(zone, old_view.as_ref(), &file)
+                .await?;
+        }
+        Ok(())
+    }
+}
+
+/// One write pass: placement, zone, clause, catalog, RRsets. Returns what
+/// the primary holds after it and whether anything was written.
+async fn write(job: &Job<'_>) -> Result<(Served, bool), ServerError> {
+    let (ctx, target) = (job.ctx, &job.target);
+    let zname = &job.cfg.clause.zone;
+    let view = job.cfg.clause.view.as_ref();
+    let transfer = &job.inputs.keys.transfer;
+    let moved = job.applied.type_.is_some()
+        && (job.applied.type_.as_deref() != Some(TYPE_PRIMARY)
+            || job.applied.view != job.want.view);
+    if moved {
+        undo_old_placement(job).await?;
+    }
+    // Nothing new to write (or nothing remembered, after an operator
+    // restart): the cluster's shared survey tells whether the zone is
+    // there and at which serial.
+    let periodic = job.settled && !moved && (job.same_plan || job.snap.is_none());
+    // Only the plan changed and the snapshot is fresh: write on it.
+    let trusted = job
+        .snap
+        .filter(|s| job.settled && !moved && s.verified_at.elapsed() < ctx.settings.snapshot_trust);
+    let (serial, catalog_present, survey) = match trusted {
+        Some(s) if !periodic => (Some(s.served.serial), job.catalog.map(|_| true), None),
+        _ => {
+            let at = Placement {
+                zone: zname,
+                view,
+                catalog: job.catalog,
+                newer_than: job.snap.map(|s| s.verified_at),
+            };
+            let p = probe(ctx, job.inputs, target, job.memory, periodic, &at).await?;
+            (p.zone, p.catalog, p.survey)
+        }
+    };
+
+    // Re-creating the zone or the catalog: start above what secondaries hold.
+    let peers = if serial.is_none() || catalog_present == Some(false) {
+        let mut ask = vec![zname.clone()];
+        ask.extend(job.catalog.cloned());
+        peer_serials(ctx, job.inputs, &ask, view).await
+    } else {
+        Vec::new()
+    };
+
+    let mut wrote = false;
+    let mut created = false;
+    let served = match serial {
+        None => {
+            let skel = skeleton(job, &peers);
+            match target
+                .create_primary(&job.cfg.clause, &skel.render())
+                .await?
+            {
+                Created::New => {
+                    tracing::info!(pod = %target.pod, zone = %zname, serial = skel.serial, "created zone");
+                    job.memory.invalidate_survey();
+                    created = true;
+                    wrote = true;
+                    Served::from_skeleton(&skel)
+                }
+                Created::Existing => target.transfer(zname, job.update_key).await?,
+            }
+        }
+        Some(s) => match job.snap {
+            Some(sn) if sn.served.serial == s => sn.served.clone(),
+            _ => target.transfer(zname, job.update_key).await?,
+        },
+    };
+    if !created && job.applied.clause != job.want.clause {
+        target
+            .modzone(zname, view, &job.cfg.clause.clause())
+            .await?;
+        wrote = true;
+    }
+
+    if let Some(cat) = job.catalog {
+        let epoch = catalog::ensure(
+            ctx,
+            job.inputs,
+            job.memory,
+            target,
+            cat,
+            view,
+            catalog_present,
+        )
+        .await?;
+        let joined = !created
+            && job.applied.catalog == job.want.catalog
+            && ctx.state.member_epoch(job.zkey) >= epoch;
+        if !joined {
+            catalog::join(target, cat, zname, transfer).await?;
+            ctx.state.set_member_epoch(job.zkey, epoch);
+            wrote = true;
+        }
+    }
+    if let Some(old) = job.applied.catalog.as_deref()
+        && job.want.catalog.as_deref() != Some(old)
+        && !moved
+        && let Ok(old) = ZoneName::parse(old)
+    {
+        catalog::leave(target, &old, zname, transfer).await?;
+        wrote = true;
+    }
+
+    let batch = diff(zname, job.desired, &served);
+    let mut served = served;
+    if let Some(serial) = target
+        .update_and_read_serial(&batch, job.update_key, view)
+        .await?
+    {
+        wrote = true;
+        served.apply(&batch);
+        served.serial = serial.ok_or_else(|| ServerError::Transfer {
+            zone: zname.to_string(),
+            pod: target.pod.to_string(),
+            reason: "the zone vanished right after the update".into(),
+        })?;
+    }
+    // spec.soa changed after the zone was made: names and timers follow.
+    if served.soa_differs(zname.as_domain(), &job.cfg.soa) {
+        let next = served.serial.wrapping_add(1);
+        let ttl = job.cfg.default_ttl;
+        let after = target
+            .update_soa(zname, &job.cfg.soa, next, ttl, job.update_key, view)
+            .await?
+            .unwrap_or(next);
+        served.serial = after;
+        served.set_soa(zname.as_domain(), &job.cfg.soa, after, ttl);
+        wrote = true;
+    }
+    job.memory
+        .note_serial(&target.pod.name, zname, Some(served.serial));
+
+    // A secondary behind the primary missed a NOTIFY (e.g. sent while the
+    // primary's NOTIFY list was being restored after a restart): repeat it.
+    if let (Some(s), Some(cat)) = (&survey, job.catalog)
+        && !wrote
+        && secondaries_lag(s, &target.pod.name, zname, served.serial)
+    {
+        tracing::info!(zone = %zname, "a secondary lags behind the primary; sending NOTIFY");
+        target.notify(zname, view).await?;
+        if let Some(cat_serial) = s.pods.get(&target.pod.name).and_then(|m| m.get(cat))
+            && secondaries_lag(s, &target.pod.name, cat, *cat_serial)
+        {
+            target.notify(cat, view).await?;
+        }
+    }
+    Ok((served, wrote))
 }
 
 /// Pod name -> serial of `zone` from the cluster's last survey, with the

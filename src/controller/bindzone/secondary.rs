@@ -22,7 +22,8 @@ use crate::controller::zonesync::state::Snapshot;
 use crate::controller::zonesync::survey::pods_fingerprint;
 
 use super::applied::{Applied, clause_hash};
-use super::primary::{TYPE_PRIMARY, leave_catalog};
+use super::catalog;
+use super::primary::TYPE_PRIMARY;
 use super::read::Inputs;
 
 /// The zone type string in the applied annotation.
@@ -95,25 +96,34 @@ pub async fn converge(
         let mut servers = BTreeMap::new();
         for p in inputs.pods.iter().filter(|p| p.ready) {
             let t = Target::new(ctx.base.executor.as_ref(), &p.pod);
-            match t.zone_status(&sz.zone, sz.view.as_ref()).await? {
-                None => t.add_secondary(sz).await?,
+            let status = match t.zone_status(&sz.zone, sz.view.as_ref()).await? {
+                None => {
+                    t.add_secondary(sz).await?;
+                    // Usually not transferred yet; the recheck picks it up.
+                    t.zone_status(&sz.zone, sz.view.as_ref()).await?
+                }
                 Some(st) => {
                     if applied.clause != want.clause {
                         t.modzone(&sz.zone, sz.view.as_ref(), &clause).await?;
                     }
-                    if let Some(serial) = st.serial.filter(|_| st.loaded) {
-                        servers.insert(p.pod.name.clone(), serial);
-                    }
+                    Some(st)
                 }
+            };
+            if let Some(serial) = status.and_then(|st| st.serial.filter(|_| st.loaded)) {
+                servers.insert(p.pod.name.clone(), serial);
             }
         }
         Ok(servers)
     }
     .await;
+    let ready = inputs.pods.iter().filter(|p| p.ready).count();
     let result = result.map(|servers| {
+        let complete = servers.len() >= ready;
+        // Until every pod has transferred it, look again soon (and do not
+        // let the fast path skip that look).
         ctx.state.set_snapshot(
             &key,
-            Some(Snapshot {
+            complete.then(|| Snapshot {
                 served: Served::default(),
                 applied: Some(fingerprint),
                 verified_at: Instant::now(),
@@ -124,8 +134,11 @@ pub async fn converge(
             serial: servers.values().max().copied(),
             message: message(&servers, inputs),
             servers,
-            // Until every pod has transferred it, look again soon.
-            next_check: interval,
+            next_check: if complete {
+                interval
+            } else {
+                ctx.settings.recheck_after_write.min(interval)
+            },
         }
     });
     if result.is_err() {
@@ -159,7 +172,7 @@ async fn undo_primary(
         .as_deref()
         .and_then(|c| ZoneName::parse(c).ok())
     {
-        leave_catalog(&t, &cat, zone, &inputs.keys.transfer).await?;
+        catalog::leave(&t, &cat, zone, &inputs.keys.transfer).await?;
     }
     let view = applied
         .view

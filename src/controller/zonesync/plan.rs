@@ -129,6 +129,10 @@ pub struct Desired {
     pub inline_errors: Vec<(&'static str, String)>,
     /// The inline RRsets the zone owns after this plan (for the annotation).
     pub inline_owned: BTreeSet<RrKey>,
+    /// In-zone nameservers with no A/AAAA RRset in the plan: BIND refuses
+    /// to load such a zone (whatever check-integrity says) and refuses an
+    /// update adding such an NS, so the zone cannot be written.
+    pub missing_glue: Vec<DomainName>,
 }
 
 impl Desired {
@@ -416,6 +420,18 @@ pub fn plan(z: &ZoneInputs<'_>, records: &[Arc<DNSRecord>]) -> Desired {
     let is_apex_ns_key = |k: &RrKey| k.0 == *apex && k.1 == RecordType::Ns;
     retired.retain(|k| !(rrsets.contains_key(k) || is_apex_ns_key(k)));
 
+    let missing_glue = apex_ns
+        .names
+        .iter()
+        .filter(|n| n.is_within(apex))
+        .filter(|n| {
+            ![RecordType::A, RecordType::Aaaa]
+                .iter()
+                .any(|t| rrsets.contains_key(&((*n).clone(), *t)))
+        })
+        .cloned()
+        .collect();
+
     Desired {
         rrsets,
         apex_ns,
@@ -423,6 +439,7 @@ pub fn plan(z: &ZoneInputs<'_>, records: &[Arc<DNSRecord>]) -> Desired {
         verdicts,
         inline_errors,
         inline_owned,
+        missing_glue,
     }
 }
 

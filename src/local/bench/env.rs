@@ -3,8 +3,8 @@
 //! controllers behind a [`CountingExecutor`], and the objects every
 //! scenario starts from: a Secret with two random TSIG keys, BindTSIGKeys
 //! for them (transfer and update), a BindCluster with a catalog and `zones`
-//! BindZones (created once the pods are Ready). [`BenchEnv::bring_up`]
-//! returns once every pod is Ready and serves every zone.
+//! BindZones. [`BenchEnv::bring_up`] returns once every pod is Ready and
+//! serves every zone.
 //!
 //! Touches only its own in-memory API and the named processes its runtime
 //! starts; [`BenchEnv::shutdown`] stops them all. Key material lives in the
@@ -210,11 +210,7 @@ impl BenchEnv {
                 ..Default::default()
             },
         ))
-        .await
-    }
-
-    /// Creates the BindZones.
-    async fn create_zones(&self) -> Result<(), BenchError> {
+        .await?;
         for (i, zone) in self.zones.iter().enumerate() {
             let spec = serde_json::from_value(json!({
                 "clusterRef": CLUSTER,
@@ -309,15 +305,9 @@ impl BenchEnv {
         None
     }
 
-    /// Waits until every pod is Ready, then creates the zones and waits
-    /// until each is Ready and served by every pod; returns the pods,
-    /// primary first. `progress` hears each new reason to wait.
-    ///
-    /// The zones come after the pods on purpose: a zone reconciled while
-    /// its primary is not Ready can sit out the zone controller's 15 s
-    /// wait requeue (its pod poller takes the pods' state at its first
-    /// tick as the baseline and wakes no zone for it), which would only
-    /// lengthen setup, not change what is measured.
+    /// Waits until every pod is Ready and every zone Ready and served by
+    /// every pod; returns the pods, primary first. `progress` hears each
+    /// new reason to wait.
     pub async fn bring_up(
         &self,
         replicas: i32,
@@ -327,16 +317,10 @@ impl BenchEnv {
         let start = Instant::now();
         let deadline = start + timeout;
         let mut last = String::new();
-        let mut zones_created = false;
         loop {
             let why = match self.pods_not_ready(replicas) {
-                None if !zones_created => {
-                    self.create_zones().await?;
-                    zones_created = true;
-                    Some("zones created".to_string())
-                }
                 None => self.not_ready().await,
-                Some(why) => Some(why),
+                why => why,
             };
             let Some(why) = why else {
                 return Ok(self.targets());

@@ -11,7 +11,7 @@ use std::net::{Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::ports::PodPorts;
 
@@ -63,10 +63,12 @@ fn safe_component(s: &str) -> String {
 }
 
 /// A pod's role in its BindCluster, by StatefulSet ordinal.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum PodRole {
+    /// Ordinal 0: holds the zones.
     Primary,
+    /// Every other ordinal: transfers them through the catalog.
     Secondary,
 }
 
@@ -87,8 +89,10 @@ impl PodRole {
     }
 }
 
-/// One pod as the runtime runs it: what the `local` command shows.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// One pod as the runtime runs it: what the `local` command shows in its
+/// table and in `status.json` (the one pod type of local mode; the report
+/// takes it as is).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PodEndpoint {
     pub namespace: String,
     pub name: String,
@@ -106,10 +110,10 @@ pub struct PodEndpoint {
     pub ready: bool,
     /// Container restarts of the current Pod object.
     pub restarts: u32,
-    /// The Pod object's uid the runtime runs.
+    /// The Pod object's uid the runtime runs (not part of `status.json`).
     #[serde(skip)]
     pub uid: String,
-    /// named's log file.
+    /// named's log file (not part of `status.json`).
     #[serde(skip)]
     pub log: PathBuf,
 }

@@ -245,12 +245,18 @@ impl Harness {
             ..Default::default()
         };
         self.create(&s).await;
+        self.key_with_ref(name, secret, "secret").await
+    }
+
+    /// A key whose material is under `data_key` of Secret `secret` (which
+    /// this does not create).
+    pub async fn key_with_ref(&self, name: &str, secret: &str, data_key: &str) -> BindTSIGKey {
         let mut k = BindTSIGKey::new(
             name,
             BindTSIGKeySpec {
                 secret_ref: Some(bind_operator::api::SecretKeyRef {
                     name: secret.into(),
-                    key: "secret".into(),
+                    key: data_key.into(),
                 }),
                 ..Default::default()
             },

@@ -94,6 +94,11 @@ impl Env {
         update: TsigKey,
         xfer: TsigKey,
     ) -> Env {
+        // RUST_LOG=bind_operator=debug shows the controllers' view.
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_test_writer()
+            .try_init();
         let mem = MemApi::new();
         mem.register_custom::<BindCluster>();
         mem.register_custom::<BindZone>();

@@ -13,6 +13,8 @@
 //! named) or wiped (an empty volume).
 #![allow(dead_code)]
 
+mod model;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
 
@@ -21,6 +23,10 @@ use bind_operator::bind::layout::PodLayout;
 use bind_operator::controller::exec::{ExecError, ExecOutput, PodExecutor, PodRef};
 use futures::FutureExt as _;
 use futures::future::BoxFuture;
+
+use model::{
+    PodSim, RrKey, ZoneSim, axfr, exited, fqdn, lower, nsupdate, rndc, soa_line, split_view, z_name,
+};
 
 /// What a recorded command did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -49,27 +55,6 @@ pub struct Call {
     pub ok: bool,
 }
 
-type RrKey = (String, String);
-
-#[derive(Debug, Clone, Default)]
-struct ZoneSim {
-    clause: String,
-    file: String,
-    loaded: bool,
-    secondary: bool,
-    serial: u32,
-    soa_rest: (String, String, String),
-    rrsets: BTreeMap<RrKey, (u32, BTreeSet<String>)>,
-}
-
-#[derive(Debug, Default)]
-struct PodSim {
-    down: bool,
-    files: BTreeMap<String, String>,
-    /// (zone, view) -> zone.
-    zones: BTreeMap<(String, Option<String>), ZoneSim>,
-}
-
 #[derive(Default)]
 struct Inner {
     pods: BTreeMap<String, PodSim>,
@@ -80,25 +65,6 @@ struct Inner {
 #[derive(Default)]
 pub struct FakeBind {
     inner: Mutex<Inner>,
-}
-
-fn lower(name: &str) -> String {
-    name.trim_end_matches('.').to_ascii_lowercase()
-}
-
-fn fqdn(name: &str) -> String {
-    format!("{}.", lower(name))
-}
-
-fn split_view(rest: &[String]) -> Option<String> {
-    match rest {
-        [a, v, ..] if a == "IN" => Some(v.clone()),
-        _ => None,
-    }
-}
-
-fn exited(pod: &PodRef, cmd: &Command, code: i32, stdout: &str, stderr: &str) -> ExecError {
-    ExecError::exited(pod, cmd, code, stdout.to_string(), stderr)
 }
 
 impl FakeBind {
@@ -162,6 +128,16 @@ impl FakeBind {
         self.zone(pod, zone)
             .and_then(|z| z.get(&(fqdn(name), rtype.to_string())).cloned())
             .unwrap_or_default()
+    }
+
+    /// The SOA rdata a pod serves for a zone (`mname rname serial timers`).
+    pub fn soa(&self, pod: &str, zone: &str) -> Option<String> {
+        self.with(|i| {
+            Self::served_zone(i, pod, &lower(zone)).map(|z| {
+                let (m, r, t) = &z.soa_rest;
+                format!("{m} {r} {} {t}", z.serial)
+            })
+        })
     }
 
     /// The serial a pod serves for a zone.
@@ -447,296 +423,6 @@ impl FakeBind {
             _ => (Kind::Other, None, ok(String::new())),
         }
     }
-}
-
-fn z_name(z: &ZoneSim) -> String {
-    z.rrsets
-        .keys()
-        .find(|(_, t)| t == "SOA")
-        .map(|(n, _)| lower(n))
-        .unwrap_or_default()
-}
-
-fn soa_line(zone: &str, z: &ZoneSim) -> String {
-    let (m, r, timers) = &z.soa_rest;
-    format!("{zone}.\t300\tIN\tSOA\t{m} {r} {} {timers}\n", z.serial)
-}
-
-fn axfr(zone: &str, z: &ZoneSim) -> String {
-    let mut out = soa_line(zone, z);
-    for ((name, rtype), (ttl, values)) in &z.rrsets {
-        if rtype == "SOA" {
-            continue;
-        }
-        for v in values {
-            out.push_str(&format!("{name}\t{ttl}\tIN\t{rtype}\t{v}\n"));
-        }
-    }
-    out.push_str("xfer.\t0\tANY\tTSIG\thmac-sha256. 1 300 32 X 1 NOERROR 0\n");
-    out
-}
-
-/// Loads a zone file as the skeleton renders it.
-fn load_file(text: &str) -> Option<ZoneSim> {
-    let mut z = ZoneSim::default();
-    let mut default_ttl = 0;
-    for line in text.lines() {
-        let t: Vec<&str> = line.split_whitespace().collect();
-        match t.as_slice() {
-            ["$TTL", v] => default_ttl = v.parse().ok()?,
-            [name, "IN", "SOA", m, r, serial, rest @ ..] => {
-                z.serial = serial.parse().ok()?;
-                z.soa_rest = (m.to_string(), r.to_string(), rest.join(" "));
-                z.rrsets.insert(
-                    (fqdn(name), "SOA".into()),
-                    (default_ttl, BTreeSet::from([String::new()])),
-                );
-            }
-            [name, "IN", rtype, ..] => {
-                let v = line
-                    .splitn(4, char::is_whitespace)
-                    .nth(3)?
-                    .trim()
-                    .to_string();
-                let e = z
-                    .rrsets
-                    .entry((fqdn(name), rtype.to_string()))
-                    .or_insert((default_ttl, BTreeSet::new()));
-                e.1.insert(v);
-            }
-            [name, ttl, "IN", rtype, ..] => {
-                let v = line
-                    .splitn(5, char::is_whitespace)
-                    .nth(4)?
-                    .trim()
-                    .to_string();
-                let e = z
-                    .rrsets
-                    .entry((fqdn(name), rtype.to_string()))
-                    .or_insert((ttl.parse().ok()?, BTreeSet::new()));
-                e.1.insert(v);
-            }
-            _ => {}
-        }
-    }
-    (z.serial != 0).then_some(z)
-}
-
-fn clause_field<'a>(clause: &'a str, word: &str) -> Option<&'a str> {
-    let at = clause.find(&format!("{word} \""))? + word.len() + 2;
-    clause[at..].split('"').next()
-}
-
-fn rndc(p: &mut PodSim, sub: &str, rest: &[String]) -> Result<String, String> {
-    let zone = lower(rest.first().map(String::as_str).unwrap_or_default());
-    let view = split_view(&rest[1..]);
-    let key = (zone.clone(), view);
-    let data = PodLayout::in_cluster();
-    match sub {
-        "addzone" => {
-            if p.zones.contains_key(&key) {
-                return Err("rndc: 'addzone' failed: already exists\n".into());
-            }
-            let clause = rest.last().cloned().unwrap_or_default();
-            let file = data.data_path(clause_field(&clause, "file").unwrap_or_default());
-            let mut z = if clause.contains("type secondary") {
-                // Transferred at once from its primaries.
-                let mut z = ZoneSim {
-                    secondary: true,
-                    serial: 1,
-                    soa_rest: ("ns.".into(), "h.".into(), "1 1 1 1".into()),
-                    ..Default::default()
-                };
-                z.rrsets.insert(
-                    (fqdn(&zone), "SOA".into()),
-                    (300, BTreeSet::from([String::new()])),
-                );
-                z.loaded = true;
-                z
-            } else {
-                match p.files.get(&file).and_then(|t| load_file(t)) {
-                    Some(mut z) => {
-                        z.loaded = true;
-                        if let Some(j) = p.files.get(&format!("{file}.jnl")).cloned() {
-                            // BIND replays a journal it finds next to the file.
-                            for line in j.lines() {
-                                let _ = apply_line(&mut z, &zone, line);
-                            }
-                        }
-                        z
-                    }
-                    None => ZoneSim::default(),
-                }
-            };
-            z.clause = clause;
-            z.file = file;
-            p.zones.insert(key, z);
-            Ok(String::new())
-        }
-        "modzone" => match p.zones.get_mut(&key) {
-            Some(z) => {
-                z.clause = rest.last().cloned().unwrap_or_default();
-                Ok(String::new())
-            }
-            None => Err(format!(
-                "rndc: 'modzone' failed: not found\nno matching zone '{zone}' in any view\n"
-            )),
-        },
-        "zonestatus" => match p.zones.get(&key) {
-            Some(z) if z.loaded => Ok(format!(
-                "name: {zone}\ntype: {}\nfiles: {}\nserial: {}\nlast loaded: now\ndynamic: yes\n",
-                if z.secondary { "secondary" } else { "primary" },
-                z.file,
-                z.serial
-            )),
-            Some(z) => Ok(format!(
-                "name: {zone}\ntype: primary\nfiles: {}\nnot loaded\n",
-                z.file
-            )),
-            None => Err(format!(
-                "rndc: 'zonestatus' failed: not found\nno matching zone '{zone}' in any view\n"
-            )),
-        },
-        _ => Ok(String::new()),
-    }
-}
-
-/// Applies one `update add|delete ...` line; returns whether it changed
-/// anything. Err: the message must fail with this rcode.
-fn apply_line(z: &mut ZoneSim, zone: &str, line: &str) -> Result<bool, String> {
-    let t: Vec<&str> = line.split_whitespace().collect();
-    let apex = fqdn(zone);
-    match t.as_slice() {
-        ["update", "delete", name, rtype] => {
-            let k = (fqdn(name), rtype.to_string());
-            if k.0 == apex && (*rtype == "NS" || *rtype == "SOA") {
-                // "attempt to delete all SOA or NS records ignored"
-                return Ok(false);
-            }
-            Ok(z.rrsets.remove(&k).is_some())
-        }
-        ["update", "delete", name, rtype, ..] => {
-            let v = line
-                .splitn(5, char::is_whitespace)
-                .nth(4)
-                .unwrap_or_default()
-                .trim();
-            let k = (fqdn(name), rtype.to_string());
-            let Some(set) = z.rrsets.get_mut(&k) else {
-                return Ok(false);
-            };
-            if k.0 == apex && *rtype == "NS" && set.1.len() == 1 {
-                return Ok(false);
-            }
-            let changed = set.1.remove(v);
-            if set.1.is_empty() {
-                z.rrsets.remove(&k);
-            }
-            Ok(changed)
-        }
-        ["update", "add", name, ttl, rtype, ..] => {
-            let v = line
-                .splitn(6, char::is_whitespace)
-                .nth(5)
-                .unwrap_or_default()
-                .trim()
-                .to_string();
-            let owner = fqdn(name);
-            let types: BTreeSet<&String> = z
-                .rrsets
-                .keys()
-                .filter(|(n, _)| *n == owner)
-                .map(|(_, t)| t)
-                .collect();
-            let cname = "CNAME".to_string();
-            if (*rtype == "CNAME" && types.iter().any(|t| **t != cname))
-                || (*rtype != "CNAME" && types.contains(&cname))
-            {
-                // BIND drops the conflicting record silently (exit 0).
-                return Ok(false);
-            }
-            let e = z
-                .rrsets
-                .entry((owner, rtype.to_string()))
-                .or_insert((0, BTreeSet::new()));
-            e.0 = ttl.parse().map_err(|_| "FORMERR".to_string())?;
-            Ok(e.1.insert(v))
-        }
-        _ => Ok(false),
-    }
-}
-
-/// Runs an nsupdate script: each `send` is one atomic message; the first
-/// failing message stops the run (earlier ones stay applied).
-fn nsupdate(p: &mut PodSim, script: &str) -> Result<(), String> {
-    let mut key_name = String::new();
-    let mut zone = String::new();
-    let mut lines: Vec<&str> = Vec::new();
-    for line in script.lines() {
-        if let Some(k) = line.strip_prefix("key ") {
-            key_name = k
-                .split_whitespace()
-                .next()
-                .and_then(|s| s.split_once(':'))
-                .map(|(_, n)| n.to_string())
-                .unwrap_or_default();
-        } else if let Some(z) = line.strip_prefix("zone ") {
-            zone = lower(z);
-        } else if line.starts_with("update ") {
-            lines.push(line);
-        } else if line == "send" {
-            send(p, &zone, &key_name, &lines)?;
-            lines.clear();
-        }
-    }
-    Ok(())
-}
-
-fn send(p: &mut PodSim, zone: &str, key: &str, lines: &[&str]) -> Result<(), String> {
-    let (zkey, z) = p
-        .zones
-        .iter_mut()
-        .find(|(_, z)| z.loaded && !z.secondary && z_name(z) == zone)
-        .ok_or_else(|| "update failed: NOTAUTH\n".to_string())?;
-    let zkey = zkey.clone();
-    if !z.clause.contains(&format!("grant \"{key}\"")) {
-        return Err("update failed: REFUSED\n".into());
-    }
-    let mut work = z.clone();
-    let mut changed = false;
-    for l in lines {
-        changed |= apply_line(&mut work, zone, l).map_err(|e| format!("update failed: {e}\n"))?;
-    }
-    if work.rrsets.values().any(|(_, v)| v.len() > 100) {
-        return Err("update failed: SERVFAIL\n".into());
-    }
-    // An in-zone apex NS target needs an address (glue) in the zone.
-    if let Some((_, ns)) = work.rrsets.get(&(fqdn(zone), "NS".to_string())) {
-        for target in ns {
-            let in_zone = target.ends_with(&format!(".{}", fqdn(zone)));
-            let has_addr = ["A", "AAAA"]
-                .iter()
-                .any(|t| work.rrsets.contains_key(&(target.clone(), t.to_string())));
-            let was_there = z
-                .rrsets
-                .get(&(fqdn(zone), "NS".to_string()))
-                .is_some_and(|(_, v)| v.contains(target));
-            if in_zone && !has_addr && !was_there {
-                return Err("update failed: REFUSED\n".into());
-            }
-        }
-    }
-    if changed {
-        work.serial += 1;
-        let jnl = format!("{}.jnl", work.file);
-        let entry = p.files.entry(jnl).or_default();
-        for l in lines {
-            entry.push_str(l);
-            entry.push('\n');
-        }
-        p.zones.insert(zkey, work);
-    }
-    Ok(())
 }
 
 impl PodExecutor for FakeBind {

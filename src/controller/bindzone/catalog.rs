@@ -1,0 +1,95 @@
+//! The cluster's catalog zone on the primary (RFC 9432, schema 2): created
+//! at run time like every zone (file, then addzone; once per cluster and
+//! view, under a per-cluster lock so two zones never write its file at
+//! once), and zones joining or leaving it by TSIG-signed update with the
+//! transfer key at their stable member id.
+//!
+//! Touches BIND pods (exec) only.
+
+use crate::bind::nsupdate::UpdateBatch;
+use crate::bind::zone::{
+    catalog_add_member, catalog_primary_zone, catalog_remove_member, catalog_skeleton,
+};
+use crate::bind::{TsigKey, ViewName, ZoneName};
+use crate::controller::zonesync::ZoneContext;
+use crate::controller::zonesync::server::{Created, ServerError, Target};
+use crate::controller::zonesync::state::ClusterMemory;
+
+use super::read::Inputs;
+use super::serials::{of, peer_serials, start_serial};
+
+/// Makes sure the catalog zone exists on the primary (`present`: what the
+/// probe saw); returns the catalog epoch members must have joined at.
+pub async fn ensure(
+    ctx: &ZoneContext,
+    inputs: &Inputs,
+    memory: &ClusterMemory,
+    target: &Target<'_>,
+    catalog: &ZoneName,
+    view: Option<&ViewName>,
+    present: Option<bool>,
+) -> Result<u64, ServerError> {
+    if present == Some(true) {
+        return Ok(memory.catalog_epoch());
+    }
+    let _guard = memory.catalog_lock.lock().await;
+    // Another zone of the cluster may have created it while we waited.
+    if target.serial_of(catalog, view).await?.is_some() {
+        return Ok(memory.catalog_epoch());
+    }
+    let peers = peer_serials(ctx, inputs, std::slice::from_ref(catalog), view).await;
+    let zone = catalog_primary_zone(catalog, view, &inputs.keys.transfer.name);
+    let skeleton = catalog_skeleton(catalog, start_serial(of(&peers, catalog)));
+    match target.create_primary(&zone, &skeleton.render()).await? {
+        Created::New => {
+            memory.invalidate_survey();
+            tracing::info!(pod = %target.pod, catalog = %catalog, "created catalog zone");
+            Ok(memory.bump_catalog_epoch())
+        }
+        Created::Existing => Ok(memory.catalog_epoch()),
+    }
+}
+
+/// One catalog change (join or leave), signed with the transfer key.
+async fn update(
+    target: &Target<'_>,
+    catalog: &ZoneName,
+    zone: &ZoneName,
+    join: bool,
+    transfer: &TsigKey,
+) -> Result<(), ServerError> {
+    let change = if join {
+        catalog_add_member(catalog, zone)
+    } else {
+        catalog_remove_member(catalog, zone)
+    };
+    let batch = UpdateBatch {
+        zone: catalog.clone(),
+        changes: vec![change],
+        apex_ns: None,
+    };
+    target.update(&batch, transfer).await.map(|_| ())
+}
+
+/// Makes `zone` a member (PTR at its stable id; replacing is idempotent).
+pub async fn join(
+    target: &Target<'_>,
+    catalog: &ZoneName,
+    zone: &ZoneName,
+    transfer: &TsigKey,
+) -> Result<(), ServerError> {
+    update(target, catalog, zone, true, transfer).await
+}
+
+/// Leaves a catalog; a catalog that is gone counts as left.
+pub async fn leave(
+    target: &Target<'_>,
+    catalog: &ZoneName,
+    zone: &ZoneName,
+    transfer: &TsigKey,
+) -> Result<(), ServerError> {
+    match update(target, catalog, zone, false, transfer).await {
+        Err(e) if e.zone_missing() => Ok(()),
+        other => other,
+    }
+}

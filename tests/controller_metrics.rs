@@ -1,0 +1,146 @@
+//! What the controllers count into the operator's metrics, read back the
+//! way Prometheus reads them (the text exposition): reconciles per
+//! controller, failed reconciles by error category (including the
+//! permanent problems a reconcile handles by writing status), commands per
+//! verb and failed commands; and that `run_with` turns readiness on once
+//! its caches synced and counts into the registry it was given.
+
+#[path = "support/ops/promtext.rs"]
+mod promtext;
+#[path = "support/controller/mod.rs"]
+mod support;
+
+use std::sync::Arc;
+
+use bind_operator::controller;
+use bind_operator::operator::{Metrics, Readiness};
+use support::{FakeExec, FixedNetwork, Harness, material};
+
+/// The value of one series (0 when the series does not exist yet).
+fn value(metrics: &Metrics, family: &str, labels: &[(&str, &str)]) -> f64 {
+    let text = metrics.encode();
+    let families = promtext::parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    families
+        .get(family)
+        .and_then(|f| f.value(family, labels))
+        .unwrap_or(0.0)
+}
+
+fn reconciles(m: &Metrics, controller: &str) -> f64 {
+    value(
+        m,
+        "bind_operator_reconciliations_total",
+        &[("controller", controller)],
+    )
+}
+
+fn errors(m: &Metrics, controller: &str, category: &str) -> f64 {
+    value(
+        m,
+        "bind_operator_reconcile_errors_total",
+        &[("controller", controller), ("category", category)],
+    )
+}
+
+fn execs(m: &Metrics, verb: &str) -> f64 {
+    value(m, "bind_operator_exec_calls_total", &[("verb", verb)])
+}
+
+fn exec_errors(m: &Metrics, verb: &str) -> f64 {
+    value(m, "bind_operator_exec_errors_total", &[("verb", verb)])
+}
+
+#[tokio::test]
+async fn reconciles_and_commands_are_counted_by_category_and_verb() {
+    let h = Harness::new().await;
+    let m = h.ctx.metrics.clone();
+    h.user_key("xfer", "xfer-secret", &material(1)).await;
+    h.reconcile_key("xfer").await;
+    assert_eq!(reconciles(&m, "BindTSIGKey"), 1.0);
+
+    h.cluster("c", 2).await;
+    h.converge("c", 2).await;
+    assert_eq!(reconciles(&m, "BindCluster"), 2.0);
+    assert_eq!(errors(&m, "BindCluster", "InvalidSpec"), 0.0);
+    // Every command the fake ran is counted under the verb it was built as.
+    let ran = |argv_matches: &dyn Fn(&[String]) -> bool| {
+        h.exec
+            .state()
+            .calls
+            .iter()
+            .filter(|c| argv_matches(&c.argv))
+            .count() as f64
+    };
+    let reconfigs = ran(&|a| a.last().is_some_and(|v| v == "reconfig"));
+    assert!(reconfigs >= 2.0, "both pods reconfigured");
+    assert_eq!(execs(&m, "reconfig"), reconfigs);
+    assert_eq!(
+        execs(&m, "read_mounted_config"),
+        ran(&|a| a[0] == "cat" && !a[1].ends_with("notify-targets.conf"))
+    );
+    assert_eq!(execs(&m, "other"), 0.0, "every command has a verb");
+    assert_eq!(exec_errors(&m, "reconfig"), 0.0);
+
+    // A failing reconfig counts as a failed command.
+    h.set_secret("xfer-secret", &material(2)).await;
+    h.reconcile_cluster("c").await;
+    h.propagate("c", "c-0");
+    h.exec.state().reconfig_err = Some("rndc: 'reconfig' failed: failure".into());
+    h.reconcile_cluster("c").await;
+    assert!(exec_errors(&m, "reconfig") >= 1.0);
+    h.exec.state().reconfig_err = None;
+
+    // A bad spec is handled (status, Ok) and still counted as an error,
+    // once per reconcile that met it.
+    h.patch_cluster_spec("c", serde_json::json!({"forwarders": ["not-an-ip"]}))
+        .await;
+    let before = reconciles(&m, "BindCluster");
+    h.reconcile_cluster("c").await;
+    h.reconcile_cluster("c").await;
+    assert_eq!(reconciles(&m, "BindCluster"), before + 2.0);
+    assert_eq!(errors(&m, "BindCluster", "InvalidSpec"), 2.0);
+
+    // A key whose Secret does not exist.
+    h.key_with_ref("ext", "ext-dns", "tsig").await;
+    h.reconcile_key("ext").await;
+    assert_eq!(errors(&m, "BindTSIGKey", "SecretNotFound"), 1.0);
+    assert_eq!(reconciles(&m, "BindTSIGKey"), 2.0);
+}
+
+#[tokio::test]
+async fn run_with_turns_ready_after_sync_and_counts_into_the_given_registry() {
+    let api = support::memapi();
+    let client = api.client();
+    let metrics = Metrics::new();
+    let readiness = Readiness::new();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let manager = tokio::spawn(controller::run_with(
+        client.clone(),
+        Arc::new(FakeExec::default()),
+        Arc::new(FixedNetwork),
+        metrics.clone(),
+        readiness.clone(),
+        async move {
+            let _ = stop_rx.await;
+        },
+    ));
+    let r = readiness.clone();
+    support::eventually("ready after the caches synced", move || {
+        r.is_ready().then_some(())
+    })
+    .await;
+
+    let h = Harness::detached(api, FakeExec::default());
+    h.user_key("xfer", "xfer-secret", &material(1)).await;
+    h.cluster("c", 1).await;
+    let m = metrics.clone();
+    support::eventually("the cluster reconciled through the watches", move || {
+        (reconciles(&m, "BindCluster") >= 1.0 && reconciles(&m, "BindTSIGKey") >= 1.0).then_some(())
+    })
+    .await;
+
+    let _ = stop_tx.send(());
+    support::within("the controllers stop", manager)
+        .await
+        .unwrap();
+}

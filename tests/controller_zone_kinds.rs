@@ -1,0 +1,120 @@
+//! The other zone shapes against the recording fake BIND: a secondary zone
+//! (added on every pod with its external primaries and key, never a catalog
+//! member, nothing sent by update) and a zone in a view (added to that
+//! view, joined to that view's catalog).
+
+#[path = "support/zones/mod.rs"]
+mod support;
+
+use std::sync::Arc;
+
+use bind_operator::api::{BindZone, Phase};
+use serde_json::json;
+use support::fakebind::{FakeBind, Kind};
+use support::{CATALOG, CLUSTER, Env, PRIMARY, SECONDARY, XFER_KEY, test_settings};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn secondary_zone_is_added_on_every_pod_and_never_joins_the_catalog() {
+    let fake = Arc::new(FakeBind::new());
+    let env = Env::start(fake.clone(), test_settings()).await;
+    let z: BindZone = BindZone::new(
+        "mirror",
+        serde_json::from_value(json!({
+            "clusterRef": CLUSTER,
+            "zoneName": "partner.example",
+            "type": "secondary",
+            "primaries": [{"address": "192.0.2.99", "port": 5353, "keyRef": XFER_KEY}],
+        }))
+        .unwrap(),
+    );
+    env.create(z).await;
+    let ready = env.zone_phase("mirror", Phase::Ready).await;
+    let calls = fake.calls();
+    for pod in [PRIMARY, SECONDARY] {
+        let add = calls
+            .iter()
+            .find(|c| c.pod == pod && c.kind == Kind::AddZone)
+            .unwrap_or_else(|| panic!("no addzone on {pod}: {calls:#?}"));
+        let clause = add.argv.last().unwrap();
+        assert!(clause.contains("type secondary;"), "{clause}");
+        assert!(
+            clause.contains("primaries { 192.0.2.99 port 5353 key \"xfer\"; };"),
+            "{clause}"
+        );
+        assert!(fake.zone(pod, "partner.example").is_some());
+    }
+    assert_eq!(
+        fake.count_kind(Kind::Nsupdate),
+        0,
+        "nothing is sent by update"
+    );
+    assert!(
+        !fake
+            .catalog_members(PRIMARY, CATALOG)
+            .contains("partner.example")
+    );
+    assert_eq!(ready.status.unwrap().servers.len(), 2);
+
+    env.delete::<BindZone>("mirror").await;
+    env.gone::<BindZone>("mirror").await;
+    for pod in [PRIMARY, SECONDARY] {
+        assert!(fake.zone(pod, "partner.example").is_none(), "{pod}");
+    }
+    env.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zone_in_a_view_goes_to_that_view_and_its_catalog() {
+    let fake = Arc::new(FakeBind::new());
+    let env = Env::start(fake.clone(), test_settings()).await;
+    let mut z = support::zone("inside", "corp.internal");
+    z.spec.view = Some("internal".into());
+    env.create(z).await;
+    env.zone_phase("inside", Phase::Ready).await;
+    let view_catalog = format!("internal.{CATALOG}");
+    let calls = fake.calls();
+    let adds: Vec<_> = calls.iter().filter(|c| c.kind == Kind::AddZone).collect();
+    assert_eq!(adds.len(), 2, "{adds:#?}");
+    for add in &adds {
+        assert_eq!(&add.argv[5..7], ["IN", "internal"], "{:?}", add.argv);
+    }
+    assert!(adds[0].argv[4] == view_catalog || adds[1].argv[4] == view_catalog);
+    assert!(
+        fake.catalog_members(PRIMARY, &view_catalog)
+            .contains("corp.internal")
+    );
+    assert!(fake.catalog_members(PRIMARY, CATALOG).is_empty());
+
+    env.delete::<BindZone>("inside").await;
+    env.gone::<BindZone>("inside").await;
+    let del = fake
+        .calls()
+        .into_iter()
+        .find(|c| c.kind == Kind::DelZone)
+        .unwrap();
+    assert_eq!(del.argv[del.argv.len() - 2..], ["IN", "internal"]);
+    assert!(fake.zone(PRIMARY, "corp.internal").is_none());
+    env.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_bindzone_for_the_same_zone_waits_and_never_deletes_it() {
+    let fake = Arc::new(FakeBind::new());
+    let env = Env::start(fake.clone(), test_settings()).await;
+    env.create(support::zone("first", "dup.test")).await;
+    env.zone_phase("first", Phase::Ready).await;
+    env.create(support::zone("second", "DUP.test.")).await;
+    let second = env.zone_phase("second", Phase::Pending).await;
+    let cond = &second.status.unwrap().conditions[0];
+    assert_eq!(cond.reason, "DuplicateZone");
+    assert!(cond.message.contains("BindZone first"), "{}", cond.message);
+
+    env.delete::<BindZone>("second").await;
+    env.gone::<BindZone>("second").await;
+    assert!(
+        fake.zone(PRIMARY, "dup.test").is_some(),
+        "the duplicate deleted the zone"
+    );
+    assert_eq!(fake.count_kind(Kind::DelZone), 0);
+    env.stop().await;
+}

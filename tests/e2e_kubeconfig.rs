@@ -1,0 +1,152 @@
+//! `bind-operator local --kubeconfig`: the API server is someone else's
+//! (here an in-memory one standing in for a control plane with CRDs
+//! installed, and a hand-rolled StatefulSet controller standing in for
+//! kube-controller-manager). Local mode applies DIR there, runs the
+//! controllers, and runs exactly the BIND pods that API server has: it
+//! creates no pod itself and leaves unrelated pods alone.
+
+#[path = "support/e2e/mod.rs"]
+mod support;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use bind_operator::local::command::{Backend, LocalConfig, LocalMode};
+use bind_operator::local::memapi::MemApi;
+use bind_operator::local::session::register_kinds;
+use k8s_openapi::api::apps::v1::StatefulSet;
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use kube::api::{Api, PostParams};
+use kube::{Client, Resource as _};
+use serde_json::json;
+use support::{Fixture, base_port, read_status};
+use tokio_util::sync::CancellationToken;
+
+/// What kube-controller-manager does for a StatefulSet, reduced to what
+/// this test needs: pods `<sts>-<i>` from the template, once.
+async fn statefulset_controller(client: Client, stop: CancellationToken) {
+    let sets: Api<StatefulSet> = Api::namespaced(client.clone(), "default");
+    let pods: Api<Pod> = Api::namespaced(client, "default");
+    while !stop.is_cancelled() {
+        for sts in sets.list(&Default::default()).await.unwrap().items {
+            let spec = sts.spec.clone();
+            let name = sts.metadata.name.clone().unwrap();
+            for i in 0..spec.replicas.unwrap_or(1) {
+                let pod_name = format!("{name}-{i}");
+                if pods.get_opt(&pod_name).await.unwrap().is_some() {
+                    continue;
+                }
+                let template = spec.template.clone();
+                let meta = template.metadata.unwrap_or_default();
+                let mut labels = meta.labels.unwrap_or_default();
+                labels.insert(
+                    "statefulset.kubernetes.io/pod-name".into(),
+                    pod_name.clone(),
+                );
+                let pod = Pod {
+                    metadata: ObjectMeta {
+                        name: Some(pod_name),
+                        namespace: Some("default".into()),
+                        labels: Some(labels),
+                        annotations: meta.annotations,
+                        owner_references: Some(vec![OwnerReference {
+                            api_version: "apps/v1".into(),
+                            kind: "StatefulSet".into(),
+                            name: name.clone(),
+                            uid: sts.meta().uid.clone().unwrap(),
+                            controller: Some(true),
+                            block_owner_deletion: Some(true),
+                        }]),
+                        ..Default::default()
+                    },
+                    spec: template.spec,
+                    status: None,
+                };
+                let _ = pods.create(&PostParams::default(), &pod).await;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubeconfig_mode_serves_the_api_servers_bind_pods_only() {
+    let api = MemApi::new();
+    register_kinds(&api);
+    let client = api.client();
+    let f = Fixture::examples();
+    let mode = LocalMode::start(
+        LocalConfig {
+            dir: f.dir.clone(),
+            state_dir: f.state.clone(),
+            base_port: base_port(),
+        },
+        Backend::Cluster(client.clone()),
+        |c| c.stop_grace = Duration::from_secs(3),
+    )
+    .await
+    .unwrap()
+    .with_output(std::io::sink());
+    let stop = CancellationToken::new();
+    let serving = tokio::spawn(mode.serve(stop.clone().cancelled_owned()));
+    let kcm = tokio::spawn(statefulset_controller(client.clone(), stop.clone()));
+    // Somebody else's pod: not ours to run.
+    let other: Pod = serde_json::from_value(json!({
+        "metadata": {"name": "unrelated", "namespace": "default",
+                     "labels": {"app.kubernetes.io/name": "web"}},
+        "spec": {"containers": [{"name": "web", "image": "nginx"}]}
+    }))
+    .unwrap();
+    Api::<Pod>::namespaced(client.clone(), "default")
+        .create(&PostParams::default(), &other)
+        .await
+        .unwrap();
+
+    let state = f.state.clone();
+    let dir = f.dir.clone();
+    let snapshot = tokio::task::spawn_blocking(move || {
+        let deadline = std::time::Instant::now() + support::STARTUP;
+        let snapshot = loop {
+            if let Some(s) = read_status(&state).filter(support::all_ready) {
+                break s;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "never ready: {:?}\n{}",
+                read_status(&state),
+                support::state_diagnostics(&state)
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        };
+        support::assert_serves_all(state.as_path(), &snapshot, "example", &dir);
+        snapshot
+    })
+    .await
+    .unwrap();
+    let names: Vec<&str> = snapshot.pods.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["example-0", "example-1"]);
+    assert!(!f.state.join("default/unrelated").exists());
+
+    // The directory went to the API server; nothing was bound to a node.
+    let pods = Api::<Pod>::namespaced(client.clone(), "default");
+    let p = pods.get("example-0").await.unwrap();
+    assert!(p.spec.unwrap().node_name.is_none());
+    let ready: BTreeMap<String, String> = p
+        .status
+        .unwrap()
+        .conditions
+        .unwrap()
+        .into_iter()
+        .map(|c| (c.type_, c.status))
+        .collect();
+    assert_eq!(ready.get("Ready").map(String::as_str), Some("True"));
+
+    stop.cancel();
+    kcm.await.unwrap();
+    tokio::time::timeout(Duration::from_secs(20), serving)
+        .await
+        .expect("local mode stops")
+        .unwrap();
+    assert!(support::named_under(&f.state).is_empty());
+}

@@ -1,0 +1,624 @@
+//! Shared helpers for the end-to-end tests: the real `bind-operator local`
+//! binary run as a child process (killed by a Drop guard whatever happens),
+//! manifest fixtures in temp dirs, `status.json`, `dig`, `nsupdate`,
+//! named's logs, and the records a manifest directory promises.
+//!
+//! Every wait is bounded ([`WAIT`]); on timeout the panic message carries
+//! the binary's output and the tail of every named log.
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicU16, Ordering};
+use std::time::{Duration, Instant};
+
+use bind_operator::local::report::{PodEndpoint, PodRole, Snapshot};
+use serde_yaml::Value;
+
+/// Longest wait for anything a user would wait for (an answer, a status).
+pub const WAIT: Duration = Duration::from_secs(20);
+/// Startup: two named processes and the first convergence, on a busy
+/// 2-core machine.
+pub const STARTUP: Duration = Duration::from_secs(40);
+/// How long a stopped `local` may take to exit.
+const EXIT_WAIT: Duration = Duration::from_secs(15);
+const POLL: Duration = Duration::from_millis(200);
+
+/// A base port per test: distinct within this test binary, spread by pid
+/// so parallel binaries (and other worktrees) rarely meet. The runtime
+/// skips taken ports anyway and tests read the real ones from status.json.
+pub fn base_port() -> u16 {
+    static NEXT: AtomicU16 = AtomicU16::new(0);
+    let slot = NEXT.fetch_add(1, Ordering::Relaxed) % 8;
+    let block = (std::process::id() % 240) as u16;
+    40_000 + block * 100 + slot * 12
+}
+
+/// The repository's examples/ directory.
+pub fn examples_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples")
+}
+
+/// A temp dir with a manifest directory and a state directory.
+pub struct Fixture {
+    pub tmp: tempfile::TempDir,
+    /// The manifest directory (`-f`).
+    pub dir: PathBuf,
+    /// The state directory (`--state-dir`).
+    pub state: PathBuf,
+}
+
+impl Fixture {
+    /// An empty manifest directory.
+    pub fn empty() -> Self {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("manifests");
+        std::fs::create_dir(&dir).unwrap();
+        Fixture {
+            state: tmp.path().join("state"),
+            dir,
+            tmp,
+        }
+    }
+
+    /// A copy of examples/.
+    pub fn examples() -> Self {
+        let f = Self::empty();
+        for entry in std::fs::read_dir(examples_dir()).unwrap() {
+            let path = entry.unwrap().path();
+            std::fs::copy(&path, f.dir.join(path.file_name().unwrap())).unwrap();
+        }
+        f
+    }
+
+    /// Writes a manifest file atomically (a dot-file renamed into place,
+    /// so the poller never reads half of it).
+    pub fn write(&self, rel: &str, text: &str) {
+        let tmp = self.dir.join(format!(".{rel}.tmp"));
+        std::fs::write(&tmp, text).unwrap();
+        std::fs::rename(&tmp, self.dir.join(rel)).unwrap();
+    }
+
+    pub fn read(&self, rel: &str) -> String {
+        std::fs::read_to_string(self.dir.join(rel)).unwrap()
+    }
+
+    pub fn remove(&self, rel: &str) {
+        std::fs::remove_file(self.dir.join(rel)).unwrap();
+    }
+
+    /// Starts `bind-operator local` on this fixture.
+    pub fn start(&self, extra: &[&str]) -> Local {
+        Local::start(&self.dir, &self.state, extra)
+    }
+}
+
+/// A running `bind-operator local`. Dropping it stops the process (SIGTERM,
+/// then SIGKILL) and kills any named left under its state dir.
+pub struct Local {
+    child: std::sync::Mutex<Option<Child>>,
+    pub state: PathBuf,
+    stdout: PathBuf,
+    stderr: PathBuf,
+    _logs: tempfile::TempDir,
+}
+
+impl Local {
+    /// Runs the binary with `-f dir --state-dir state --base-port P` and
+    /// `extra`; stdout and stderr go to files.
+    pub fn start(dir: &Path, state: &Path, extra: &[&str]) -> Local {
+        let logs = tempfile::tempdir().unwrap();
+        let stdout = logs.path().join("stdout");
+        let stderr = logs.path().join("stderr");
+        let child = Command::new(env!("CARGO_BIN_EXE_bind-operator"))
+            .arg("local")
+            .arg("-f")
+            .arg(dir)
+            .arg("--state-dir")
+            .arg(state)
+            .arg("--base-port")
+            .arg(base_port().to_string())
+            .args(extra)
+            .env("RUST_LOG", "bind_operator=info,kube=warn")
+            .stdin(Stdio::null())
+            .stdout(std::fs::File::create(&stdout).unwrap())
+            .stderr(std::fs::File::create(&stderr).unwrap())
+            .spawn()
+            .expect("bind-operator starts");
+        Local {
+            child: std::sync::Mutex::new(Some(child)),
+            state: state.to_owned(),
+            stdout,
+            stderr,
+            _logs: logs,
+        }
+    }
+
+    /// What the process printed on stdout so far.
+    pub fn stdout(&self) -> String {
+        std::fs::read_to_string(&self.stdout).unwrap_or_default()
+    }
+
+    /// The last status.json, if one was written and parses.
+    pub fn status(&self) -> Option<Snapshot> {
+        read_status(&self.state)
+    }
+
+    /// Output, status and named logs, for a failure message.
+    pub fn diagnostics(&self) -> String {
+        let stderr = std::fs::read_to_string(&self.stderr).unwrap_or_default();
+        format!(
+            "--- stdout (tail)\n{}\n--- stderr (tail)\n{}\n{}",
+            tail(&self.stdout(), 40),
+            tail(&stderr, 40),
+            state_diagnostics(&self.state)
+        )
+    }
+
+    /// Polls status.json until `pred` holds.
+    pub fn wait_status(&self, what: &str, pred: impl Fn(&Snapshot) -> bool) -> Snapshot {
+        self.wait_status_for(what, WAIT, pred)
+    }
+
+    pub fn wait_status_for(
+        &self,
+        what: &str,
+        limit: Duration,
+        pred: impl Fn(&Snapshot) -> bool,
+    ) -> Snapshot {
+        let deadline = Instant::now() + limit;
+        loop {
+            if let Some(s) = self.status().filter(|s| pred(s)) {
+                return s;
+            }
+            if let Some(status) = self.exited() {
+                panic!(
+                    "bind-operator exited ({status}) while waiting for {what}\n{}",
+                    self.diagnostics()
+                );
+            }
+            if Instant::now() > deadline {
+                panic!("timed out waiting for {what}\n{}", self.diagnostics());
+            }
+            std::thread::sleep(POLL);
+        }
+    }
+
+    /// Waits until everything is converged, every object Ready and every
+    /// pod Ready; returns that snapshot.
+    pub fn wait_all_ready(&self) -> Snapshot {
+        self.wait_status_for("every object and pod Ready", STARTUP, all_ready)
+    }
+
+    /// The exit status, if the process has exited.
+    fn exited(&self) -> Option<ExitStatus> {
+        let mut child = self.child.lock().unwrap();
+        child.as_mut()?.try_wait().unwrap()
+    }
+
+    fn take_child(&mut self) -> Child {
+        self.child
+            .get_mut()
+            .unwrap()
+            .take()
+            .expect("process not yet waited for")
+    }
+
+    /// Whether the process is still running.
+    pub fn running(&self) -> bool {
+        self.child.lock().unwrap().is_some() && self.exited().is_none()
+    }
+
+    /// Sends SIGTERM (what Ctrl-C / a service manager sends) and waits for
+    /// the exit; asserts that no named is left running.
+    pub fn stop(mut self) -> ExitStatus {
+        let mut child = self.take_child();
+        signal(child.id(), libc::SIGTERM);
+        let status = wait_child(&mut child, EXIT_WAIT).unwrap_or_else(|| {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "bind-operator did not exit after SIGTERM\n{}",
+                self.diagnostics()
+            )
+        });
+        let left = named_under(&self.state);
+        assert!(left.is_empty(), "named left running after exit: {left:?}");
+        status
+    }
+
+    /// Waits for the process to exit by itself (`--once`); returns its
+    /// status and stdout. Asserts that no named is left running.
+    pub fn wait_exit(mut self, limit: Duration) -> (ExitStatus, String) {
+        let mut child = self.take_child();
+        let status = wait_child(&mut child, limit).unwrap_or_else(|| {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "bind-operator did not exit in {limit:?}\n{}",
+                self.diagnostics()
+            )
+        });
+        let left = named_under(&self.state);
+        assert!(left.is_empty(), "named left running after exit: {left:?}");
+        (status, self.stdout())
+    }
+}
+
+impl Drop for Local {
+    fn drop(&mut self) {
+        let child = match self.child.get_mut() {
+            Ok(c) => c.take(),
+            Err(poisoned) => poisoned.into_inner().take(),
+        };
+        if let Some(mut child) = child {
+            signal(child.id(), libc::SIGTERM);
+            if wait_child(&mut child, EXIT_WAIT).is_none() {
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+        }
+        // Only if the process could not clean up (it was SIGKILLed): its
+        // own named processes, found by their config path.
+        for pid in named_under(&self.state) {
+            signal(pid, libc::SIGKILL);
+        }
+    }
+}
+
+fn signal(pid: u32, sig: libc::c_int) {
+    // SAFETY: kill(2) has no memory-safety preconditions.
+    unsafe {
+        libc::kill(pid as libc::pid_t, sig);
+    }
+}
+
+fn wait_child(child: &mut Child, limit: Duration) -> Option<ExitStatus> {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return Some(status);
+        }
+        if Instant::now() > deadline {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// status.json under `state`, if written and complete.
+pub fn read_status(state: &Path) -> Option<Snapshot> {
+    let text = std::fs::read_to_string(state.join("status.json")).ok()?;
+    serde_json::from_str(&text).ok()
+}
+
+/// Converged, every object Ready, at least one pod and all pods Ready.
+pub fn all_ready(s: &Snapshot) -> bool {
+    s.converged
+        && !s.pods.is_empty()
+        && s.pods.iter().all(|p| p.ready)
+        && s.objects.iter().all(|o| o.ready)
+}
+
+/// The pods of `cluster` in status order (primary first).
+pub fn pods_of<'a>(s: &'a Snapshot, cluster: &str) -> Vec<&'a PodEndpoint> {
+    s.pods.iter().filter(|p| p.cluster == cluster).collect()
+}
+
+/// The primary of `cluster`.
+pub fn primary<'a>(s: &'a Snapshot, cluster: &str) -> &'a PodEndpoint {
+    s.pods
+        .iter()
+        .find(|p| p.cluster == cluster && p.role == PodRole::Primary)
+        .expect("a primary pod")
+}
+
+fn tail(text: &str, lines: usize) -> String {
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+/// The tail of every named log under `state`.
+pub fn state_diagnostics(state: &Path) -> String {
+    let mut out = String::new();
+    for log in named_logs(state) {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        out.push_str(&format!(
+            "--- {} (tail)\n{}\n",
+            log.display(),
+            tail(&text, 15)
+        ));
+        let notify = log.with_file_name("data").join("notify-targets.conf");
+        if let Ok(targets) = std::fs::read_to_string(&notify) {
+            out.push_str(&format!("--- {}\n{targets}\n", notify.display()));
+        }
+    }
+    out
+}
+
+fn named_logs(state: &Path) -> Vec<PathBuf> {
+    let mut logs = Vec::new();
+    for ns in std::fs::read_dir(state).into_iter().flatten().flatten() {
+        for pod in std::fs::read_dir(ns.path()).into_iter().flatten().flatten() {
+            let log = pod.path().join("named.log");
+            if log.is_file() {
+                logs.push(log);
+            }
+        }
+    }
+    logs.sort();
+    logs
+}
+
+/// named's log of one pod (`<state>/<ns>/<pod>/named.log`).
+pub fn named_log(state: &Path, namespace: &str, pod: &str) -> String {
+    std::fs::read_to_string(state.join(namespace).join(pod).join("named.log")).unwrap_or_default()
+}
+
+/// How many `rndc reconfig` commands a pod's named received.
+pub fn reconfigs(state: &Path, namespace: &str, pod: &str) -> usize {
+    named_log(state, namespace, pod)
+        .lines()
+        .filter(|l| l.contains("received control channel command 'reconfig'"))
+        .count()
+}
+
+/// How many times a pod's named started (a restart adds one).
+pub fn named_starts(state: &Path, namespace: &str, pod: &str) -> usize {
+    named_log(state, namespace, pod)
+        .lines()
+        .filter(|l| l.contains("starting BIND"))
+        .count()
+}
+
+/// pids of named processes whose command line mentions `dir`.
+pub fn named_under(dir: &Path) -> Vec<u32> {
+    let needle = dir.to_string_lossy().into_owned();
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(cmd) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+        let is_named = cmd
+            .split(' ')
+            .next()
+            .is_some_and(|a| a.rsplit('/').next() == Some("named"));
+        if is_named && cmd.contains(&needle) {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+/// `dig +short` at 127.0.0.1:port, answers sorted and lowercased; empty
+/// when nothing answers.
+pub fn dig(port: u16, name: &str, rtype: &str) -> Vec<String> {
+    let out = Command::new("dig")
+        .args(["+short", "+norec", "+time=1", "+tries=1", "-p"])
+        .arg(port.to_string())
+        .args(["@127.0.0.1", name, rtype])
+        .output()
+        .expect("dig runs");
+    if !out.status.success() {
+        return Vec::new();
+    }
+    let mut answers: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with(';'))
+        .map(str::to_lowercase)
+        .collect();
+    answers.sort();
+    answers
+}
+
+/// Something that can explain a failed wait.
+pub trait Diagnose {
+    fn diagnostics(&self) -> String;
+}
+
+impl Diagnose for Local {
+    fn diagnostics(&self) -> String {
+        Local::diagnostics(self)
+    }
+}
+
+/// A state directory: its named logs.
+impl Diagnose for Path {
+    fn diagnostics(&self) -> String {
+        state_diagnostics(self)
+    }
+}
+
+/// Polls `dig` until the answer is `want` (any order).
+pub fn wait_answer(
+    port: u16,
+    name: &str,
+    rtype: &str,
+    want: &[String],
+    local: &(impl Diagnose + ?Sized),
+) {
+    let mut want: Vec<String> = want.iter().map(|v| v.to_lowercase()).collect();
+    want.sort();
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let got = dig(port, name, rtype);
+        if got == want {
+            return;
+        }
+        if Instant::now() > deadline {
+            panic!(
+                "port {port}: {name} {rtype}: wanted {want:?}, got {got:?}\n{}",
+                local.diagnostics()
+            );
+        }
+        std::thread::sleep(POLL);
+    }
+}
+
+/// One record set a manifest directory promises.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Expected {
+    pub fqdn: String,
+    pub rtype: String,
+    pub values: Vec<String>,
+}
+
+/// Every RRset the manifests in `dir` define: each BindZone's apex NS
+/// (spec.nameservers) and spec.records, and each DNSRecord (zone from its
+/// zoneRef). Namespaces default to `default`.
+pub fn expected_records(dir: &Path) -> Vec<Expected> {
+    let mut zones: BTreeMap<(String, String), String> = BTreeMap::new();
+    let mut out = Vec::new();
+    let docs = manifest_docs(dir);
+    for doc in &docs {
+        if doc["kind"] == "BindZone" {
+            let zone = doc["spec"]["zoneName"]
+                .as_str()
+                .unwrap()
+                .trim_end_matches('.');
+            zones.insert((namespace(doc), name(doc)), zone.to_string());
+            let ns: Vec<String> = strings(&doc["spec"]["nameservers"]);
+            if !ns.is_empty() {
+                out.push(Expected {
+                    fqdn: format!("{zone}."),
+                    rtype: "NS".into(),
+                    values: ns,
+                });
+            }
+            for r in doc["spec"]["records"].as_sequence().into_iter().flatten() {
+                out.push(record_set(zone, r));
+            }
+        }
+    }
+    for doc in &docs {
+        if doc["kind"] == "DNSRecord" {
+            let zone_ref = doc["spec"]["zoneRef"].as_str().unwrap().to_string();
+            let zone = &zones[&(namespace(doc), zone_ref)];
+            out.push(record_set(zone, &doc["spec"]));
+        }
+    }
+    out
+}
+
+fn record_set(zone: &str, spec: &Value) -> Expected {
+    let owner = spec["name"].as_str().unwrap_or("@");
+    let fqdn = if owner == "@" || owner.is_empty() {
+        format!("{zone}.")
+    } else if owner.ends_with('.') {
+        owner.to_string()
+    } else {
+        format!("{owner}.{zone}.")
+    };
+    Expected {
+        fqdn,
+        rtype: spec["type"].as_str().unwrap().to_string(),
+        values: strings(&spec["values"]),
+    }
+}
+
+fn strings(v: &Value) -> Vec<String> {
+    v.as_sequence()
+        .into_iter()
+        .flatten()
+        .map(|s| s.as_str().unwrap().to_string())
+        .collect()
+}
+
+fn namespace(doc: &Value) -> String {
+    doc["metadata"]["namespace"]
+        .as_str()
+        .unwrap_or("default")
+        .to_string()
+}
+
+fn name(doc: &Value) -> String {
+    doc["metadata"]["name"].as_str().unwrap().to_string()
+}
+
+/// Every YAML document under `dir` (not recursive: fixtures are flat).
+fn manifest_docs(dir: &Path) -> Vec<Value> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml" || e == "yml"))
+        .collect();
+    files.sort();
+    let mut docs = Vec::new();
+    for f in files {
+        let text = std::fs::read_to_string(&f).unwrap();
+        for d in serde_yaml::Deserializer::from_str(&text) {
+            let v = <Value as serde::Deserialize>::deserialize(d).unwrap();
+            if !v.is_null() {
+                docs.push(v);
+            }
+        }
+    }
+    docs
+}
+
+/// Waits until every pod of `cluster` answers every record of `dir`.
+pub fn assert_serves_all(
+    local: &(impl Diagnose + ?Sized),
+    snapshot: &Snapshot,
+    cluster: &str,
+    dir: &Path,
+) {
+    let expected = expected_records(dir);
+    assert!(!expected.is_empty(), "no records in {}", dir.display());
+    let pods = pods_of(snapshot, cluster);
+    assert!(pods.len() >= 2, "a primary and a secondary: {pods:?}");
+    for pod in pods {
+        for e in &expected {
+            wait_answer(pod.dns.port(), &e.fqdn, &e.rtype, &e.values, local);
+        }
+    }
+}
+
+/// A DNSRecord manifest in zone `example-com`.
+pub fn record(name: &str, owner: &str, rtype: &str, values: &[&str]) -> String {
+    let values: String = values.iter().map(|v| format!("    - '{v}'\n")).collect();
+    format!(
+        "apiVersion: bind.unkin.net/v1alpha1\nkind: DNSRecord\nmetadata:\n  name: {name}\nspec:\n  zoneRef: example-com\n  name: {owner}\n  type: {rtype}\n  values:\n{values}"
+    )
+}
+
+/// Runs `nsupdate -y alg:name:secret` against 127.0.0.1:port with the
+/// given update lines; Err carries nsupdate's output.
+pub fn nsupdate(port: u16, key: &str, lines: &[&str]) -> Result<(), String> {
+    use std::io::Write;
+    let mut script = format!("server 127.0.0.1 {port}\n");
+    for l in lines {
+        script.push_str(l);
+        script.push('\n');
+    }
+    script.push_str("send\n");
+    let mut child = Command::new("nsupdate")
+        .args(["-t", "3", "-y", key])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("nsupdate runs");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(script.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ))
+    }
+}
