@@ -103,8 +103,9 @@ enum Command {
     /// secondary (in-memory API, real controllers, local named), against a
     /// per-record nsupdate baseline.
     Bench {
-        /// Batched scenarios to run, by record count (repeatable).
-        #[arg(long = "records", value_name = "N", default_values_t = bind_operator::local::bench::DEFAULT_RECORDS)]
+        /// Batched scenarios to run, by record count (repeatable, or
+        /// comma-separated: --records 1000,10000).
+        #[arg(long = "records", value_name = "N", value_delimiter = ',', default_values_t = bind_operator::local::bench::DEFAULT_RECORDS)]
         records: Vec<usize>,
         /// BindZones the records are spread over.
         #[arg(long, value_name = "N", default_value_t = bind_operator::local::bench::DEFAULT_ZONES)]
@@ -261,7 +262,7 @@ fn render(
 
 /// Runs the benchmark and prints its table (or JSON).
 fn bench(opts: bind_operator::local::bench::BenchOptions, json: bool) -> Result<(), String> {
-    let _ = bind_operator::controller::manager::init_logging("warn", false);
+    bind_operator::local::bench::init_logging("warn");
     let report = bind_operator::local::bench::run_blocking(&opts).map_err(|e| error_chain(&e))?;
     write_stdout(&if json {
         report.json() + "\n"

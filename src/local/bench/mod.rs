@@ -226,6 +226,21 @@ pub async fn run(opts: &BenchOptions) -> Result<BenchReport, BenchError> {
     Ok(BenchReport::new(opts, scenarios))
 }
 
+/// Logs to stderr at `filter` (`RUST_LOG` wins when set), so stdout
+/// carries only the report (`--json` stays parseable).
+pub fn init_logging(filter: &str) {
+    let filter = match std::env::var("RUST_LOG") {
+        Ok(env) if !env.is_empty() => env,
+        _ => filter.to_string(),
+    };
+    let env_filter = tracing_subscriber::EnvFilter::try_new(&filter)
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(env_filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
 /// [`run`] on a fresh multi-threaded Tokio runtime. SIGINT or SIGTERM
 /// stops it cleanly: the scenario in progress is dropped, which kills every
 /// named its runtime started (a plain signal death would leave them).

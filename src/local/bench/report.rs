@@ -233,6 +233,14 @@ impl BenchReport {
             ]);
         }
         t.push_str(&columns(&rows));
+        let _ = writeln!(
+            t,
+            "(applied: creates returned / baseline updates sent; primary, secondary: every \
+             record answered there (AXFR of every zone checked); all Ready: every DNSRecord's \
+             status; exec and API writes: from the first write until all of these; peak RSS: \
+             this process (controllers, in-memory API, bench), reset per scenario; named RSS: \
+             peak per pod, primary / secondary)"
+        );
         let _ = writeln!(t);
         for s in &self.scenarios {
             let _ = write!(
