@@ -99,6 +99,39 @@ enum Command {
         #[arg(long, value_name = "FILTER", default_value = "warn")]
         log_level: String,
     },
+    /// Measure how fast DNSRecords answer on a BindCluster's primary and
+    /// secondary (in-memory API, real controllers, local named), against a
+    /// per-record nsupdate baseline.
+    Bench {
+        /// Batched scenarios to run, by record count (repeatable, or
+        /// comma-separated: --records 1000,10000).
+        #[arg(long = "records", value_name = "N", value_delimiter = ',', default_values_t = bind_operator::local::bench::DEFAULT_RECORDS)]
+        records: Vec<usize>,
+        /// BindZones the records are spread over.
+        #[arg(long, value_name = "N", default_value_t = bind_operator::local::bench::DEFAULT_ZONES)]
+        zones: usize,
+        /// Records of the per-record nsupdate baseline (0: skip it).
+        #[arg(long, value_name = "N", default_value_t = bind_operator::local::bench::DEFAULT_BASELINE_RECORDS)]
+        baseline_records: usize,
+        /// Pods of the BindCluster (at least 2).
+        #[arg(long, value_name = "N", default_value_t = 2)]
+        replicas: i32,
+        /// Keep the pods' files here (default: a temp dir, removed after).
+        #[arg(long, value_name = "DIR")]
+        state_dir: Option<PathBuf>,
+        /// First local port for the pods.
+        #[arg(long, value_name = "PORT", default_value_t = bind_operator::local::bench::DEFAULT_BASE_PORT)]
+        base_port: u16,
+        /// Longest a scenario may wait, in seconds.
+        #[arg(long, value_name = "SECS", default_value_t = 300)]
+        timeout: u64,
+        /// Print the report as JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+        /// No progress lines on stderr.
+        #[arg(long)]
+        quiet: bool,
+    },
 }
 
 fn main() -> ExitCode {
@@ -154,6 +187,30 @@ fn main() -> ExitCode {
             });
             return ExitCode::from(code);
         }
+        Command::Bench {
+            records,
+            zones,
+            baseline_records,
+            replicas,
+            state_dir,
+            base_port,
+            timeout,
+            json,
+            quiet,
+        } => bench(
+            bind_operator::local::bench::BenchOptions {
+                records,
+                zones,
+                baseline_records,
+                replicas,
+                state_dir,
+                base_port,
+                timeout: std::time::Duration::from_secs(timeout),
+                verbose: !quiet,
+                ..Default::default()
+            },
+            json,
+        ),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -201,6 +258,17 @@ fn render(
     } else {
         Err("some manifests or clusters could not be rendered".into())
     }
+}
+
+/// Runs the benchmark and prints its table (or JSON).
+fn bench(opts: bind_operator::local::bench::BenchOptions, json: bool) -> Result<(), String> {
+    bind_operator::local::bench::init_logging("warn");
+    let report = bind_operator::local::bench::run_blocking(&opts).map_err(|e| error_chain(&e))?;
+    write_stdout(&if json {
+        report.json() + "\n"
+    } else {
+        report.table()
+    })
 }
 
 /// Prints to stdout; a closed pipe (`| head`) is not an error.

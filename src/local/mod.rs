@@ -2,8 +2,9 @@
 //! plays kubelet for BIND pods on one machine (`runtime`), the manifest
 //! directory the API is loaded from and kept in sync with (`manifests`,
 //! `manifest_dir`, `sync`), and what a session reports (`report`, `render`,
-//! `session`).
+//! `session`), and the benchmark of the whole path (`bench`).
 
+pub mod bench;
 mod builtin;
 pub mod command;
 pub mod manifest_dir;

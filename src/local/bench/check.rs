@@ -1,0 +1,512 @@
+//! "Does every record answer?", asked of real named processes. The bench
+//! knows which A record each name must hold ([`Expected`]); [`Checker`]
+//! polls each pod until every zone it serves holds every expected record:
+//!
+//! - a cheap probe first, one `dig` per pod (over the network, as a user
+//!   would ask): every unfinished zone's SOA serial plus one A query for a
+//!   record the zone was last seen missing. Only when the probe answers and
+//!   the serial moved is the zone transferred. A pod is probed only when a
+//!   writer did something since (or it is still catching up), so the check
+//!   takes little CPU from what it measures;
+//! - then a TSIG-signed AXFR of the zone, compared name by name with the
+//!   expected set. A complete zone is complete since the probe when the
+//!   transfer carries the probed serial (the contents were the same then),
+//!   else since the transfer started; so the check's own run time does not
+//!   count.
+//!
+//! After a scenario, [`Checker::sample`] asks random names directly.
+//!
+//! No cluster access; the transfer key is read by dig from a key file
+//! (mode 0600) the caller writes, never passed on a command line.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::net::{Ipv4Addr, SocketAddr};
+use std::time::{Duration, Instant};
+
+use futures::StreamExt as _;
+use rand::seq::IndexedRandom as _;
+use serde::Serialize;
+
+use std::path::Path;
+
+use crate::bind::parse::{parse_axfr, parse_dig_soa};
+use crate::bind::{PodLayout, ZoneName};
+use crate::controller::exec::PodRef;
+use crate::local::runtime::PodRole;
+
+/// Most records a scenario may have (each gets its own 10.x.y.z address).
+pub const MAX_RECORDS: usize = 1 << 24;
+/// Queries per probe `dig` (one SOA and one A per unfinished zone).
+const MAX_PROBE_QUERIES: usize = 400;
+/// Longest a pod with unfinished zones goes unprobed.
+const IDLE_LOOK: Duration = Duration::from_secs(1);
+/// Transfers in flight at once per pod.
+const TRANSFER_CONCURRENCY: usize = 4;
+
+/// One record the bench writes: `owner` (relative) in zone `zone` (an
+/// index into [`Expected::zones`]) holds exactly `ip`.
+#[derive(Debug, Clone)]
+pub struct PlannedRecord {
+    /// The DNSRecord's object name.
+    pub object: String,
+    pub zone: usize,
+    pub owner: String,
+    /// Lowercase, with the trailing dot.
+    pub fqdn: String,
+    pub ip: Ipv4Addr,
+}
+
+/// Every record of a scenario, by zone.
+#[derive(Debug, Clone)]
+pub struct Expected {
+    pub zones: Vec<ZoneName>,
+    pub records: Vec<PlannedRecord>,
+    /// Record indexes per zone, in creation order.
+    by_zone: Vec<Vec<usize>>,
+}
+
+impl Expected {
+    /// `n` records `h<i>` spread round-robin over `zones`, record i holding
+    /// 10.x.y.z with x.y.z = i.
+    pub fn new(zones: Vec<ZoneName>, n: usize) -> Self {
+        let mut by_zone = vec![Vec::new(); zones.len()];
+        let records = (0..n.min(MAX_RECORDS))
+            .map(|i| {
+                let zone = i % zones.len();
+                by_zone[zone].push(i);
+                let owner = format!("h{i}");
+                PlannedRecord {
+                    object: format!("rec-{i}"),
+                    zone,
+                    fqdn: format!("{owner}.{}", zones[zone].fqdn()),
+                    owner,
+                    ip: Ipv4Addr::new(10, (i >> 16) as u8, (i >> 8) as u8, i as u8),
+                }
+            })
+            .collect();
+        Expected {
+            zones,
+            records,
+            by_zone,
+        }
+    }
+
+    /// Records of zone `z`, in creation order.
+    pub fn of_zone(&self, z: usize) -> &[usize] {
+        &self.by_zone[z]
+    }
+}
+
+/// One pod to check.
+#[derive(Debug, Clone)]
+pub struct PodTarget {
+    pub pod: PodRef,
+    pub role: PodRole,
+    pub dns: SocketAddr,
+    pub layout: PodLayout,
+}
+
+/// How far a pod got.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct PodProgress {
+    pub pod: String,
+    pub role: String,
+    /// Since t0, when every record of every zone answered (None: not
+    /// within the deadline).
+    pub all_secs: Option<f64>,
+    /// Since t0, when the first zone was complete.
+    pub first_zone_secs: Option<f64>,
+    pub zones_complete: usize,
+    /// Expected records the last look found missing, summed over zones.
+    pub missing: usize,
+    pub probes: u64,
+    pub transfers: u64,
+}
+
+/// Per pod and zone: what the last look saw.
+#[derive(Debug, Clone)]
+struct ZoneLook {
+    /// A record index the zone lacked when last transferred.
+    probe: Option<usize>,
+    /// The serial of the last transfer.
+    serial: Option<u32>,
+    done: Option<Duration>,
+    missing: usize,
+}
+
+/// What the checker knows about one pod between looks.
+#[derive(Debug, Clone)]
+struct PodState {
+    zones: Vec<ZoneLook>,
+    /// The writers' activity count when it was last probed.
+    activity: Option<u64>,
+    last_probe: Option<Instant>,
+    /// The latest SOA serial probed per zone.
+    serials: BTreeMap<ZoneName, u32>,
+    /// The last look saw a serial move or transferred a zone.
+    moving: bool,
+}
+
+/// Polls pods until they serve every expected record.
+pub struct Checker<'a> {
+    /// A count that moves whenever a writer may have changed a zone (exec
+    /// calls made); a pod is probed again only when it moved, when the pod
+    /// was still catching up, or after [`IDLE_LOOK`], so checking costs the
+    /// machine little while the system under test works.
+    pub activity: &'a (dyn Fn() -> u64 + Sync),
+    /// The transfer key as a BIND key file (for `dig -k`).
+    pub key_file: &'a Path,
+    pub expected: &'a Expected,
+    pub pods: Vec<PodTarget>,
+}
+
+fn secs(d: Duration) -> f64 {
+    (d.as_secs_f64() * 1000.0).round() / 1000.0
+}
+
+/// Runs `dig` against `dns` with `args` (queries and options) after the
+/// common options; stdout, or empty when dig failed to run at all.
+async fn dig(tool: &str, dns: SocketAddr, args: &[String]) -> String {
+    let mut cmd = tokio::process::Command::new(tool);
+    cmd.args([
+        "-p".to_string(),
+        dns.port().to_string(),
+        format!("@{}", dns.ip()),
+        "+time=2".into(),
+        "+tries=1".into(),
+        "+noall".into(),
+        "+answer".into(),
+    ])
+    .args(args)
+    .env_clear()
+    .env("PATH", std::env::var("PATH").unwrap_or_default())
+    .stdin(std::process::Stdio::null())
+    .stderr(std::process::Stdio::null())
+    .kill_on_drop(true);
+    match cmd.output().await {
+        Ok(out) => String::from_utf8_lossy(&out.stdout).into_owned(),
+        Err(_) => String::new(),
+    }
+}
+
+/// Plain queries (no recursion), `(name, type)` pairs.
+async fn query(tool: &str, dns: SocketAddr, queries: &[(String, &str)]) -> String {
+    let mut args = vec!["+norecurse".to_string()];
+    for (name, rtype) in queries {
+        args.push(name.clone());
+        args.push((*rtype).to_string());
+    }
+    dig(tool, dns, &args).await
+}
+
+/// `owner -> A addresses` from `dig +noall +answer` output.
+fn a_answers(stdout: &str) -> HashMap<String, BTreeSet<String>> {
+    let mut out: HashMap<String, BTreeSet<String>> = HashMap::new();
+    for line in stdout.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if let [owner, _ttl, "IN", "A", ip] = f.as_slice() {
+            out.entry(owner.to_ascii_lowercase())
+                .or_default()
+                .insert((*ip).to_string());
+        }
+    }
+    out
+}
+
+impl Checker<'_> {
+    /// The expected records of zone `z` that `axfr` (dig output) lacks or
+    /// holds with other data, in creation order.
+    fn missing(&self, z: usize, axfr: &str) -> Option<Vec<usize>> {
+        let zone = &self.expected.zones[z];
+        let sets = parse_axfr(axfr, zone).ok()?;
+        if !sets.iter().any(|s| s.rtype == "SOA") {
+            return None;
+        }
+        let served: HashMap<String, &BTreeSet<String>> = sets
+            .iter()
+            .filter(|s| s.rtype == "A")
+            .map(|s| (s.name.fqdn(), &s.values))
+            .collect();
+        Some(
+            self.expected
+                .of_zone(z)
+                .iter()
+                .copied()
+                .filter(|&i| {
+                    let r = &self.expected.records[i];
+                    served
+                        .get(&r.fqdn)
+                        .is_none_or(|v| v.len() != 1 || !v.contains(&r.ip.to_string()))
+                })
+                .collect(),
+        )
+    }
+
+    /// A signed AXFR of zone `z` from pod `p`: the served serial and the
+    /// expected records it lacks, or None when the transfer failed.
+    async fn transfer(&self, p: &PodTarget, z: usize) -> Option<(u32, Vec<usize>)> {
+        let zone = &self.expected.zones[z];
+        let args = [
+            "+onesoa".to_string(),
+            "-k".to_string(),
+            self.key_file.to_string_lossy().into_owned(),
+            zone.fqdn(),
+            "AXFR".to_string(),
+        ];
+        let out = dig(&p.layout.tools.dig, p.dns, &args).await;
+        let serial = parse_dig_soa(&out).get(zone).copied()?;
+        Some((serial, self.missing(z, &out)?))
+    }
+
+    /// One look at one pod: probe, then transfer the zones that may be
+    /// complete. Returns (probes, transfers) made.
+    async fn look(&self, p: &PodTarget, st: &mut PodState, t0: Instant) -> (u64, u64) {
+        let looks = &mut st.zones;
+        let open: Vec<usize> = (0..looks.len())
+            .filter(|&z| looks[z].done.is_none())
+            .collect();
+        let mut answered: HashMap<String, BTreeSet<String>> = HashMap::new();
+        let mut serials = BTreeMap::new();
+        let mut probes = 0;
+        st.activity = Some((self.activity)());
+        let probed = Instant::now();
+        st.last_probe = Some(probed);
+        for chunk in open.chunks(MAX_PROBE_QUERIES / 2) {
+            let mut queries = Vec::new();
+            for &z in chunk {
+                queries.push((self.expected.zones[z].fqdn(), "SOA"));
+                if let Some(i) = looks[z].probe {
+                    queries.push((self.expected.records[i].fqdn.clone(), "A"));
+                }
+            }
+            let out = query(&p.layout.tools.dig, p.dns, &queries).await;
+            probes += 1;
+            serials.extend(parse_dig_soa(&out));
+            answered.extend(a_answers(&out));
+        }
+        // Zones worth a transfer: the probe record answers and the serial
+        // moved since the last transfer.
+        let due: Vec<(usize, u32)> = open
+            .into_iter()
+            .filter_map(|z| {
+                let serial = *serials.get(&self.expected.zones[z])?;
+                let look = &looks[z];
+                let probe_ok = look.probe.is_none_or(|i| {
+                    let r = &self.expected.records[i];
+                    answered
+                        .get(&r.fqdn)
+                        .is_some_and(|v| v.contains(&r.ip.to_string()))
+                });
+                (probe_ok && look.serial != Some(serial)).then_some((z, serial))
+            })
+            .collect();
+        let transfers = due.len() as u64;
+        let results: Vec<_> = futures::stream::iter(due)
+            .map(|(z, probed_serial)| async move {
+                let started = Instant::now();
+                (z, probed_serial, started, self.transfer(p, z).await)
+            })
+            .buffer_unordered(TRANSFER_CONCURRENCY)
+            .collect()
+            .await;
+        for (z, probed_serial, started, result) in results {
+            let Some((serial, missing)) = result else {
+                continue;
+            };
+            let look = &mut looks[z];
+            look.serial = Some(serial);
+            look.missing = missing.len();
+            match missing.first() {
+                None => {
+                    let since = if serial == probed_serial {
+                        probed
+                    } else {
+                        started
+                    };
+                    look.done = Some(since.saturating_duration_since(t0));
+                }
+                Some(&i) => look.probe = Some(i),
+            }
+        }
+        st.moving = transfers > 0 || serials.iter().any(|(z, s)| st.serials.get(z) != Some(s));
+        st.serials.extend(serials);
+        (probes, transfers)
+    }
+
+    /// Whether pod `st` needs a look now: never looked at, the writers
+    /// did something since, it was still moving, (a secondary) it serves
+    /// other serials than the primary last did, or its last look is old.
+    fn due(&self, st: &PodState, role: PodRole, primary: &BTreeMap<ZoneName, u32>) -> bool {
+        if st.zones.iter().all(|z| z.done.is_some()) {
+            return false;
+        }
+        let (Some(activity), Some(last)) = (st.activity, st.last_probe) else {
+            return true;
+        };
+        let behind = role == PodRole::Secondary
+            && st.zones.iter().enumerate().any(|(z, look)| {
+                let zone = &self.expected.zones[z];
+                look.done.is_none() && st.serials.get(zone) != primary.get(zone)
+            });
+        activity != (self.activity)() || st.moving || behind || last.elapsed() >= IDLE_LOOK
+    }
+
+    /// Polls every `poll` until each pod serves every expected record or
+    /// `deadline` passes; times are since `t0`.
+    pub async fn wait(&self, t0: Instant, deadline: Instant, poll: Duration) -> Vec<PodProgress> {
+        let fresh = PodState {
+            zones: (0..self.expected.zones.len())
+                .map(|z| {
+                    let last = self.expected.of_zone(z).last().copied();
+                    ZoneLook {
+                        probe: last,
+                        serial: None,
+                        // A zone with no records is complete from the start.
+                        done: last.is_none().then_some(Duration::ZERO),
+                        missing: 0,
+                    }
+                })
+                .collect(),
+            activity: None,
+            last_probe: None,
+            serials: BTreeMap::new(),
+            moving: false,
+        };
+        let mut states: Vec<PodState> = vec![fresh; self.pods.len()];
+        let mut progress: Vec<PodProgress> = self
+            .pods
+            .iter()
+            .map(|p| PodProgress {
+                pod: p.pod.name.clone(),
+                role: match p.role {
+                    PodRole::Primary => "primary".into(),
+                    PodRole::Secondary => "secondary".into(),
+                },
+                ..Default::default()
+            })
+            .collect();
+        loop {
+            let round = Instant::now();
+            let primary = self
+                .pods
+                .iter()
+                .position(|p| p.role == PodRole::Primary)
+                .map(|i| states[i].serials.clone())
+                .unwrap_or_default();
+            let due: Vec<bool> = self
+                .pods
+                .iter()
+                .zip(&states)
+                .map(|(p, st)| self.due(st, p.role, &primary))
+                .collect();
+            // Pods are looked at side by side: one slow pod must not delay
+            // the timestamp of another.
+            let counts =
+                futures::future::join_all(self.pods.iter().zip(states.iter_mut()).zip(due).map(
+                    |((p, st), due)| async move {
+                        if due {
+                            self.look(p, st, t0).await
+                        } else {
+                            (0, 0)
+                        }
+                    },
+                ))
+                .await;
+            for (pr, (probes, transfers)) in progress.iter_mut().zip(counts) {
+                pr.probes += probes;
+                pr.transfers += transfers;
+            }
+            for (pr, st) in progress.iter_mut().zip(&states) {
+                let done: Vec<Duration> = st.zones.iter().filter_map(|l| l.done).collect();
+                pr.zones_complete = done.len();
+                pr.missing = st
+                    .zones
+                    .iter()
+                    .filter(|l| l.done.is_none())
+                    .map(|l| if l.serial.is_some() { l.missing } else { 1 })
+                    .sum();
+                pr.first_zone_secs = done.iter().min().map(|d| secs(*d));
+                pr.all_secs = (done.len() == st.zones.len())
+                    .then(|| done.iter().max().map(|d| secs(*d)).unwrap_or(0.0));
+            }
+            if progress.iter().all(|p| p.all_secs.is_some()) || Instant::now() >= deadline {
+                return progress;
+            }
+            tokio::time::sleep_until((round + poll).into()).await;
+        }
+    }
+
+    /// Asks every pod for `n` random records directly; (asked, answered
+    /// with the expected address) summed over pods.
+    pub async fn sample(&self, n: usize) -> (usize, usize) {
+        let picks: Vec<&PlannedRecord> = {
+            let mut rng = rand::rng();
+            let all: Vec<&PlannedRecord> = self.expected.records.iter().collect();
+            all.choose_multiple(&mut rng, n).copied().collect()
+        };
+        let queries: Vec<(String, &str)> = picks.iter().map(|r| (r.fqdn.clone(), "A")).collect();
+        let (mut asked, mut ok) = (0, 0);
+        for p in &self.pods {
+            for chunk in queries.chunks(MAX_PROBE_QUERIES) {
+                let answers = a_answers(&query(&p.layout.tools.dig, p.dns, chunk).await);
+                asked += chunk.len();
+                ok += chunk
+                    .iter()
+                    .filter(|(name, _)| {
+                        let r = picks.iter().find(|r| &r.fqdn == name);
+                        r.is_some_and(|r| {
+                            answers
+                                .get(name)
+                                .is_some_and(|v| v.len() == 1 && v.contains(&r.ip.to_string()))
+                        })
+                    })
+                    .count();
+            }
+        }
+        (asked, ok)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn zones(n: usize) -> Vec<ZoneName> {
+        (0..n)
+            .map(|i| ZoneName::parse(&format!("z{i}.bench.test")).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn records_spread_round_robin_with_distinct_names_and_addresses() {
+        let e = Expected::new(zones(3), 70_000);
+        assert_eq!(e.of_zone(0).len(), 23_334);
+        assert_eq!(e.of_zone(2).len(), 23_333);
+        let r = &e.records[65_537];
+        assert_eq!(r.fqdn, "h65537.z2.bench.test.");
+        assert_eq!(r.ip, Ipv4Addr::new(10, 1, 0, 1));
+        let names: BTreeSet<&str> = e.records.iter().map(|r| r.fqdn.as_str()).collect();
+        let ips: BTreeSet<Ipv4Addr> = e.records.iter().map(|r| r.ip).collect();
+        assert_eq!((names.len(), ips.len()), (70_000, 70_000));
+    }
+
+    #[test]
+    fn answers_and_transfers_are_compared_by_name_and_address() {
+        let e = Expected::new(zones(1), 3);
+        let out =
+            "h0.z0.bench.test. 300 IN A 10.0.0.0\nH1.z0.bench.test. 300 IN A 10.0.0.1\n;; x\n";
+        let a = a_answers(out);
+        assert!(a["h1.z0.bench.test."].contains("10.0.0.1"));
+        let c = Checker {
+            activity: &|| 0,
+            key_file: Path::new("/nonexistent"),
+            expected: &e,
+            pods: Vec::new(),
+        };
+        let axfr = "z0.bench.test. 300 IN SOA ns. h. 5 1 1 1 1\n\
+                    h0.z0.bench.test. 300 IN A 10.0.0.0\n\
+                    h1.z0.bench.test. 300 IN A 10.9.9.9\n";
+        assert_eq!(c.missing(0, axfr), Some(vec![1, 2]));
+        assert_eq!(c.missing(0, "; Transfer failed."), None);
+    }
+}

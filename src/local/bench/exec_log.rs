@@ -1,0 +1,188 @@
+//! The bench's view of exec calls: a [`PodExecutor`] that wraps the local
+//! executor and records, for every command the controllers (or the
+//! per-record baseline) run, which tool it was, when it started and how
+//! long it took. The log answers "how many exec calls between t0 and t1"
+//! and "when did the first update after t0 start" without the controllers
+//! knowing they are measured.
+//!
+//! No cluster access. Never records argv beyond the tool's name, nor stdin
+//! (nsupdate scripts and AXFR key files carry TSIG keys).
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures::FutureExt as _;
+use futures::future::BoxFuture;
+
+use crate::bind::PodLayout;
+use crate::bind::commands::Command;
+use crate::controller::exec::{ExecError, ExecOutput, PodExecutor, PodRef};
+
+/// Tools a command is classified by (the first one its argv names); a
+/// shell script naming none of them counts as `sh`.
+const TOOLS: [&str; 4] = ["nsupdate", "dig", "rndc", "named-checkconf"];
+
+/// One finished exec call.
+#[derive(Debug, Clone)]
+pub struct ExecCall {
+    pub tool: &'static str,
+    pub started: Instant,
+    pub took: Duration,
+    pub ok: bool,
+}
+
+/// Every exec call made through a [`CountingExecutor`], in start order of
+/// completion. Cheap to clone (shared).
+#[derive(Debug, Clone, Default)]
+pub struct ExecLog {
+    calls: Arc<Mutex<Vec<ExecCall>>>,
+}
+
+/// Exec calls of one window, by tool.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct ExecSummary {
+    pub calls: u64,
+    pub failed: u64,
+    /// Calls per tool (`nsupdate` includes the update-then-SOA script).
+    pub by_tool: BTreeMap<String, u64>,
+    /// Summed wall time of the calls (they may overlap).
+    pub busy_secs: f64,
+}
+
+impl ExecLog {
+    fn push(&self, call: ExecCall) {
+        self.calls
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(call);
+    }
+
+    /// Calls finished so far (moves whenever a command ran).
+    pub fn finished(&self) -> u64 {
+        self.calls.lock().unwrap_or_else(|p| p.into_inner()).len() as u64
+    }
+
+    /// A copy of the calls started in `[from, to]`.
+    pub fn window(&self, from: Instant, to: Instant) -> Vec<ExecCall> {
+        self.calls
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .filter(|c| c.started >= from && c.started <= to)
+            .cloned()
+            .collect()
+    }
+
+    /// Counts of the calls started in `[from, to]`.
+    pub fn summary(&self, from: Instant, to: Instant) -> ExecSummary {
+        let mut s = ExecSummary::default();
+        let mut busy = Duration::ZERO;
+        for c in self.window(from, to) {
+            s.calls += 1;
+            s.failed += u64::from(!c.ok);
+            *s.by_tool.entry(c.tool.to_string()).or_default() += 1;
+            busy += c.took;
+        }
+        s.busy_secs = busy.as_secs_f64();
+        s
+    }
+}
+
+/// Which tool a command runs (see [`TOOLS`]).
+pub fn tool_of(cmd: &Command) -> &'static str {
+    cmd.argv
+        .iter()
+        .find_map(|a| {
+            let base = a.rsplit('/').next().unwrap_or(a);
+            TOOLS.iter().find(|t| **t == base).copied()
+        })
+        .unwrap_or("sh")
+}
+
+/// Wraps an executor and logs every call into an [`ExecLog`].
+pub struct CountingExecutor {
+    inner: Arc<dyn PodExecutor>,
+    log: ExecLog,
+}
+
+impl CountingExecutor {
+    pub fn new(inner: Arc<dyn PodExecutor>, log: ExecLog) -> Self {
+        CountingExecutor { inner, log }
+    }
+}
+
+impl PodExecutor for CountingExecutor {
+    fn layout(&self, pod: &PodRef) -> PodLayout {
+        self.inner.layout(pod)
+    }
+
+    fn exec<'a>(
+        &'a self,
+        pod: &'a PodRef,
+        cmd: &'a Command,
+    ) -> BoxFuture<'a, Result<ExecOutput, ExecError>> {
+        async move {
+            let started = Instant::now();
+            let result = self.inner.exec(pod, cmd).await;
+            self.log.push(ExecCall {
+                tool: tool_of(cmd),
+                started,
+                took: started.elapsed(),
+                ok: result.is_ok(),
+            });
+            result
+        }
+        .boxed()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cmd(argv: &[&str]) -> Command {
+        Command {
+            argv: argv.iter().map(|s| s.to_string()).collect(),
+            stdin: None,
+        }
+    }
+
+    #[test]
+    fn tools_are_named_by_the_first_known_program() {
+        assert_eq!(tool_of(&cmd(&["/usr/bin/nsupdate", "-v"])), "nsupdate");
+        assert_eq!(
+            tool_of(&cmd(&[
+                "sh",
+                "-c",
+                "script",
+                "sh",
+                "/usr/bin/nsupdate",
+                "/usr/bin/dig"
+            ])),
+            "nsupdate"
+        );
+        assert_eq!(tool_of(&cmd(&["/usr/sbin/rndc", "reconfig"])), "rndc");
+        assert_eq!(tool_of(&cmd(&["sh", "-c", "cat > f"])), "sh");
+    }
+
+    #[test]
+    fn summary_counts_only_the_window() {
+        let log = ExecLog::default();
+        let t0 = Instant::now();
+        for (i, tool) in ["dig", "nsupdate", "nsupdate"].into_iter().enumerate() {
+            log.push(ExecCall {
+                tool,
+                started: t0 + Duration::from_millis(10 * i as u64),
+                took: Duration::from_millis(5),
+                ok: i != 2,
+            });
+        }
+        let s = log.summary(t0 + Duration::from_millis(5), t0 + Duration::from_secs(1));
+        assert_eq!(s.calls, 2);
+        assert_eq!(s.failed, 1);
+        assert_eq!(s.by_tool.get("nsupdate"), Some(&2));
+        assert!(!s.by_tool.contains_key("dig"));
+        assert_eq!(log.finished(), 3);
+    }
+}

@@ -1,0 +1,307 @@
+//! `bind-operator bench`: how fast DNSRecords applied through the API
+//! answer on a BindCluster's primary and secondary, with the production
+//! code path end to end — the in-memory API, the real controllers
+//! (`controller::run`) and the local runtime running real `named`.
+//!
+//! Scenarios, each on a fresh environment (API, runtime, controllers, one
+//! BindCluster with `replicas` pods, a transfer and an update key, `zones`
+//! BindZones), run one after another in one process:
+//! - **batched** for every N in [`BenchOptions::records`]: N DNSRecords (an
+//!   A record each, distinct names, spread round-robin over the zones) are
+//!   created through the API at once; the controllers write them (the zone
+//!   is the unit of write).
+//! - **baseline** at [`BenchOptions::baseline_records`]: the naive design,
+//!   one nsupdate run per record (scripts built by the BIND layer), run one
+//!   after another through the same executor against the same kind of
+//!   cluster, as a per-record reconciler would. No DNSRecord objects are
+//!   created for it, so it pays no API cost: the ratio is conservative.
+//!
+//! Measured per scenario ([`report::ScenarioResult`]): time from the first
+//! write until every record answers on the primary and on each secondary
+//! (checked by [`check`]: AXFR of every zone on every pod compared with the
+//! expected set, gated by cheap probe queries, then sampled direct
+//! queries), until every DNSRecord reports Ready, exec calls by tool
+//! ([`exec_log`]), API writes, the process's peak RSS (VmHWM, reset per
+//! scenario) and each named's peak RSS, plus a timeline for profiling.
+//!
+//! Touches only the in-memory API it creates and the named processes its
+//! runtime starts (all stopped at the end). Needs named, nsupdate and dig.
+//! Never prints key material (the keys are random and live in memory).
+
+pub mod check;
+pub mod env;
+pub mod exec_log;
+pub mod report;
+pub mod rss;
+pub mod scenario;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+pub use report::{BenchReport, ScenarioKind, ScenarioResult};
+
+/// Default record counts of the batched scenarios.
+pub const DEFAULT_RECORDS: [usize; 2] = [1_000, 10_000];
+/// Default zone count.
+pub const DEFAULT_ZONES: usize = 10;
+/// Default record count of the per-record baseline.
+pub const DEFAULT_BASELINE_RECORDS: usize = 1_000;
+/// Default first port; each scenario's runtime gets its own block.
+pub const DEFAULT_BASE_PORT: u16 = 27_000;
+/// Ports reserved per scenario (a pod takes two).
+const PORTS_PER_SCENARIO: u16 = 20;
+/// nsupdate runs listed per scenario in the report (the baseline has one
+/// per record).
+pub const MAX_LISTED_UPDATES: usize = 100;
+/// Target: N records answer on the secondary within this (issue 7).
+pub const TARGET_SECONDARY: Duration = Duration::from_secs(15);
+/// The record count the secondary target applies to.
+pub const TARGET_SECONDARY_RECORDS: usize = 10_000;
+/// Target: the batched path is at least this many times faster than the
+/// per-record baseline (issue 7).
+pub const TARGET_SPEEDUP: f64 = 20.0;
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct BenchOptions {
+    /// N of each batched scenario, in order.
+    pub records: Vec<usize>,
+    /// BindZones the records are spread over.
+    pub zones: usize,
+    /// Records of the per-record baseline; 0 skips it. It runs right after
+    /// the batched scenario of the same N when there is one.
+    pub baseline_records: usize,
+    /// Pods of the BindCluster (1 primary, the rest secondaries).
+    pub replicas: i32,
+    /// Where pods keep their files; default: a fresh directory under the
+    /// system temp dir, removed afterwards.
+    pub state_dir: Option<PathBuf>,
+    pub base_port: u16,
+    /// Longest a scenario may wait for its records (and for its cluster).
+    pub timeout: Duration,
+    /// How often the DNS check polls.
+    pub poll_interval: Duration,
+    /// Direct queries per pod after a scenario (random records).
+    pub samples: usize,
+    /// Progress lines on stderr.
+    pub verbose: bool,
+}
+
+impl Default for BenchOptions {
+    fn default() -> Self {
+        BenchOptions {
+            records: DEFAULT_RECORDS.to_vec(),
+            zones: DEFAULT_ZONES,
+            baseline_records: DEFAULT_BASELINE_RECORDS,
+            replicas: 2,
+            state_dir: None,
+            base_port: DEFAULT_BASE_PORT,
+            timeout: Duration::from_secs(300),
+            poll_interval: Duration::from_millis(100),
+            samples: 50,
+            verbose: true,
+        }
+    }
+}
+
+/// Why the bench could not run (a scenario that misses its records is a
+/// result, not an error).
+#[derive(Debug, thiserror::Error)]
+pub enum BenchError {
+    #[error("failed to set up the bench: {0}")]
+    Options(String),
+    #[error("failed to prepare state directory {path}: {source}")]
+    StateDir {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("failed to finish the bench: interrupted")]
+    Interrupted,
+    #[error("failed to start the async runtime: {0}")]
+    Tokio(#[source] std::io::Error),
+    #[error(transparent)]
+    Runtime(#[from] crate::local::runtime::RuntimeError),
+    #[error("failed to {action}: {source}")]
+    Api {
+        action: String,
+        #[source]
+        source: kube::Error,
+    },
+    #[error("failed to {what} within {secs}s")]
+    Timeout { what: String, secs: u64 },
+    #[error("failed to run {what}: {reason}")]
+    Exec { what: String, reason: String },
+}
+
+/// The planned scenarios, in order.
+fn plan(opts: &BenchOptions) -> Vec<(ScenarioKind, usize)> {
+    let mut out = Vec::new();
+    let mut baseline_done = opts.baseline_records == 0;
+    for &n in &opts.records {
+        out.push((ScenarioKind::Batched, n));
+        if !baseline_done && n == opts.baseline_records {
+            out.push((ScenarioKind::Baseline, n));
+            baseline_done = true;
+        }
+    }
+    if !baseline_done {
+        out.push((ScenarioKind::Baseline, opts.baseline_records));
+    }
+    out
+}
+
+fn check_options(opts: &BenchOptions) -> Result<(), BenchError> {
+    let bad = |m: &str| Err(BenchError::Options(m.to_string()));
+    if opts.zones == 0 {
+        return bad("--zones must be at least 1");
+    }
+    if opts.replicas < 2 {
+        return bad("replicas must be at least 2 (a primary and a secondary)");
+    }
+    if opts.records.contains(&0) {
+        return bad("--records must be at least 1");
+    }
+    if opts.records.is_empty() && opts.baseline_records == 0 {
+        return bad("nothing to run: no --records and no baseline");
+    }
+    let max = opts
+        .records
+        .iter()
+        .copied()
+        .chain([opts.baseline_records])
+        .max()
+        .unwrap_or(0);
+    if max > check::MAX_RECORDS {
+        return bad(&format!("at most {} records", check::MAX_RECORDS));
+    }
+    Ok(())
+}
+
+/// A directory removed with everything in it when dropped.
+struct TempDir(PathBuf);
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Runs every scenario and returns the report.
+pub async fn run(opts: &BenchOptions) -> Result<BenchReport, BenchError> {
+    check_options(opts)?;
+    let (root, owned) = match &opts.state_dir {
+        Some(d) => (d.clone(), false),
+        None => (
+            std::env::temp_dir().join(format!("bind-operator-bench-{}", std::process::id())),
+            true,
+        ),
+    };
+    std::fs::create_dir_all(&root).map_err(|source| BenchError::StateDir {
+        path: root.clone(),
+        source,
+    })?;
+    // Also when the run is dropped half-way (a signal).
+    let _cleanup = owned.then(|| TempDir(root.clone()));
+    let mut scenarios = Vec::new();
+    let mut outcome = Ok(());
+    for (i, (kind, n)) in plan(opts).into_iter().enumerate() {
+        let setup = scenario::Setup {
+            kind,
+            records: n,
+            state_dir: root.join(format!("{i}-{}-{n}", kind.as_str())),
+            base_port: opts
+                .base_port
+                .saturating_add(PORTS_PER_SCENARIO.saturating_mul(i as u16)),
+        };
+        match scenario::run(opts, &setup).await {
+            Ok(r) => scenarios.push(r),
+            Err(e) => {
+                outcome = Err(e);
+                break;
+            }
+        }
+    }
+    outcome?;
+    Ok(BenchReport::new(opts, scenarios))
+}
+
+/// Logs to stderr at `filter` (`RUST_LOG` wins when set), so stdout
+/// carries only the report (`--json` stays parseable).
+pub fn init_logging(filter: &str) {
+    let filter = match std::env::var("RUST_LOG") {
+        Ok(env) if !env.is_empty() => env,
+        _ => filter.to_string(),
+    };
+    let env_filter = tracing_subscriber::EnvFilter::try_new(&filter)
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(env_filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}
+
+/// [`run`] on a fresh multi-threaded Tokio runtime. SIGINT or SIGTERM
+/// stops it cleanly: the scenario in progress is dropped, which kills every
+/// named its runtime started (a plain signal death would leave them).
+pub fn run_blocking(opts: &BenchOptions) -> Result<BenchReport, BenchError> {
+    tokio::runtime::Runtime::new()
+        .map_err(BenchError::Tokio)?
+        .block_on(async {
+            let mut term =
+                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+                    .map_err(BenchError::Tokio)?;
+            tokio::select! {
+                r = run(opts) => r,
+                _ = tokio::signal::ctrl_c() => Err(BenchError::Interrupted),
+                _ = term.recv() => Err(BenchError::Interrupted),
+            }
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_baseline_runs_next_to_its_batched_twin() {
+        let opts = BenchOptions::default();
+        assert_eq!(
+            plan(&opts),
+            vec![
+                (ScenarioKind::Batched, 1_000),
+                (ScenarioKind::Baseline, 1_000),
+                (ScenarioKind::Batched, 10_000),
+            ]
+        );
+        let opts = BenchOptions {
+            records: vec![50],
+            baseline_records: 7,
+            ..Default::default()
+        };
+        assert_eq!(
+            plan(&opts),
+            vec![(ScenarioKind::Batched, 50), (ScenarioKind::Baseline, 7)]
+        );
+        let opts = BenchOptions {
+            baseline_records: 0,
+            ..Default::default()
+        };
+        assert!(!plan(&opts).contains(&(ScenarioKind::Baseline, 0)));
+    }
+
+    #[test]
+    fn options_are_checked() {
+        let zero = BenchOptions {
+            zones: 0,
+            ..Default::default()
+        };
+        assert!(check_options(&zero).is_err());
+        let one_pod = BenchOptions {
+            replicas: 1,
+            ..Default::default()
+        };
+        assert!(check_options(&one_pod).is_err());
+        assert!(check_options(&BenchOptions::default()).is_ok());
+    }
+}

@@ -1,0 +1,315 @@
+//! One scenario from start to stop: bring up a fresh [`BenchEnv`], wait
+//! until the cluster serves every zone, then write the records (through
+//! the API for the batched path, one nsupdate run per record for the
+//! baseline) while the [`Checker`] and a status watcher time when every
+//! record answers and reports Ready; collect exec calls, API writes and
+//! memory; shut everything down.
+//!
+//! Touches only the scenario's own in-memory API and named processes.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use futures::{StreamExt as _, TryStreamExt as _};
+use kube::ResourceExt as _;
+use kube::api::Api;
+use kube::runtime::{WatchStreamExt as _, watcher};
+
+use super::check::{Checker, Expected, PodTarget};
+use super::env::{BenchEnv, NAMESPACE, zone_object};
+use super::report::{ScenarioKind, ScenarioResult};
+use super::{BenchError, BenchOptions, MAX_LISTED_UPDATES, rss};
+use crate::api::{DNSRecord, DNSRecordSpec, Phase, RecordType as ApiRecordType};
+use crate::bind::commands::{local_server, nsupdate};
+use crate::bind::nsupdate::{RrsetChange, UpdateBatch, build_script};
+use crate::bind::{DomainName, Rdata, RecordType, Ttl};
+use crate::controller::exec::PodExecutor;
+use crate::controller::zonesync::plan::has_record_finalizer;
+use crate::local::memapi::Verb;
+
+/// DNSRecord creates in flight at once ("all at once", as `kubectl apply`
+/// of a big directory would send them, bounded so the client queue stays
+/// sane).
+const CREATE_CONCURRENCY: usize = 32;
+/// The transfer key file the checks use, in the scenario's state dir.
+const TRANSFER_KEY_FILE: &str = "transfer.key";
+/// TTL of the baseline's records (the zones' default TTL).
+const BASELINE_TTL: i64 = 3600;
+
+/// Which scenario to run, and where.
+#[derive(Debug, Clone)]
+pub struct Setup {
+    pub kind: ScenarioKind,
+    pub records: usize,
+    pub state_dir: PathBuf,
+    pub base_port: u16,
+}
+
+/// Removes a file when dropped (the key file, whatever way `measure` ends).
+struct RemoveOnDrop(PathBuf);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+fn secs(d: Duration) -> f64 {
+    (d.as_secs_f64() * 1000.0).round() / 1000.0
+}
+
+/// Runs one scenario on a fresh environment and stops it again.
+pub async fn run(opts: &BenchOptions, setup: &Setup) -> Result<ScenarioResult, BenchError> {
+    let say = |msg: String| {
+        if opts.verbose {
+            eprintln!("bench: {msg}");
+        }
+    };
+    say(format!(
+        "{} {} records over {} zones: starting the cluster",
+        setup.kind.as_str(),
+        setup.records,
+        opts.zones
+    ));
+    let started = Instant::now();
+    let env = BenchEnv::start(&setup.state_dir, setup.base_port, opts.zones, opts.replicas).await?;
+    let result = measure(opts, setup, &env, started, &say).await;
+    say("stopping".into());
+    env.shutdown().await;
+    result
+}
+
+async fn measure(
+    opts: &BenchOptions,
+    setup: &Setup,
+    env: &BenchEnv,
+    started: Instant,
+    say: &impl Fn(String),
+) -> Result<ScenarioResult, BenchError> {
+    let pods = env
+        .bring_up(opts.replicas, opts.timeout, &|m| {
+            say(format!("waiting: {m}"))
+        })
+        .await?;
+    let setup_secs = secs(started.elapsed());
+    say(format!(
+        "cluster ready in {setup_secs:.1}s; writing {} records",
+        setup.records
+    ));
+    let expected = Expected::new(env.zones.clone(), setup.records);
+    let key_file = setup.state_dir.join(TRANSFER_KEY_FILE);
+    env.write_transfer_key(&key_file)?;
+    let _remove_key = RemoveOnDrop(key_file.clone());
+    let activity = || env.log.finished();
+    let checker = Checker {
+        activity: &activity,
+        key_file: &key_file,
+        expected: &expected,
+        pods: pods.clone(),
+    };
+    let peak_reset = rss::reset_peak();
+    env.mem.reset_counts();
+
+    let load_before = rss::load_average();
+    let t0 = Instant::now();
+    let deadline = t0 + opts.timeout;
+    let writer = async {
+        match setup.kind {
+            ScenarioKind::Batched => create_records(env, &expected).await?,
+            ScenarioKind::Baseline => per_record_updates(env, &pods[0], &expected).await?,
+        }
+        Ok::<_, BenchError>(t0.elapsed())
+    };
+    let dns = async { Ok(checker.wait(t0, deadline, opts.poll_interval).await) };
+    let statuses = async {
+        Ok(match setup.kind {
+            ScenarioKind::Batched => watch_statuses(env, setup.records, t0, deadline).await,
+            ScenarioKind::Baseline => (None, None),
+        })
+    };
+    let (applied, progress, (finalized, ready)) = tokio::try_join!(writer, dns, statuses)?;
+    let t_end = Instant::now();
+    let load_after = rss::load_average();
+    say(format!(
+        "done after {:.1}s; sampling {} names per pod",
+        t0.elapsed().as_secs_f64(),
+        opts.samples
+    ));
+
+    let (sampled, sampled_ok) = checker.sample(opts.samples).await;
+    let exec = env.log.summary(t0, t_end);
+    let mut updates: Vec<_> = env
+        .log
+        .window(t0, t_end)
+        .into_iter()
+        .filter(|c| c.tool == "nsupdate")
+        .collect();
+    updates.sort_by_key(|c| c.started);
+    let first_update = updates.iter().map(|c| c.started).min();
+    let last_update = updates.iter().map(|c| c.started + c.took).max();
+    let primary = progress
+        .iter()
+        .find(|p| p.role == "primary")
+        .and_then(|p| p.all_secs);
+    let secondaries: Vec<Option<f64>> = progress
+        .iter()
+        .filter(|p| p.role == "secondary")
+        .map(|p| p.all_secs)
+        .collect();
+    let secondary = secondaries
+        .iter()
+        .copied()
+        .collect::<Option<Vec<f64>>>()
+        .and_then(|v| v.into_iter().reduce(f64::max));
+    let by_verb: BTreeMap<String, u64> = [
+        (Verb::Create, "create"),
+        (Verb::Update, "update"),
+        (Verb::Patch, "patch"),
+        (Verb::Delete, "delete"),
+    ]
+    .into_iter()
+    .map(|(v, name)| (name.to_string(), env.mem.count_verb(v)))
+    .filter(|(_, n)| *n > 0)
+    .collect();
+    Ok(ScenarioResult {
+        kind: setup.kind,
+        records: setup.records,
+        zones: opts.zones,
+        replicas: opts.replicas,
+        setup_secs,
+        applied_secs: secs(applied),
+        primary_secs: primary,
+        secondary_secs: secondary,
+        finalized_secs: finalized.map(secs),
+        records_ready_secs: ready.map(secs),
+        first_update_secs: first_update.map(|t| secs(t.saturating_duration_since(t0))),
+        last_update_secs: last_update.map(|t| secs(t.saturating_duration_since(t0))),
+        update_runs: updates
+            .iter()
+            .take(MAX_LISTED_UPDATES)
+            .map(|c| (secs(c.started.saturating_duration_since(t0)), secs(c.took)))
+            .collect(),
+        pods: progress,
+        exec,
+        api_writes: env.mem.writes(),
+        api_writes_by_verb: by_verb,
+        sampled,
+        sampled_ok,
+        process_peak_rss_kib: rss::peak_kib(),
+        process_peak_reset: peak_reset,
+        named_peak_rss_kib: env.named_peaks(&pods),
+        load_average: [load_before, load_after],
+    })
+}
+
+/// The batched path: every DNSRecord created through the API at once.
+async fn create_records(env: &BenchEnv, expected: &Expected) -> Result<(), BenchError> {
+    futures::stream::iter(&expected.records)
+        .map(|r| {
+            env.create(DNSRecord::new(
+                &r.object,
+                DNSRecordSpec {
+                    zone_ref: zone_object(r.zone),
+                    name: r.owner.clone(),
+                    type_: ApiRecordType::A,
+                    ttl: None,
+                    values: vec![r.ip.to_string()],
+                },
+            ))
+        })
+        .buffer_unordered(CREATE_CONCURRENCY)
+        .try_collect::<Vec<()>>()
+        .await?;
+    Ok(())
+}
+
+/// The naive design: one nsupdate run per record, one after another,
+/// through the same executor the controllers use, each script built by the
+/// BIND layer for a batch of one change signed with the zone's update key.
+async fn per_record_updates(
+    env: &BenchEnv,
+    primary: &PodTarget,
+    expected: &Expected,
+) -> Result<(), BenchError> {
+    let layout = env.exec.layout(&primary.pod);
+    let ttl = Ttl::new(BASELINE_TTL).expect("a valid TTL");
+    let failed = |reason: String| BenchError::Exec {
+        what: "the per-record baseline".into(),
+        reason,
+    };
+    for r in &expected.records {
+        let zone = &expected.zones[r.zone];
+        let name = DomainName::resolve(&r.owner, zone).map_err(|e| failed(e.to_string()))?;
+        let batch = UpdateBatch {
+            zone: zone.clone(),
+            changes: vec![RrsetChange::Replace {
+                name,
+                rtype: RecordType::A,
+                ttl,
+                values: vec![Rdata::A(r.ip)],
+            }],
+            apex_ns: None,
+        };
+        let script = build_script(&batch, local_server(&layout), &env.update_key)
+            .map_err(|e| failed(e.to_string()))?
+            .ok_or_else(|| failed("an empty batch".into()))?;
+        env.exec
+            .exec(&primary.pod, &nsupdate(&layout, &script))
+            .await
+            .map_err(|e| failed(e.to_string()))?;
+    }
+    Ok(())
+}
+
+/// When every DNSRecord first carried the finalizer, and when every one
+/// first reported Ready (since t0), from a watch on DNSRecords (as any
+/// client would see it; a watch costs per change, not per look).
+async fn watch_statuses(
+    env: &BenchEnv,
+    n: usize,
+    t0: Instant,
+    deadline: Instant,
+) -> (Option<Duration>, Option<Duration>) {
+    let api: Api<DNSRecord> = Api::namespaced(env.client.clone(), NAMESPACE);
+    let mut finalized: HashSet<String> = HashSet::new();
+    let mut ready: HashSet<String> = HashSet::new();
+    let mut finalized_at = None;
+    let work = async {
+        let mut events = std::pin::pin!(watcher(api, watcher::Config::default()).default_backoff());
+        while let Some(event) = events.next().await {
+            match event {
+                Ok(watcher::Event::Apply(r) | watcher::Event::InitApply(r)) => {
+                    let name = r.name_any();
+                    if has_record_finalizer(&r) {
+                        finalized.insert(name.clone());
+                    } else {
+                        finalized.remove(&name);
+                    }
+                    if r.status.as_ref().and_then(|s| s.phase) == Some(Phase::Ready) {
+                        ready.insert(name);
+                    } else {
+                        ready.remove(&name);
+                    }
+                }
+                Ok(watcher::Event::Delete(r)) => {
+                    finalized.remove(&r.name_any());
+                    ready.remove(&r.name_any());
+                }
+                _ => {}
+            }
+            if finalized_at.is_none() && finalized.len() == n {
+                finalized_at = Some(t0.elapsed());
+            }
+            if ready.len() == n {
+                return Some(t0.elapsed());
+            }
+        }
+        None
+    };
+    let ready_at = tokio::time::timeout_at(deadline.into(), work)
+        .await
+        .ok()
+        .flatten();
+    (finalized_at, ready_at)
+}
