@@ -96,3 +96,25 @@ async fn zone_in_a_view_goes_to_that_view_and_its_catalog() {
     assert!(fake.zone(PRIMARY, "corp.internal").is_none());
     env.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_bindzone_for_the_same_zone_waits_and_never_deletes_it() {
+    let fake = Arc::new(FakeBind::new());
+    let env = Env::start(fake.clone(), test_settings()).await;
+    env.create(support::zone("first", "dup.test")).await;
+    env.zone_phase("first", Phase::Ready).await;
+    env.create(support::zone("second", "DUP.test.")).await;
+    let second = env.zone_phase("second", Phase::Pending).await;
+    let cond = &second.status.unwrap().conditions[0];
+    assert_eq!(cond.reason, "DuplicateZone");
+    assert!(cond.message.contains("BindZone first"), "{}", cond.message);
+
+    env.delete::<BindZone>("second").await;
+    env.gone::<BindZone>("second").await;
+    assert!(
+        fake.zone(PRIMARY, "dup.test").is_some(),
+        "the duplicate deleted the zone"
+    );
+    assert_eq!(fake.count_kind(Kind::DelZone), 0);
+    env.stop().await;
+}

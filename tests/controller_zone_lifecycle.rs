@@ -189,5 +189,20 @@ async fn apex_ns_converges_per_rdata_adding_before_deleting() {
         !script.contains("update delete apex.test. NS\n"),
         "an RRset-wide apex NS delete is ignored by BIND:\n{script}"
     );
+
+    // spec.soa is honoured after creation too: names and timers follow.
+    let before = fake.serial(PRIMARY, "apex.test").unwrap();
+    env.patch_spec::<BindZone>(
+        "apex",
+        json!({"soa": {"rname": "dns-admin@apex.test", "refresh": 7200}}),
+    )
+    .await;
+    let soa = env
+        .wait::<BindZone, _>("SOA updated", "apex", |_| {
+            fake.soa(PRIMARY, "apex.test")
+                .filter(|s| s.contains("dns-admin.apex.test.") && s.contains(" 7200 "))
+        })
+        .await;
+    assert!(fake.serial(PRIMARY, "apex.test").unwrap() > before, "{soa}");
     env.stop().await;
 }

@@ -183,10 +183,6 @@ async fn records_land_change_and_go_on_real_named() {
         &["say \"hi\""],
     ))
     .await;
-    if std::env::var("ZONE_DEBUG").is_ok() {
-        tokio::time::sleep(Duration::from_secs(2)).await;
-        eprintln!("{}", named.primary.log_text());
-    }
     for r in ["www", "mx", "txt"] {
         env.record_phase(r, Phase::Ready).await;
     }
@@ -197,6 +193,21 @@ async fn records_land_change_and_go_on_real_named() {
         follow(port, "web.test", "MX", &["10 mail.web.test."]);
         follow(port, "hello.web.test", "TXT", &["\"say \\\"hi\\\"\""]);
         follow(port, "web.test", "NS", &["ns1.web.test."]);
+    }
+
+    // spec.soa changes reach the served SOA (and the secondary).
+    env.patch_spec::<BindZone>("web", json!({"soa": {"refresh": 7200, "minimum": 120}}))
+        .await;
+    for port in [p, s] {
+        let ok = wait_until(FOLLOW, || {
+            let soa = harness::dig(port, &["+short", "+norecurse", "web.test", "SOA"]);
+            soa.trim_end().ends_with(" 7200 900 1209600 120")
+        });
+        assert!(
+            ok,
+            "SOA on {port}: {}",
+            harness::dig(port, &["+short", "web.test", "SOA"])
+        );
     }
 
     // A change replaces the RRset; a delete removes it, on both servers.

@@ -91,8 +91,10 @@ async fn primary_restarted_on_an_empty_volume_gets_everything_back() {
     // The re-created zone starts above the old serial, so secondaries transfer it.
     assert!(fake.serial(PRIMARY, "app.test").unwrap() > serial_before);
     let calls = fake.calls();
+    // Survey (2 pods), zonestatus, peer serials, file, addzone; the same for
+    // the catalog, its join, one update: a constant, not one per record.
     assert!(
-        calls.len() <= 12,
+        calls.len() <= 16,
         "repair cost {} execs: {calls:#?}",
         calls.len()
     );

@@ -361,6 +361,46 @@ pub fn build_script(
     }))
 }
 
+/// A one-message script replacing the zone's SOA (names and timers) with
+/// `serial`, which must be above the served one: BIND ignores an SOA
+/// update whose serial does not move forward.
+pub fn build_soa_script(
+    zone: &ZoneName,
+    soa: &super::zone::Soa,
+    serial: u32,
+    ttl: Ttl,
+    server: Endpoint,
+    key: &TsigKey,
+) -> NsupdateScript {
+    let mut text = String::new();
+    let _ = writeln!(text, "server {} {}", server.ip, server.port);
+    let _ = writeln!(
+        text,
+        "key {}:{} {}",
+        key.algorithm,
+        key.name,
+        key.secret.expose_base64()
+    );
+    let _ = writeln!(text, "zone {}", zone.fqdn());
+    let _ = writeln!(
+        text,
+        "update add {} {ttl} SOA {} {} {serial} {} {} {} {}",
+        zone.fqdn(),
+        soa.mname,
+        soa.rname,
+        soa.refresh,
+        soa.retry,
+        soa.expire,
+        soa.minimum
+    );
+    text.push_str("send\n");
+    NsupdateScript {
+        text,
+        messages: 1,
+        changes: 1,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

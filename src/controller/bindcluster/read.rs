@@ -227,8 +227,9 @@ where
 }
 
 /// The generated transfer key, read from its Secret (None if it does not
-/// exist yet).
-async fn generated_transfer_key(
+/// exist yet). Public for the zone reconcilers of a cluster that names no
+/// `transferKeyRef`.
+pub async fn generated_transfer_key(
     ctx: &Context,
     cluster: &BindCluster,
 ) -> Result<Option<TsigKey>, Error> {

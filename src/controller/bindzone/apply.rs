@@ -13,19 +13,24 @@ use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
 
 use crate::api::{BindZone, DNSRecord, Phase};
+use crate::bind::zone::SecondaryZone;
 use crate::controller::zonesync::ZoneContext;
 use crate::controller::zonesync::plan::{Desired, Verdict, has_record_finalizer};
 use crate::controller::zonesync::server::ServerError;
+use crate::controller::zonesync::survey::PodInfo;
 use crate::controller::zonesync::writes::{
     REASON_SERVED, RecordReport, ZoneReport, release_records, write_applied, write_record_statuses,
     write_zone_status,
 };
-use crate::render::validate::ZoneConfig;
+use crate::render::validate::{PrimaryZoneConfig, ZoneConfig};
 
 use super::applied::Applied;
 use super::primary::Failure;
-use super::read::{self, Blocked, REASON_CLUSTER_NOT_FOUND};
+use super::read::{self, Blocked, Inputs, REASON_CLUSTER_NOT_FOUND};
 use super::{Error, primary, secondary};
+
+/// DNSRecord reason: its zone is a secondary zone (not writable).
+pub const REASON_SECONDARY_ZONE: &str = "SecondaryZone";
 
 /// Requeue of a zone waiting for something that does not wake it (a key
 /// Secret being generated); pod and cluster changes wake it sooner.
@@ -34,6 +39,9 @@ const WAIT_REQUEUE: Duration = Duration::from_secs(15);
 /// Reconciles a live BindZone.
 pub async fn apply(zone: &Arc<BindZone>, ctx: &ZoneContext) -> Result<Action, Error> {
     let records = read::records_of(ctx, zone);
+    if let Some(b) = read::duplicate_of(ctx, zone) {
+        return blocked(ctx, zone, &records, b).await;
+    }
     let inputs = match read::inputs(ctx, zone).await? {
         Ok(i) => i,
         Err(b) => return blocked(ctx, zone, &records, b).await,
@@ -42,120 +50,142 @@ pub async fn apply(zone: &Arc<BindZone>, ctx: &ZoneContext) -> Result<Action, Er
         Ok(c) => c,
         Err(b) => return blocked(ctx, zone, &records, b).await,
     };
-    let primary = match read::primary(&inputs) {
-        Ok(p) => p.clone(),
-        Err(b) => return blocked(ctx, zone, &records, b).await,
-    };
     let applied = Applied::of(zone);
     match config {
         ZoneConfig::Primary(cfg) => {
-            let out =
-                primary::converge(ctx, zone, &inputs, &primary, &cfg, &records, &applied).await;
-            match out.result {
-                Ok(c) => {
-                    settle_records(ctx, &records, &out.desired, Some(&c.served)).await?;
-                    let memory = ctx.state.cluster(&inputs.cluster_key);
-                    let servers = primary::servers(
-                        &memory,
-                        &cfg.clause.zone,
-                        &primary.pod.name,
-                        c.served.serial,
-                    );
-                    let (phase, reason, message) = match out.desired.inline_errors.first() {
-                        None => (Phase::Ready, REASON_SERVED, String::new()),
-                        Some((reason, _)) => (
-                            Phase::Error,
-                            *reason,
-                            out.desired
-                                .inline_errors
-                                .iter()
-                                .map(|(_, m)| m.as_str())
-                                .collect::<Vec<_>>()
-                                .join("; "),
-                        ),
-                    };
-                    let report = ZoneReport {
-                        phase,
-                        reason,
-                        message,
-                        serial: Some(c.served.serial),
-                        record_count: Some(
-                            u32::try_from(out.desired.rrsets.len()).unwrap_or(u32::MAX),
-                        ),
-                        servers: Some(servers),
-                    };
-                    write_zone_status(&ctx.base.client, zone, &report).await?;
-                    if applied != out.applied {
-                        write_applied(&ctx.base.client, zone, &out.applied.render()).await?;
-                    }
-                    ctx.state.succeeded(&zone_key(zone));
-                    Ok(Action::requeue(if c.wrote {
-                        ctx.settings.recheck_after_write.min(c.next_check)
-                    } else {
-                        c.next_check
-                    }))
-                }
-                Err(Failure::Server(e)) => {
-                    settle_records(ctx, &records, &out.desired, None).await?;
-                    failed(ctx, zone, e).await
-                }
-                Err(Failure::Invalid { reason, message }) => {
-                    settle_records(ctx, &records, &out.desired, None).await?;
-                    let b = Blocked {
-                        reason,
-                        message,
-                        permanent: true,
-                    };
-                    blocked(ctx, zone, &[], b).await
-                }
-            }
+            let primary = match read::primary(&inputs) {
+                Ok(p) => p.clone(),
+                Err(b) => return blocked(ctx, zone, &records, b).await,
+            };
+            primary_zone(ctx, zone, &inputs, &primary, &cfg, &records, &applied).await
         }
         ZoneConfig::Secondary(sz) => {
-            let out = secondary::converge(ctx, zone, &inputs, &sz, &applied).await;
-            // A secondary zone is transferred whole: DNSRecords cannot write it.
-            let reports = records
-                .iter()
-                .filter(|r| has_record_finalizer(r) && r.metadata.deletion_timestamp.is_none())
-                .map(|r| {
-                    (
-                        r.clone(),
-                        RecordReport::Error {
-                            reason: "SecondaryZone",
-                            message: format!(
-                                "BindZone {} is a secondary zone; its records come from its primaries",
-                                zone.name_any()
-                            ),
-                        },
-                    )
-                })
-                .collect();
-            write_record_statuses(&ctx.base.client, reports).await?;
-            let deleting = records
-                .iter()
-                .filter(|r| r.metadata.deletion_timestamp.is_some())
-                .cloned()
-                .collect();
-            release_records(&ctx.base.client, deleting).await?;
-            match out.result {
-                Ok(s) => {
-                    let report = ZoneReport {
-                        phase: Phase::Ready,
-                        reason: REASON_SERVED,
-                        message: s.message,
-                        serial: s.serial,
-                        record_count: None,
-                        servers: Some(s.servers),
-                    };
-                    write_zone_status(&ctx.base.client, zone, &report).await?;
-                    if applied != out.applied {
-                        write_applied(&ctx.base.client, zone, &out.applied.render()).await?;
-                    }
-                    ctx.state.succeeded(&zone_key(zone));
-                    Ok(Action::requeue(s.next_check))
-                }
-                Err(e) => failed(ctx, zone, e).await,
-            }
+            secondary_zone(ctx, zone, &inputs, &sz, &records, &applied).await
         }
+    }
+}
+
+/// A primary zone: converge, then settle records and report.
+async fn primary_zone(
+    ctx: &ZoneContext,
+    zone: &BindZone,
+    inputs: &Inputs,
+    primary: &PodInfo,
+    cfg: &PrimaryZoneConfig,
+    records: &[Arc<DNSRecord>],
+    applied: &Applied,
+) -> Result<Action, Error> {
+    let out = primary::converge(ctx, zone, inputs, primary, cfg, records, applied).await;
+    let c = match out.result {
+        Ok(c) => c,
+        Err(Failure::Server(e)) => {
+            settle_records(ctx, records, &out.desired, None).await?;
+            return failed(ctx, zone, e).await;
+        }
+        Err(Failure::Invalid { reason, message }) => {
+            settle_records(ctx, records, &out.desired, None).await?;
+            let b = Blocked {
+                reason,
+                message,
+                permanent: true,
+            };
+            return blocked(ctx, zone, &[], b).await;
+        }
+    };
+    settle_records(ctx, records, &out.desired, Some(&c.served)).await?;
+    let memory = ctx.state.cluster(&inputs.cluster_key);
+    let servers = primary::servers(
+        &memory,
+        &cfg.clause.zone,
+        &primary.pod.name,
+        c.served.serial,
+    );
+    // Bad inline records are reported on the zone; the rest is served.
+    let (phase, reason, message) = match out.desired.inline_errors.first() {
+        None => (Phase::Ready, REASON_SERVED, String::new()),
+        Some((reason, _)) => (
+            Phase::Error,
+            *reason,
+            out.desired
+                .inline_errors
+                .iter()
+                .map(|(_, m)| m.as_str())
+                .collect::<Vec<_>>()
+                .join("; "),
+        ),
+    };
+    let report = ZoneReport {
+        phase,
+        reason,
+        message,
+        serial: Some(c.served.serial),
+        record_count: Some(u32::try_from(out.desired.rrsets.len()).unwrap_or(u32::MAX)),
+        servers: Some(servers),
+    };
+    write_zone_status(&ctx.base.client, zone, &report).await?;
+    if *applied != out.applied {
+        write_applied(&ctx.base.client, zone, &out.applied.render()).await?;
+    }
+    ctx.state.succeeded(&zone_key(zone));
+    Ok(Action::requeue(if c.wrote {
+        ctx.settings.recheck_after_write.min(c.next_check)
+    } else {
+        c.next_check
+    }))
+}
+
+/// A secondary zone: converge on every pod; its DNSRecords cannot be
+/// written (the zone is transferred whole from its primaries).
+async fn secondary_zone(
+    ctx: &ZoneContext,
+    zone: &BindZone,
+    inputs: &Inputs,
+    sz: &SecondaryZone,
+    records: &[Arc<DNSRecord>],
+    applied: &Applied,
+) -> Result<Action, Error> {
+    let out = secondary::converge(ctx, zone, inputs, sz, applied).await;
+    let reports = records
+        .iter()
+        .filter(|r| has_record_finalizer(r) && r.metadata.deletion_timestamp.is_none())
+        .map(|r| {
+            (
+                r.clone(),
+                RecordReport::Error {
+                    reason: REASON_SECONDARY_ZONE,
+                    message: format!(
+                        "BindZone {} is a secondary zone; its records come from its primaries",
+                        zone.name_any()
+                    ),
+                },
+            )
+        })
+        .collect();
+    write_record_statuses(&ctx.base, reports).await?;
+    let deleting = records
+        .iter()
+        .filter(|r| r.metadata.deletion_timestamp.is_some())
+        .cloned()
+        .collect();
+    release_records(&ctx.base.client, deleting).await?;
+    match out.result {
+        Ok(s) => {
+            let report = ZoneReport {
+                phase: Phase::Ready,
+                reason: REASON_SERVED,
+                message: s.message,
+                serial: s.serial,
+                record_count: None,
+                servers: Some(s.servers),
+            };
+            write_zone_status(&ctx.base.client, zone, &report).await?;
+            if *applied != out.applied {
+                write_applied(&ctx.base.client, zone, &out.applied.render()).await?;
+            }
+            ctx.state.succeeded(&zone_key(zone));
+            Ok(Action::requeue(s.next_check))
+        }
+        Err(e) => failed(ctx, zone, e).await,
     }
 }
 
@@ -201,7 +231,7 @@ async fn settle_records(
             _ => {}
         }
     }
-    write_record_statuses(&ctx.base.client, reports).await?;
+    write_record_statuses(&ctx.base, reports).await?;
     release_records(&ctx.base.client, release).await?;
     Ok(())
 }
@@ -244,6 +274,7 @@ async fn blocked(
     records: &[Arc<DNSRecord>],
     b: Blocked,
 ) -> Result<Action, Error> {
+    tracing::debug!(zone = %zone.name_any(), reason = b.reason, message = %b.message, "zone blocked");
     let report = ZoneReport {
         phase: if b.permanent {
             Phase::Error
@@ -291,7 +322,7 @@ async fn blocked(
             ));
         }
     }
-    write_record_statuses(&ctx.base.client, reports).await?;
+    write_record_statuses(&ctx.base, reports).await?;
     release_records(&ctx.base.client, release).await?;
     Ok(if b.permanent {
         Action::await_change()

@@ -35,7 +35,11 @@ use super::{Error, read};
 /// Returning Ok releases the zone's finalizer.
 pub async fn cleanup(zone: &Arc<BindZone>, ctx: &ZoneContext) -> Result<Action, Error> {
     let records = records_of(ctx, zone);
-    if let (Some(cluster), Ok(zname)) =
+    // A duplicate that never applied anything leaves the zone to its owner.
+    let owned_by_other = Applied::of(zone).type_.is_none() && read::zone_shared(ctx, zone);
+    if owned_by_other {
+        tracing::info!(zone = %zone.spec.zone_name, "zone served by another BindZone; not removing it");
+    } else if let (Some(cluster), Ok(zname)) =
         (cluster_of(ctx, zone), ZoneName::parse(&zone.spec.zone_name))
     {
         let pods = cluster_pods(ctx, &cluster);
@@ -155,6 +159,6 @@ async fn settle_orphans(
             )
         })
         .collect();
-    write_record_statuses(&ctx.base.client, reports).await?;
+    write_record_statuses(&ctx.base, reports).await?;
     Ok(())
 }

@@ -149,7 +149,13 @@ pub async fn converge(
     let zkey: ObjKey = (zone.namespace().unwrap_or_default(), object_name);
     let memory = ctx.state.cluster(&inputs.cluster_key);
     let snap = ctx.state.snapshot(&zkey);
-    let fingerprint = desired.fingerprint();
+    // The plan, and the SOA fields it is written under.
+    let fingerprint = {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        (desired.fingerprint(), format!("{:?}", cfg.soa)).hash(&mut h);
+        h.finish()
+    };
     let member_current =
         catalog.is_none() || ctx.state.member_epoch(&zkey) >= memory.catalog_epoch();
     let settled = applied == &want && member_current;
@@ -166,6 +172,7 @@ pub async fn converge(
     if let Some(s) = &snap {
         let age = s.verified_at.elapsed();
         if settled && same_plan && age < interval {
+            tracing::debug!(zone = %zname, age_ms = age.as_millis() as u64, "zone verified recently; nothing to do");
             return Outcome {
                 desired,
                 result: Ok(Converged {
@@ -292,7 +299,10 @@ async fn write(job: &Job<'_>) -> Result<(Served, bool), ServerError> {
     if moved {
         undo_old_placement(job).await?;
     }
-    let periodic = job.settled && job.same_plan && !moved;
+    // Nothing new to write (or nothing remembered, after an operator
+    // restart): the cluster's shared survey tells whether the zone is
+    // there and at which serial.
+    let periodic = job.settled && !moved && (job.same_plan || job.snap.is_none());
     // Only the plan changed and the snapshot is fresh: write on it.
     let trusted = job
         .snap
@@ -304,6 +314,7 @@ async fn write(job: &Job<'_>) -> Result<(Served, bool), ServerError> {
                 zone: zname,
                 view,
                 catalog: job.catalog,
+                newer_than: job.snap.map(|s| s.verified_at),
             };
             let p = probe(ctx, job.inputs, target, job.memory, periodic, &at).await?;
             (p.zone, p.catalog, p.survey)
@@ -392,6 +403,18 @@ async fn write(job: &Job<'_>) -> Result<(Served, bool), ServerError> {
             pod: target.pod.to_string(),
             reason: "the zone vanished right after the update".into(),
         })?;
+    }
+    // spec.soa changed after the zone was made: names and timers follow.
+    if served.soa_differs(zname.as_domain(), &job.cfg.soa) {
+        let next = served.serial.wrapping_add(1);
+        let ttl = job.cfg.default_ttl;
+        let after = target
+            .update_soa(zname, &job.cfg.soa, next, ttl, job.update_key, view)
+            .await?
+            .unwrap_or(next);
+        served.serial = after;
+        served.set_soa(zname.as_domain(), &job.cfg.soa, after, ttl);
+        wrote = true;
     }
     job.memory
         .note_serial(&target.pod.name, zname, Some(served.serial));

@@ -135,6 +135,52 @@ pub fn primary(inputs: &Inputs) -> Result<&PodInfo, Blocked> {
     })
 }
 
+/// Reason: another BindZone already serves this zone on the cluster.
+pub const REASON_DUPLICATE_ZONE: &str = "DuplicateZone";
+
+/// Other live BindZones naming the same zone in the same view of the same
+/// cluster, with whether each is older (by creation, then name).
+fn same_zone(ctx: &ZoneContext, zone: &BindZone) -> Vec<(String, bool)> {
+    let norm = |s: &str| s.trim_end_matches('.').to_ascii_lowercase();
+    let me = (zone.metadata.creation_timestamp.clone(), zone.name_any());
+    ctx.zones
+        .state()
+        .into_iter()
+        .filter(|z| z.namespace() == zone.namespace() && z.name_any() != zone.name_any())
+        .filter(|z| z.spec.cluster_ref == zone.spec.cluster_ref && z.spec.view == zone.spec.view)
+        .filter(|z| norm(&z.spec.zone_name) == norm(&zone.spec.zone_name))
+        .filter(|z| z.metadata.deletion_timestamp.is_none())
+        .map(|z| {
+            let older = (z.metadata.creation_timestamp.clone(), z.name_any()) < me;
+            (z.name_any(), older)
+        })
+        .collect()
+}
+
+/// The older BindZone serving the same zone, as a reason to wait: two
+/// objects writing one zone would undo each other, so the younger one
+/// waits (and takes over if the older one goes).
+pub fn duplicate_of(ctx: &ZoneContext, zone: &BindZone) -> Option<Blocked> {
+    let older = same_zone(ctx, zone)
+        .into_iter()
+        .filter(|(_, older)| *older)
+        .map(|(n, _)| n)
+        .min()?;
+    Some(Blocked::waiting(
+        REASON_DUPLICATE_ZONE,
+        format!(
+            "BindZone {older} already serves zone {} on this cluster",
+            zone.spec.zone_name
+        ),
+    ))
+}
+
+/// Whether another live BindZone names the same zone (a duplicate that
+/// never applied anything must not delete it on its way out).
+pub fn zone_shared(ctx: &ZoneContext, zone: &BindZone) -> bool {
+    !same_zone(ctx, zone).is_empty()
+}
+
 /// Validates the zone. Inline records are validated one by one by the
 /// plan (a bad entry must not block the rest), so they are left out here.
 pub fn validate(zone: &BindZone, inputs: &Inputs) -> Result<ZoneConfig, Blocked> {

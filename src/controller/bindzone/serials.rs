@@ -38,6 +38,8 @@ pub struct Placement<'a> {
     pub zone: &'a ZoneName,
     pub view: Option<&'a ViewName>,
     pub catalog: Option<&'a ZoneName>,
+    /// A survey must be younger than this (the zone's last write).
+    pub newer_than: Option<std::time::Instant>,
 }
 
 /// The primary's serials of a zone and its catalog.
@@ -61,7 +63,15 @@ pub async fn probe(
 ) -> Result<Probed, ServerError> {
     let (zone, view, catalog) = (at.zone, at.view, at.catalog);
     if periodic && view.is_none() {
-        let s = survey(ctx, &inputs.cluster, &inputs.pods, memory, zone).await;
+        let s = survey(
+            ctx,
+            &inputs.cluster,
+            &inputs.pods,
+            memory,
+            zone,
+            at.newer_than,
+        )
+        .await;
         if let Some(served) = s.pods.get(&target.pod.name) {
             let cat = catalog.map(|c| s.asked.contains(c).then(|| served.contains_key(c)));
             if cat.is_none() || cat.is_some_and(|c| c.is_some()) {

@@ -71,7 +71,7 @@ pub async fn reconcile(record: Arc<DNSRecord>, ctx: Arc<ZoneContext>) -> Result<
                 record.spec.zone_ref
             ),
         };
-        write_record_statuses(client, vec![(record.clone(), report)]).await?;
+        write_record_statuses(&ctx.base, vec![(record.clone(), report)]).await?;
     }
     Ok(Action::await_change())
 }

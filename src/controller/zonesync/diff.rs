@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::bind::nsupdate::{ApexNs, RrsetChange, UpdateBatch};
 use crate::bind::parse::ServedRrset;
-use crate::bind::zone::ZoneSkeleton;
+use crate::bind::zone::{Soa, ZoneSkeleton};
 use crate::bind::{DomainName, RecordType, Ttl, ZoneName};
 
 use super::plan::{Desired, RrKey};
@@ -77,6 +77,12 @@ impl Served {
                 values: skeleton.nameservers.iter().map(|n| n.fqdn()).collect(),
             },
         );
+        s.set_soa(
+            skeleton.zone.as_domain(),
+            &skeleton.soa,
+            skeleton.serial,
+            skeleton.default_ttl,
+        );
         for (name, rtype, ttl, rdata) in &skeleton.records {
             s.rrsets
                 .entry((name.clone(), rtype.as_str().to_string()))
@@ -88,6 +94,41 @@ impl Served {
                 .insert(rdata.to_string());
         }
         s
+    }
+
+    /// Records the SOA as it is served now.
+    pub fn set_soa(&mut self, apex: &DomainName, soa: &Soa, serial: u32, ttl: Ttl) {
+        self.rrsets.insert(
+            (apex.clone(), "SOA".into()),
+            ServedSet {
+                ttl: ttl.get(),
+                values: [soa_text(soa, serial)].into(),
+            },
+        );
+    }
+
+    /// Whether the served SOA's names or timers differ from `soa` (the
+    /// serial is BIND's business). Unknown counts as current: a zone is
+    /// only ever created from `soa`.
+    pub fn soa_differs(&self, apex: &DomainName, soa: &Soa) -> bool {
+        let Some(v) = self
+            .rrsets
+            .get(&(apex.clone(), "SOA".into()))
+            .and_then(|s| s.values.iter().next())
+        else {
+            return false;
+        };
+        let mut served: Vec<String> = v.split_whitespace().map(str::to_ascii_lowercase).collect();
+        let mut wanted: Vec<String> = soa_text(soa, 0)
+            .split_whitespace()
+            .map(str::to_ascii_lowercase)
+            .collect();
+        if served.len() != 7 {
+            return false;
+        }
+        served.remove(2);
+        wanted.remove(2);
+        served != wanted
     }
 
     /// The served RRset at `key`.
@@ -142,6 +183,14 @@ impl Served {
             );
         }
     }
+}
+
+/// SOA rdata as dig prints it.
+fn soa_text(soa: &Soa, serial: u32) -> String {
+    format!(
+        "{} {} {serial} {} {} {} {}",
+        soa.mname, soa.rname, soa.refresh, soa.retry, soa.expire, soa.minimum
+    )
 }
 
 /// The changes that make `served` hold `desired` (owned RRsets only).

@@ -13,7 +13,7 @@ use kube::ResourceExt as _;
 
 use crate::api::{BindCluster, BindTSIGKey};
 use crate::bind::TsigKey;
-use crate::controller::bindcluster::read::loads;
+use crate::controller::bindcluster::read::{generated_transfer_key, loads};
 use crate::controller::bindtsigkey::material::{self, MaterialError};
 use crate::render::validate::LoadedKey;
 
@@ -23,9 +23,11 @@ use super::ZoneContext;
 #[derive(Debug, thiserror::Error)]
 pub enum KeyError {
     #[error(
-        "failed to find the cluster's transfer key: BindCluster {cluster} sets no spec.catalog.transferKeyRef"
+        "failed to find the cluster's generated transfer key: BindCluster {cluster} has not created it yet"
     )]
     NoTransferKey { cluster: String },
+    #[error("failed to read the cluster's generated transfer key")]
+    Generated(#[source] crate::controller::bindcluster::Error),
     #[error("failed to find BindTSIGKey {key} loaded by the cluster")]
     NotLoaded { key: String },
     #[error(transparent)]
@@ -36,7 +38,8 @@ impl KeyError {
     /// Static category (condition reason).
     pub fn category(&self) -> &'static str {
         match self {
-            KeyError::NoTransferKey { .. } => "TransferKeyNotSet",
+            KeyError::NoTransferKey { .. } => "TransferKeyNotReady",
+            KeyError::Generated(_) => "TransferKeyInvalid",
             KeyError::NotLoaded { .. } => "KeyNotFound",
             KeyError::Material(e) => e.category(),
         }
@@ -86,13 +89,11 @@ pub async fn resolve(
     refs: &[&str],
 ) -> Result<ZoneKeys, KeyError> {
     let ns = cluster.namespace().unwrap_or_default();
-    let transfer_ref = cluster
-        .transfer_key_ref()
-        .ok_or_else(|| KeyError::NoTransferKey {
-            cluster: format!("{ns}/{}", cluster.name_any()),
-        })?;
+    // Without spec.catalog.transferKeyRef the cluster reconciler generates
+    // the transfer key into an owned Secret; sign with that one.
+    let transfer_ref = cluster.transfer_key_ref();
     let mut names: Vec<&str> = refs.to_vec();
-    names.push(transfer_ref);
+    names.extend(transfer_ref);
     names.sort_unstable();
     names.dedup();
     let mut loaded = Vec::new();
@@ -111,12 +112,20 @@ pub async fn resolve(
         let key = material::fetch(&ctx.base.client, &obj).await?;
         loaded.push((obj, key));
     }
-    let transfer = loaded
-        .iter()
-        .find(|(o, _)| o.name_any() == transfer_ref)
-        .map(|(_, k)| k.clone())
-        .ok_or_else(|| KeyError::NotLoaded {
-            key: transfer_ref.to_string(),
-        })?;
+    let transfer = match transfer_ref {
+        Some(transfer_ref) => loaded
+            .iter()
+            .find(|(o, _)| o.name_any() == transfer_ref)
+            .map(|(_, k)| k.clone())
+            .ok_or_else(|| KeyError::NotLoaded {
+                key: transfer_ref.to_string(),
+            })?,
+        None => generated_transfer_key(&ctx.base, cluster)
+            .await
+            .map_err(KeyError::Generated)?
+            .ok_or_else(|| KeyError::NoTransferKey {
+                cluster: format!("{ns}/{}", cluster.name_any()),
+            })?,
+    };
     Ok(ZoneKeys { loaded, transfer })
 }

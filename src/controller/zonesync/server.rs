@@ -15,13 +15,13 @@ use crate::bind::commands::{
     zonestatus,
 };
 use crate::bind::layout::PodLayout;
-use crate::bind::nsupdate::{BatchError, UpdateBatch, build_script};
+use crate::bind::nsupdate::{BatchError, UpdateBatch, build_script, build_soa_script};
 use crate::bind::parse::{
     NsupdateError, RndcError, ZoneStatus, parse_axfr, parse_dig_soa, parse_nsupdate_failure,
     parse_rndc_error, parse_zonestatus,
 };
-use crate::bind::zone::{PrimaryZone, SecondaryZone};
-use crate::bind::{TsigKey, ViewName, ZoneName};
+use crate::bind::zone::{PrimaryZone, SecondaryZone, Soa};
+use crate::bind::{TsigKey, Ttl, ViewName, ZoneName};
 use crate::controller::exec::{ExecError, ExecOutput, PodExecutor, PodRef};
 
 use super::diff::Served;
@@ -394,13 +394,38 @@ impl<'a> Target<'a> {
         let Some(update) = self.script(batch, key)? else {
             return Ok(None);
         };
+        self.run_update(&batch.zone, update, view).await.map(Some)
+    }
+
+    /// Replaces the zone's SOA names and timers (`serial` above the served
+    /// one) and reads the serial after.
+    pub async fn update_soa(
+        &self,
+        zone: &ZoneName,
+        soa: &Soa,
+        serial: u32,
+        ttl: Ttl,
+        key: &TsigKey,
+        view: Option<&ViewName>,
+    ) -> Result<Option<u32>, ServerError> {
+        let script = build_soa_script(zone, soa, serial, ttl, local_server(&self.layout), key);
+        let update = commands::nsupdate(&self.layout, &script);
+        self.run_update(zone, update, view).await
+    }
+
+    async fn run_update(
+        &self,
+        zone: &ZoneName,
+        update: Command,
+        view: Option<&ViewName>,
+    ) -> Result<Option<u32>, ServerError> {
         if view.is_some() {
             self.run(&update)
                 .await
-                .map_err(|e| self.update_error(&batch.zone, e))?;
-            return Ok(Some(self.serial_of(&batch.zone, view).await?));
+                .map_err(|e| self.update_error(zone, e))?;
+            return self.serial_of(zone, view).await;
         }
-        let soa = dig_soa(&self.layout, std::slice::from_ref(&batch.zone));
+        let soa = dig_soa(&self.layout, std::slice::from_ref(zone));
         let mut argv = vec![
             "sh".to_string(),
             "-c".to_string(),
@@ -415,12 +440,12 @@ impl<'a> Target<'a> {
             stdin: update.stdin,
         };
         match self.run(&cmd).await {
-            Ok(out) => Ok(Some(parse_dig_soa(&out.stdout).get(&batch.zone).copied())),
+            Ok(out) => Ok(parse_dig_soa(&out.stdout).get(zone).copied()),
             // The update went through but the query did not answer.
             Err(e) if e.stderr().is_empty() && e.stdout().contains(";;") => {
                 Err(self.unreachable(e))
             }
-            Err(e) => Err(self.update_error(&batch.zone, e)),
+            Err(e) => Err(self.update_error(zone, e)),
         }
     }
 }

@@ -13,7 +13,7 @@ use std::time::Instant;
 use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt as _;
 
-use crate::api::{BindCluster, ZoneType};
+use crate::api::BindCluster;
 use crate::bind::ZoneName;
 use crate::controller::exec::PodRef;
 use crate::controller::names::{LABEL_CLUSTER, pod_ordinal};
@@ -103,7 +103,6 @@ pub fn surveyed_zones(ctx: &ZoneContext, cluster: &BindCluster) -> BTreeSet<Zone
         .state()
         .into_iter()
         .filter(|z| z.namespace() == ns && z.spec.cluster_ref == name && z.spec.view.is_none())
-        .filter(|z| matches!(z.spec.type_, ZoneType::Primary | ZoneType::Secondary))
         .filter_map(|z| ZoneName::parse(&z.spec.zone_name).ok())
         .collect();
     if let Ok(cat) = ZoneName::parse(&cluster.catalog_zone_name()) {
@@ -113,18 +112,22 @@ pub fn surveyed_zones(ctx: &ZoneContext, cluster: &BindCluster) -> BTreeSet<Zone
 }
 
 /// The cluster's survey: the cached one if taken under the same pods within
-/// `max_age` and asking `must_cover`, else a new one (one dig run per ready
-/// pod, chunked for very many zones). A pod whose dig fails is left out.
+/// `max_age`, after `newer_than` (a zone checking on its own last write
+/// wants the secondaries' answer since) and asking `must_cover`, else a new
+/// one (one dig run per ready pod, chunked for very many zones). A pod
+/// whose dig fails is left out.
 pub async fn survey(
     ctx: &ZoneContext,
     cluster: &BindCluster,
     pods: &[PodInfo],
     memory: &ClusterMemory,
     must_cover: &ZoneName,
+    newer_than: Option<Instant>,
 ) -> Survey {
     let fp = pods_fingerprint(pods);
     let max_age = ctx.settings.survey_max_age;
-    let usable = |s: &Survey| s.asked.contains(must_cover);
+    let usable =
+        |s: &Survey| s.asked.contains(must_cover) && newer_than.is_none_or(|t| s.taken > t);
     if let Some(s) = memory.survey(fp, max_age).filter(usable) {
         return s;
     }

@@ -20,7 +20,7 @@
 //!
 //! Touches the cluster (list/watch of BindZones and DNSRecords).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -28,8 +28,8 @@ use std::time::{Duration, Instant};
 use futures::channel::mpsc;
 use futures::{StreamExt as _, future};
 use kube::api::Api;
-use kube::runtime::controller::Controller;
-use kube::runtime::reflector::{self, ObjectRef};
+use kube::runtime::controller::{Config, Controller};
+use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt as _, watcher};
 use kube::{Resource, ResourceExt as _};
 
@@ -41,6 +41,11 @@ use super::plan::has_record_finalizer;
 use super::state::ObjKey;
 use super::survey::{cluster_pods, pods_fingerprint};
 use super::{Settings, ZoneContext};
+
+/// Zone reconciles running at once: each may exec into the primary, and a
+/// cluster with 1,000 zones must not open 1,000 pods/exec streams at once
+/// (after an operator restart every zone is checked).
+const ZONE_CONCURRENCY: u16 = 8;
 
 /// Events a shared cache may buffer per subscriber before its watch waits.
 const SUBSCRIBER_BUFFER: usize = 8192;
@@ -69,20 +74,36 @@ fn record_trigger(r: &DNSRecord) -> u64 {
     ))
 }
 
+/// Objects between prunes of a [`changed`] filter's memory.
+const PRUNE_EVERY: usize = 4096;
+
 /// A stream filter passing an object only when `key` changed since its last
-/// pass (or on its first).
-fn changed<K: Resource + 'static>(
+/// pass (or on its first). Deleted objects are forgotten now and then (the
+/// store says which still exist), so churn does not grow the memory.
+fn changed<K>(
     key: fn(&K) -> u64,
-) -> impl FnMut(&Arc<K>) -> future::Ready<bool> + Send + 'static {
+    store: Store<K>,
+) -> impl FnMut(&Arc<K>) -> future::Ready<bool> + Send + 'static
+where
+    K: Resource<DynamicType = ()> + Clone + Send + Sync + 'static,
+{
     let mut seen: HashMap<String, u64> = HashMap::new();
-    move |obj| {
-        let id = obj
-            .meta()
+    let mut since_prune = 0usize;
+    let id = |obj: &K| {
+        obj.meta()
             .uid
             .clone()
-            .unwrap_or_else(|| obj.meta().name.clone().unwrap_or_default());
+            .unwrap_or_else(|| obj.meta().name.clone().unwrap_or_default())
+    };
+    move |obj| {
+        since_prune += 1;
+        if since_prune >= PRUNE_EVERY {
+            since_prune = 0;
+            let live: HashSet<String> = store.state().iter().map(|o| id(o)).collect();
+            seen.retain(|k, _| live.contains(k));
+        }
         let k = key(obj);
-        future::ready(seen.insert(id, k) != Some(k))
+        future::ready(seen.insert(id(obj), k) != Some(k))
     }
 }
 
@@ -156,10 +177,12 @@ async fn coalesce(
     }
 }
 
-/// Wakes the zones of a cluster whose pods or object changed.
+/// Wakes the zones of a cluster whose pods or object changed. A cluster
+/// seen for the first time wakes its zones too: a restart that happened
+/// before the first look must not go unnoticed (a zone that is current
+/// answers from memory, with no exec).
 async fn poll_pods(ctx: Arc<ZoneContext>, wake: mpsc::UnboundedSender<ObjectRef<BindZone>>) {
     let mut last: HashMap<ObjKey, u64> = HashMap::new();
-    let mut first = true;
     loop {
         tokio::time::sleep(ctx.settings.pod_poll).await;
         let zones = ctx.zones.state();
@@ -174,18 +197,16 @@ async fn poll_pods(ctx: Arc<ZoneContext>, wake: mpsc::UnboundedSender<ObjectRef<
                 e.insert(fp);
             }
         }
-        if !first {
-            for z in &zones {
-                let key = (
-                    z.namespace().unwrap_or_default(),
-                    z.spec.cluster_ref.clone(),
-                );
-                if last.get(&key) != now.get(&key) {
-                    let _ = wake.unbounded_send(ObjectRef::from_obj(z.as_ref()));
-                }
+        for z in &zones {
+            let key = (
+                z.namespace().unwrap_or_default(),
+                z.spec.cluster_ref.clone(),
+            );
+            if last.get(&key) != now.get(&key) {
+                tracing::debug!(cluster = %key.1, zone = %z.name_any(), "cluster or pods changed; waking zone");
+                let _ = wake.unbounded_send(ObjectRef::from_obj(z.as_ref()));
             }
         }
-        first = false;
         last = now;
     }
 }
@@ -238,14 +259,17 @@ pub async fn run(ctx: Arc<Context>, settings: Settings, shutdown: Shutdown) {
                 zctx.records.wait_until_ready()
             );
             zctx.base.stores.wait_until_ready().await;
-            let zone_ctrl =
-                Controller::for_shared_stream(zone_sub.filter(changed(zone_trigger)), zones)
-                    .reconcile_on(wake_rx)
-                    .graceful_shutdown_on(shutdown.clone())
-                    .run(bindzone::reconcile, bindzone::error_policy, zctx.clone())
-                    .for_each(|_| future::ready(()));
+            let zone_ctrl = Controller::for_shared_stream(
+                zone_sub.filter(changed(zone_trigger, zctx.zones.clone())),
+                zones,
+            )
+            .reconcile_on(wake_rx)
+            .with_config(Config::default().concurrency(ZONE_CONCURRENCY))
+            .graceful_shutdown_on(shutdown.clone())
+            .run(bindzone::reconcile, bindzone::error_policy, zctx.clone())
+            .for_each(|_| future::ready(()));
             let record_ctrl = Controller::for_shared_stream(
-                record_sub_self.filter(changed(record_trigger)),
+                record_sub_self.filter(changed(record_trigger, zctx.records.clone())),
                 records,
             )
             .graceful_shutdown_on(shutdown)
@@ -255,7 +279,7 @@ pub async fn run(ctx: Arc<Context>, settings: Settings, shutdown: Shutdown) {
         }
     };
     let record_wakes = record_sub_zone
-        .filter(changed(record_trigger))
+        .filter(changed(record_trigger, zctx.records.clone()))
         .filter_map(|r| future::ready(zone_of(r)));
     let background = async {
         futures::join!(

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use futures::{StreamExt as _, TryStreamExt as _};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Api, Patch, PatchParams};
+use kube::runtime::events::EventType;
 use kube::{Resource, ResourceExt as _};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -21,6 +22,7 @@ use crate::api::{
     BindZone, BindZoneStatus, CONDITION_READY, DNSRecord, DNSRecordStatus, Phase, RecordType,
     new_condition, set_condition,
 };
+use crate::controller::context::Context;
 use crate::controller::names::FIELD_MANAGER;
 
 use super::plan::RrKey;
@@ -142,8 +144,10 @@ pub fn record_status(record: &DNSRecord, report: &RecordReport) -> DNSRecordStat
 }
 
 /// Writes each record's status when it differs from what it has.
+/// A record newly rejected (or rejected for a new reason) also gets a
+/// Warning Event, once per change, not per look.
 pub async fn write_record_statuses(
-    client: &kube::Client,
+    ctx: &Context,
     reports: Vec<(Arc<DNSRecord>, RecordReport)>,
 ) -> Result<usize, WriteError> {
     let changed: Vec<(Arc<DNSRecord>, DNSRecordStatus)> = reports
@@ -154,11 +158,24 @@ pub async fn write_record_statuses(
         })
         .collect();
     let n = changed.len();
-    futures::stream::iter(changed)
+    let client = &ctx.client;
+    futures::stream::iter(changed.clone())
         .map(|(r, s)| async move { apply_status(client, r.as_ref(), &s).await })
         .buffer_unordered(WRITE_CONCURRENCY)
         .try_collect::<Vec<()>>()
         .await?;
+    for (r, s) in &changed {
+        let old = r.status.as_ref();
+        let newly = s.phase == Some(Phase::Error)
+            && (old.and_then(|o| o.phase) != Some(Phase::Error)
+                || old.and_then(|o| o.reason.as_ref()) != s.reason.as_ref());
+        if newly {
+            let reason = s.reason.clone().unwrap_or_default();
+            let note = s.message.clone().unwrap_or_default();
+            ctx.publish_event(r.as_ref(), EventType::Warning, &reason, "Validate", note)
+                .await;
+        }
+    }
     Ok(n)
 }
 

@@ -130,6 +130,16 @@ impl FakeBind {
             .unwrap_or_default()
     }
 
+    /// The SOA rdata a pod serves for a zone (`mname rname serial timers`).
+    pub fn soa(&self, pod: &str, zone: &str) -> Option<String> {
+        self.with(|i| {
+            Self::served_zone(i, pod, &lower(zone)).map(|z| {
+                let (m, r, t) = &z.soa_rest;
+                format!("{m} {r} {} {t}", z.serial)
+            })
+        })
+    }
+
     /// The serial a pod serves for a zone.
     pub fn serial(&self, pod: &str, zone: &str) -> Option<u32> {
         self.with(|i| Self::served_zone(i, pod, &lower(zone)).map(|z| z.serial))

@@ -262,6 +262,16 @@ pub(super) fn apply_line(z: &mut ZoneSim, zone: &str, line: &str) -> Result<bool
             }
             Ok(changed)
         }
+        ["update", "add", name, _, "SOA", m, r, serial, rest @ ..] if fqdn(name) == apex => {
+            // An SOA with a higher serial replaces names, timers and serial.
+            let serial: u32 = serial.parse().map_err(|_| "FORMERR".to_string())?;
+            if serial <= z.serial {
+                return Ok(false);
+            }
+            z.soa_rest = (m.to_string(), r.to_string(), rest.join(" "));
+            z.serial = serial - 1; // the message's bump lands on `serial`
+            Ok(true)
+        }
         ["update", "add", name, ttl, rtype, ..] => {
             let v = line
                 .splitn(6, char::is_whitespace)
