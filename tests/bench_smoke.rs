@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use bind_operator::local::bench::{BenchOptions, ScenarioKind, run};
 
-/// Ports away from the other local tests' range, spread by pid.
+/// Ports away from the local (20000-39999) and e2e (40000-54999) tests' ranges, spread by pid.
 fn base_port() -> u16 {
-    41_000 + (std::process::id() % 200) as u16 * 40
+    55_000 + (std::process::id() % 100) as u16 * 40
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

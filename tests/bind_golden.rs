@@ -5,8 +5,7 @@
 //! Every rendered named.conf must also pass named-checkconf with the data
 //! directory the real entrypoint lays out.
 
-#[path = "support/bind/mod.rs"]
-mod harness;
+use crate::support_bind as harness;
 
 use std::collections::BTreeMap;
 use std::fs;

@@ -3,8 +3,7 @@
 //! over TSIG, nsupdate batches, apex NS convergence, a broken reconfig, and
 //! typed nsupdate errors. Every assertion is what `dig` or a BIND tool shows.
 
-#[path = "support/bind/mod.rs"]
-mod harness;
+use crate::support_bind as harness;
 
 use std::time::{Duration, Instant};
 

@@ -4,8 +4,7 @@
 //! converged cluster costs no exec and no write however often it is
 //! reconciled.
 
-#[path = "support/controller/mod.rs"]
-mod support;
+use crate::support_controller as support;
 
 use std::collections::BTreeMap;
 

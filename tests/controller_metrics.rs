@@ -5,10 +5,8 @@
 //! verb and failed commands; and that `run_with` turns readiness on once
 //! its caches synced and counts into the registry it was given.
 
-#[path = "support/ops/promtext.rs"]
-mod promtext;
-#[path = "support/controller/mod.rs"]
-mod support;
+use crate::support_controller as support;
+use crate::support_ops::promtext;
 
 use std::sync::Arc;
 

@@ -3,8 +3,7 @@
 //! reconfigs each pod exactly once per config, records it in status, and
 //! backs off on failures.
 
-#[path = "support/controller/mod.rs"]
-mod support;
+use crate::support_controller as support;
 
 use bind_operator::api::{CONDITION_CONFIG_APPLIED, find_condition};
 use bind_operator::bind::commands::config_hash;

@@ -2,8 +2,7 @@
 //! the time: the finalizer holds (the zone retries with backoff, without
 //! hot-looping) until the removal succeeded, then releases it.
 
-#[path = "support/zones/mod.rs"]
-mod support;
+use crate::support_zones as support;
 
 use std::sync::Arc;
 use std::time::Duration;

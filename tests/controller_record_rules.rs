@@ -5,8 +5,7 @@
 //! reason, nothing of it sent; a zone-qualified apex NS gets
 //! ApexNSUnsupported; records wait (Pending) for a missing or unready zone.
 
-#[path = "support/zones/mod.rs"]
-mod support;
+use crate::support_zones as support;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -3,8 +3,7 @@
 //! reconcile calls, carry each change to the cluster it concerns: new pods,
 //! a pod's readiness, a key's Secret, a new shared key.
 
-#[path = "support/controller/mod.rs"]
-mod support;
+use crate::support_controller as support;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -5,8 +5,7 @@
 //! are searched for each secret (as base64, and as the base64 of that which
 //! Secret data carries on the wire).
 
-#[path = "support/controller/mod.rs"]
-mod support;
+use crate::support_controller as support;
 
 use std::io::Write;
 use std::sync::{Arc, Mutex};
@@ -37,11 +36,14 @@ fn secret_of(h: &Harness, name: &str, key: &str) -> String {
 async fn no_secret_material_in_logs_events_or_status() {
     let capture = Capture::default();
     let sink = capture.clone();
-    tracing_subscriber::fmt()
+    // Scoped to this test's thread (the tokio test runtime runs every task
+    // here): other tests in the suite binary may own the global subscriber.
+    let subscriber = tracing_subscriber::fmt()
         .with_max_level(tracing::Level::TRACE)
         .with_writer(move || sink.clone())
         .with_ansi(false)
-        .init();
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
     tracing::info!("capture works");
 
     let h = Harness::new().await;

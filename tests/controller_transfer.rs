@@ -5,8 +5,7 @@
 //! unchanged however often it reconciles. Naming a key later switches to
 //! that key.
 
-#[path = "support/controller/mod.rs"]
-mod support;
+use crate::support_controller as support;
 
 use std::sync::Arc;
 

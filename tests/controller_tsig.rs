@@ -2,8 +2,7 @@
 //! rotated), user Secrets (checked, with clear reasons when wrong), and a
 //! key change reaching keys.conf and then every pod through one reconfig.
 
-#[path = "support/controller/mod.rs"]
-mod support;
+use crate::support_controller as support;
 
 use base64::Engine as _;
 use bind_operator::api::{

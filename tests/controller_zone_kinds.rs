@@ -3,8 +3,7 @@
 //! member, nothing sent by update) and a zone in a view (added to that
 //! view, joined to that view's catalog).
 
-#[path = "support/zones/mod.rs"]
-mod support;
+use crate::support_zones as support;
 
 use std::sync::Arc;
 

@@ -4,8 +4,7 @@
 //! a re-created zone of the same name starts clean), apex NS convergence
 //! (add the new NS before deleting the old, never an RRset-wide delete).
 
-#[path = "support/zones/mod.rs"]
-mod support;
+use crate::support_zones as support;
 
 use std::sync::Arc;
 

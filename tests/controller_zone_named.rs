@@ -6,10 +6,8 @@
 //! catalog, on the secondary; changes and deletes follow; a primary
 //! restarted on an empty data directory gets every record back.
 
-#[path = "support/bind/mod.rs"]
-mod harness;
-#[path = "support/zones/mod.rs"]
-mod support;
+use crate::support_bind as harness;
+use crate::support_zones as support;
 
 use std::collections::HashMap;
 use std::io::Write as _;

@@ -4,8 +4,7 @@
 //! owned RRset changed behind the operator's back is restored; RRsets
 //! nobody owns (external-dns) are never touched.
 
-#[path = "support/zones/mod.rs"]
-mod support;
+use crate::support_zones as support;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -4,8 +4,7 @@
 //! named-checkconf's file:line detail in status.json, and the old config
 //! keeps serving.
 
-#[path = "support/e2e/mod.rs"]
-mod support;
+use crate::support_e2e as support;
 
 use std::process::Command;
 use std::time::Duration;

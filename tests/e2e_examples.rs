@@ -4,8 +4,7 @@
 //! secondary; SIGTERM stops every named; `--once` is the CI verdict (0 on
 //! examples/, non-zero naming the culprits on a broken fixture).
 
-#[path = "support/e2e/mod.rs"]
-mod support;
+use crate::support_e2e as support;
 
 use std::time::Duration;
 

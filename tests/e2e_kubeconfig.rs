@@ -5,8 +5,7 @@
 //! controllers, and runs exactly the BIND pods that API server has: it
 //! creates no pod itself and leaves unrelated pods alone.
 
-#[path = "support/e2e/mod.rs"]
-mod support;
+use crate::support_e2e as support;
 
 use std::collections::BTreeMap;
 use std::time::Duration;

@@ -2,8 +2,7 @@
 //! DNSRecord file added, changed and deleted shows on every pod, and the
 //! records nobody touched keep answering throughout.
 
-#[path = "support/e2e/mod.rs"]
-mod support;
+use crate::support_e2e as support;
 
 use support::{Fixture, assert_serves_all, dig, pods_of, record, wait_answer};
 

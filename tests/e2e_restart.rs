@@ -3,8 +3,7 @@
 //! the same wiring as `bind-operator local` in-process (`LocalMode`), since
 //! killing a pod's named with a fresh volume needs the runtime's handle.
 
-#[path = "support/e2e/mod.rs"]
-mod support;
+use crate::support_e2e as support;
 
 use std::path::PathBuf;
 use std::time::Duration;

@@ -4,8 +4,7 @@
 //! DNSRecord file) and a client's signed with the new key, while the old
 //! key is refused.
 
-#[path = "support/e2e/mod.rs"]
-mod support;
+use crate::support_e2e as support;
 
 use std::time::Instant;
 

@@ -4,8 +4,7 @@
 //! pods whose named answers on their own ports; the per-pod reconfig runs
 //! through the local executor against those named and is recorded once.
 
-#[path = "support/local/mod.rs"]
-mod support;
+use crate::support_local as support;
 
 use std::sync::Arc;
 

@@ -4,8 +4,7 @@
 //! secondary — which reaches the primary where `Network` says — transfers
 //! it after a signed NOTIFY. Failures carry exit code and stderr.
 
-#[path = "support/local/mod.rs"]
-mod support;
+use crate::support_local as support;
 
 use bind_operator::bind::ZoneName;
 use bind_operator::bind::commands::{

@@ -4,8 +4,7 @@
 //! change and pod deletion, container restarts on kept or empty data, and
 //! no named left behind.
 
-#[path = "support/local/mod.rs"]
-mod support;
+use crate::support_local as support;
 
 use std::path::Path;
 use std::time::Duration;

@@ -2,8 +2,7 @@
 //! document is reported with its file and document number while the good
 //! documents around it still load; directory walking rules.
 
-#[path = "support/localcli/mod.rs"]
-mod support;
+use crate::support_localcli as support;
 
 use std::collections::BTreeSet;
 

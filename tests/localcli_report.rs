@@ -2,9 +2,6 @@
 //! how bad manifests appear, the exact `status.json` shape, the table, and
 //! the `--once` verdict.
 
-#[path = "support/localcli/mod.rs"]
-mod support;
-
 use bind_operator::api::is_terminal_failure;
 use bind_operator::local::manifests::{DocRef, ManifestError, ManifestKind, Problem};
 use bind_operator::local::render::{STATUS_FILE, StatusFile, render_table};

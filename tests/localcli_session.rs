@@ -3,8 +3,7 @@
 //! `--once` verdicts, and the running session following the directory into
 //! `status.json` and the printed table.
 
-#[path = "support/localcli/mod.rs"]
-mod support;
+use crate::support_localcli as support;
 
 use std::io::Write;
 use std::path::PathBuf;

@@ -3,8 +3,7 @@
 //! refused document leaves the serving object alone; namespaces appear as
 //! needed; transient failures and finalizers are retried.
 
-#[path = "support/localcli/mod.rs"]
-mod support;
+use crate::support_localcli as support;
 
 use std::time::Duration;
 

@@ -2,8 +2,7 @@
 //! CRUD and its errors, namespaces, server-owned metadata, the status
 //! subresource, validation, fault injection and request counters.
 
-#[path = "support/memapi/mod.rs"]
-mod support;
+use crate::support_memapi as support;
 
 use std::collections::BTreeMap;
 

@@ -3,8 +3,7 @@
 //! an owned ConfigMap and of status, and the events `Recorder`, driven
 //! through create, spec update, steady state and delete.
 
-#[path = "support/memapi/mod.rs"]
-mod support;
+use crate::support_memapi as support;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -2,8 +2,7 @@
 //! and deletionTimestamp, and owner-reference garbage collection, all
 //! through a real `kube::Client` against the in-memory API.
 
-#[path = "support/memapi/mod.rs"]
-mod support;
+use crate::support_memapi as support;
 
 use std::collections::BTreeMap;
 

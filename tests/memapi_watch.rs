@@ -2,8 +2,7 @@
 //! `Api::watch` streams and the kube-runtime watcher, reflector,
 //! metadata watcher and `watch_object` on top of them.
 
-#[path = "support/memapi/mod.rs"]
-mod support;
+use crate::support_memapi as support;
 
 use std::collections::BTreeMap;
 use std::time::Duration;

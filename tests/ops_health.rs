@@ -2,8 +2,7 @@
 //! readiness before and after the flag, methods and paths, and `/metrics`
 //! parsed as the Prometheus text format with every registered family.
 
-#[path = "support/ops/mod.rs"]
-mod support;
+use crate::support_ops as support;
 
 use std::net::SocketAddr;
 use std::time::Duration;

@@ -3,8 +3,7 @@
 //! and injected) never yielding two leaders, release on shutdown, and loss
 //! of leadership.
 
-#[path = "support/ops/mod.rs"]
-mod support;
+use crate::support_ops as support;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

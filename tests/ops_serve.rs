@@ -3,8 +3,7 @@
 //! (release hands over at once), on loss of leadership, and when the
 //! controllers fail.
 
-#[path = "support/ops/mod.rs"]
-mod support;
+use crate::support_ops as support;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

@@ -33,7 +33,7 @@ const POLL: Duration = Duration::from_millis(200);
 pub fn base_port() -> u16 {
     static NEXT: AtomicU16 = AtomicU16::new(0);
     let slot = NEXT.fetch_add(1, Ordering::Relaxed) % 8;
-    let block = (std::process::id() % 240) as u16;
+    let block = (std::process::id() % 150) as u16;
     40_000 + block * 100 + slot * 12
 }
 

@@ -34,7 +34,7 @@ pub const CATALOG: &str = "catalog.dns.invalid";
 pub fn base_port() -> u16 {
     static NEXT: AtomicU16 = AtomicU16::new(0);
     let slot = NEXT.fetch_add(1, Ordering::Relaxed);
-    let pid_block = (std::process::id() % 150) as u16;
+    let pid_block = (std::process::id() % 100) as u16;
     20_000 + pid_block * 200 + slot * 20
 }
 

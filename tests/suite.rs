@@ -1,0 +1,88 @@
+//! The integration suite, one test binary. Every file in `tests/` is a
+//! module here rather than its own binary: each test binary links the whole
+//! kube stack (~70 MB), and forty of them filled a CI disk. `tests/*.rs`
+//! files are not auto-discovered (`autotests = false`);
+//! `every_test_file_is_in_the_suite` fails when one is left out.
+
+#[path = "support/bind/mod.rs"]
+mod support_bind;
+#[path = "support/controller/mod.rs"]
+mod support_controller;
+#[path = "support/e2e/mod.rs"]
+mod support_e2e;
+#[path = "support/local/mod.rs"]
+mod support_local;
+#[path = "support/localcli/mod.rs"]
+mod support_localcli;
+#[path = "support/memapi/mod.rs"]
+mod support_memapi;
+#[path = "support/ops/mod.rs"]
+mod support_ops;
+#[path = "support/zones/mod.rs"]
+mod support_zones;
+
+mod api_crds;
+mod api_deploy;
+mod api_examples;
+mod api_types;
+mod api_validation;
+mod bench_smoke;
+mod bind_golden;
+mod bind_injection;
+mod bind_named;
+mod controller_cluster;
+mod controller_metrics;
+mod controller_reasons;
+mod controller_reconfig;
+mod controller_record_batching;
+mod controller_record_delete;
+mod controller_record_rules;
+mod controller_run;
+mod controller_secrets;
+mod controller_transfer;
+mod controller_tsig;
+mod controller_zone_kinds;
+mod controller_zone_lifecycle;
+mod controller_zone_named;
+mod controller_zone_repair;
+mod e2e_config;
+mod e2e_examples;
+mod e2e_kubeconfig;
+mod e2e_records;
+mod e2e_restart;
+mod e2e_tsig;
+mod local_runtime_cluster;
+mod local_runtime_exec;
+mod local_runtime_pods;
+mod localcli_manifests;
+mod localcli_report;
+mod localcli_session;
+mod localcli_sync;
+mod memapi_api;
+mod memapi_controller;
+mod memapi_lifecycle;
+mod memapi_watch;
+mod ops_health;
+mod ops_leader;
+mod ops_serve;
+
+/// A test file that is not declared above would silently never run.
+#[test]
+fn every_test_file_is_in_the_suite() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
+    let suite = std::fs::read_to_string(dir.join("suite.rs")).unwrap();
+    let mut missing = Vec::new();
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "rs") {
+            let stem = path.file_stem().unwrap().to_string_lossy().into_owned();
+            if stem != "suite" && !suite.contains(&format!("\nmod {stem};")) {
+                missing.push(stem);
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "tests/*.rs not declared in tests/suite.rs: {missing:?}"
+    );
+}
