@@ -235,3 +235,46 @@ async fn failure_backs_off_while_statefulset_not_ready() {
         Action::requeue(REQUEUE_LONG)
     );
 }
+
+#[tokio::test]
+async fn a_failed_config_is_not_rerun_until_its_backoff_but_a_new_one_is() {
+    let h = setup(1).await;
+    h.pod("c", 0, true).await;
+    h.reconcile_cluster("c").await;
+    h.propagate("c", "c-0");
+    h.exec.state().reconfig_err = Some("rndc: 'reconfig' failed: failure".into());
+    h.exec.state().checkconf_stdout = "named.conf:9: unknown option 'bogus'\n".into();
+    h.reconcile_cluster("c").await;
+    assert_eq!(h.exec.reconfigs("c-0"), 1);
+    let (_, reason, first) = condition(&h, "c");
+    assert_eq!(reason, "ReconfigFailed");
+
+    // The failure's own status write wakes the controller at once: the
+    // same config is reported failed again without running it again.
+    assert_eq!(
+        h.reconcile_cluster("c").await,
+        Action::requeue(REQUEUE_LONG)
+    );
+    assert_eq!(h.exec.reconfigs("c-0"), 1, "the failing reconfig re-ran");
+    let (status, reason, again) = condition(&h, "c");
+    assert_eq!(
+        (status.as_str(), reason.as_str()),
+        ("False", "ReconfigFailed")
+    );
+    assert_eq!(again, first);
+    assert!(
+        again.contains("named.conf:9: unknown option 'bogus'"),
+        "{again}"
+    );
+
+    // A changed config is tried as soon as it is mounted.
+    h.exec.state().reconfig_err = None;
+    h.patch_cluster_spec("c", serde_json::json!({"forwarders": ["192.0.2.53"]}))
+        .await;
+    h.reconcile_cluster("c").await;
+    h.propagate("c", "c-0");
+    assert_eq!(h.reconcile_cluster("c").await, Action::await_change());
+    assert_eq!(h.exec.reconfigs("c-0"), 2);
+    let (status, reason, _) = condition(&h, "c");
+    assert_eq!((status.as_str(), reason.as_str()), ("True", "Applied"));
+}

@@ -70,6 +70,30 @@ pub const REASON_SECRET_CONFLICT: &str = "SecretConflict";
 pub const REASON_APEX_NS_UNSUPPORTED: &str = "ApexNSUnsupported";
 /// DNSRecord reason: no BindZone of that name exists.
 pub const REASON_ZONE_NOT_FOUND: &str = "ZoneNotFound";
+/// Condition reason while an object is served as specified.
+pub const REASON_SERVED: &str = "Served";
+/// DNSRecord / zone status reason: the record set is invalid for BIND.
+pub const REASON_INVALID_RECORD: &str = "InvalidRecord";
+/// Reason: another claimant owns the same (name, type) RRset.
+pub const REASON_CONFLICT: &str = "Conflict";
+/// Reason: a CNAME would share its name with another type.
+pub const REASON_CNAME_CONFLICT: &str = "CNAMEConflict";
+/// Reason: more than 100 values at one name and type.
+pub const REASON_TOO_MANY_VALUES: &str = "TooManyValues";
+/// Reason: the BindCluster the zone names does not exist (yet).
+pub const REASON_CLUSTER_NOT_FOUND: &str = "ClusterNotFound";
+/// Reason: the cluster's primary pod is missing or not Ready.
+pub const REASON_PRIMARY_NOT_READY: &str = "PrimaryNotReady";
+/// Reason: another BindZone already serves this zone on the cluster.
+pub const REASON_DUPLICATE_ZONE: &str = "DuplicateZone";
+/// Reason: an in-zone nameserver has no address in the plan.
+pub const REASON_MISSING_GLUE: &str = "MissingGlue";
+/// DNSRecord reason: its zone is a secondary zone (not writable).
+pub const REASON_SECONDARY_ZONE: &str = "SecondaryZone";
+/// DNSRecord reason: accepted, but the primary does not serve it yet.
+pub const REASON_NOT_SERVED: &str = "NotServed";
+/// DNSRecord reason: its BindZone is not Ready yet.
+pub const REASON_ZONE_NOT_READY: &str = "ZoneNotReady";
 
 /// What a condition reason says about its object.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -106,6 +130,18 @@ pub const CONDITION_REASONS: &[(&str, ReasonKind)] = &[
     (REASON_SECRET_CONFLICT, ReasonKind::Failed),
     (REASON_APEX_NS_UNSUPPORTED, ReasonKind::Failed),
     (REASON_ZONE_NOT_FOUND, ReasonKind::Failed),
+    (REASON_SERVED, ReasonKind::Done),
+    (REASON_PRIMARY_NOT_READY, ReasonKind::InProgress),
+    (REASON_ZONE_NOT_READY, ReasonKind::InProgress),
+    (REASON_NOT_SERVED, ReasonKind::InProgress),
+    (REASON_CLUSTER_NOT_FOUND, ReasonKind::Failed),
+    (REASON_DUPLICATE_ZONE, ReasonKind::Failed),
+    (REASON_MISSING_GLUE, ReasonKind::Failed),
+    (REASON_INVALID_RECORD, ReasonKind::Failed),
+    (REASON_CONFLICT, ReasonKind::Failed),
+    (REASON_CNAME_CONFLICT, ReasonKind::Failed),
+    (REASON_TOO_MANY_VALUES, ReasonKind::Failed),
+    (REASON_SECONDARY_ZONE, ReasonKind::Failed),
 ];
 
 /// The kind of a reason in [`CONDITION_REASONS`]; None for a reason no
@@ -316,6 +352,25 @@ mod tests {
             !is_terminal_failure("SomethingFailed"),
             "no guessing by name"
         );
+    }
+
+    #[test]
+    fn every_reason_defined_here_is_listed() {
+        // Controllers take their condition reasons from here (event-only
+        // reasons live beside the controller that emits them).
+        let source = include_str!("common.rs");
+        let defined: Vec<&str> = source
+            .lines()
+            .filter(|l| l.starts_with("pub const REASON_"))
+            .filter_map(|l| l.split('"').nth(1))
+            .collect();
+        assert!(defined.len() >= 30, "{defined:?}");
+        for reason in defined {
+            assert!(
+                reason_kind(reason).is_some(),
+                "{reason} is defined but not in CONDITION_REASONS"
+            );
+        }
     }
 
     #[test]

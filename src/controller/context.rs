@@ -12,7 +12,7 @@ use k8s_openapi::api::core::v1::ObjectReference;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::{Client, Resource};
 
-use super::bindcluster::NotifyMemo;
+use super::bindcluster::{NotifyMemo, ReconfigMemo};
 use super::exec::{MeteredExecutor, PodExecutor};
 use super::names::{EVENT_REPORTER, FIELD_MANAGER};
 use super::network::Network;
@@ -50,6 +50,9 @@ pub struct Context {
     /// What each primary's NOTIFY list is known to be (saves an exec per
     /// reconcile).
     pub notify_memo: NotifyMemo,
+    /// Which config recently failed `rndc reconfig` on which pod (so the
+    /// failure is not re-run until its backoff is over).
+    pub reconfig_memo: ReconfigMemo,
     /// Where reconciles are counted (exec calls are counted by the
     /// executor wrapper, see [`Context::with_metrics`]).
     pub metrics: Metrics,
@@ -87,6 +90,7 @@ impl Context {
             stores,
             field_manager: FIELD_MANAGER,
             notify_memo: NotifyMemo::default(),
+            reconfig_memo: ReconfigMemo::default(),
             metrics,
         }
     }

@@ -47,7 +47,7 @@ use crate::render::validate::{ConfigError, cluster_config};
 pub use read::{
     ClusterKeys, cluster_keys, cluster_pods, ensure_rndc_secret, ensure_transfer_secret, pod_ready,
 };
-pub use reconfig::NotifyMemo;
+pub use reconfig::{NotifyMemo, ReconfigMemo};
 pub use steps::primary_pod;
 
 /// Event reason for each pod that loaded a new config.

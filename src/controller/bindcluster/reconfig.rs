@@ -10,7 +10,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::api::{REASON_APPLIED, REASON_EXEC_FAILED, REASON_PROPAGATING, REASON_RECONFIG_FAILED};
 use crate::bind::commands::{
@@ -104,10 +104,53 @@ impl Outcome {
     }
 }
 
+/// How long a failed `rndc reconfig` of one config on one pod is not tried
+/// again: until the failure's long requeue comes round. The status write
+/// that reports a failure triggers a reconcile at once; without this it
+/// would run the same failing reconfig (and checkconf) a second time.
+pub const RECONFIG_RETRY_AFTER: Duration = REQUEUE_LONG.saturating_sub(Duration::from_secs(10));
+
+/// Failed reconfigs by pod: the config hash that failed, the reported
+/// failure (checkconf detail, never key material) and when. Memory only:
+/// after an operator restart a failing config is tried once more.
+#[derive(Default)]
+pub struct ReconfigMemo {
+    failed: Mutex<HashMap<PodRef, (String, String, Instant)>>,
+}
+
+impl ReconfigMemo {
+    /// The failure to report again instead of retrying, if `hash` failed
+    /// on `pod` less than [`RECONFIG_RETRY_AFTER`] ago.
+    fn recent_failure(&self, pod: &PodRef, hash: &str) -> Option<String> {
+        let failed = self.failed.lock().unwrap_or_else(|p| p.into_inner());
+        failed
+            .get(pod)
+            .filter(|(h, _, at)| h == hash && at.elapsed() < RECONFIG_RETRY_AFTER)
+            .map(|(_, message, _)| message.clone())
+    }
+
+    fn record(&self, pod: &PodRef, hash: &str, outcome: Option<&str>) {
+        let mut failed = self.failed.lock().unwrap_or_else(|p| p.into_inner());
+        match outcome {
+            Some(message) => {
+                failed.insert(
+                    pod.clone(),
+                    (hash.to_string(), message.to_string(), Instant::now()),
+                );
+            }
+            None => {
+                failed.remove(pod);
+            }
+        }
+    }
+}
+
 /// Runs the reconfig step over `pods` (sorted by the caller), starting from
-/// the recorded `previous` hashes. Pods not in `pods` drop out.
+/// the recorded `previous` hashes. Pods not in `pods` drop out. A config
+/// that failed on a pod recently is reported from `memo`, not run again.
 pub async fn reconfig_pods(
     executor: &dyn PodExecutor,
+    memo: &ReconfigMemo,
     pods: &[PodView],
     wanted: &Wanted<'_>,
     previous: &BTreeMap<String, String>,
@@ -124,6 +167,10 @@ pub async fn reconfig_pods(
         }
         if !p.ready {
             out.waiting.push(name.clone());
+            continue;
+        }
+        if let Some(failure) = memo.recent_failure(&p.pod, &want) {
+            out.failed.push(failure);
             continue;
         }
         let layout = executor.layout(&p.pod);
@@ -155,9 +202,12 @@ pub async fn reconfig_pods(
                     }
                 }
             };
-            out.failed.push(format!("{name}: {e}; {detail}"));
+            let failure = format!("{name}: {e}; {detail}");
+            memo.record(&p.pod, &want, Some(&failure));
+            out.failed.push(failure);
             continue;
         }
+        memo.record(&p.pod, &want, None);
         out.applied.insert(name.clone(), want.clone());
         out.reconfigured.push((name.clone(), want));
     }

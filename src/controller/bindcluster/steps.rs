@@ -116,7 +116,14 @@ pub async fn reconfigure(
         .as_ref()
         .map(|s| s.applied_config.clone())
         .unwrap_or_default();
-    let outcome = reconfig_pods(ctx.executor.as_ref(), &views, &wanted(files), &previous).await;
+    let outcome = reconfig_pods(
+        ctx.executor.as_ref(),
+        &ctx.reconfig_memo,
+        &views,
+        &wanted(files),
+        &previous,
+    )
+    .await;
     for (pod, hash) in &outcome.reconfigured {
         let short = &hash[..12];
         tracing::info!(namespace = %ns, cluster = %name, pod = %pod, config = %short, "reconfigured");

@@ -29,8 +29,7 @@ use super::primary::Failure;
 use super::read::{self, Blocked, Inputs, REASON_CLUSTER_NOT_FOUND};
 use super::{Error, primary, secondary};
 
-/// DNSRecord reason: its zone is a secondary zone (not writable).
-pub const REASON_SECONDARY_ZONE: &str = "SecondaryZone";
+pub use crate::api::REASON_SECONDARY_ZONE;
 
 /// Requeue of a zone waiting for something that does not wake it (a key
 /// Secret being generated); pod and cluster changes wake it sooner.
@@ -210,11 +209,11 @@ async fn settle_records(
                 let report = match served {
                     Some(s) if s.holds(key, desired) => RecordReport::Ready(key.clone()),
                     Some(_) => RecordReport::Pending {
-                        reason: "NotServed",
+                        reason: crate::api::REASON_NOT_SERVED,
                         message: "the primary does not serve the record set yet".into(),
                     },
                     None => RecordReport::Pending {
-                        reason: "ZoneNotReady",
+                        reason: crate::api::REASON_ZONE_NOT_READY,
                         message: format!("waiting for BindZone {}", r.spec.zone_ref),
                     },
                 };
@@ -316,7 +315,7 @@ async fn blocked(
             reports.push((
                 r.clone(),
                 RecordReport::Pending {
-                    reason: "ZoneNotReady",
+                    reason: crate::api::REASON_ZONE_NOT_READY,
                     message: format!("BindZone {}: {}", zone.name_any(), b.message),
                 },
             ));

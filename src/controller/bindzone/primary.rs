@@ -37,8 +37,7 @@ use super::serials::{Placement, of, peer_serials, probe, secondaries_lag, start_
 
 /// The zone type string in the applied annotation.
 pub const TYPE_PRIMARY: &str = "primary";
-/// Reason: an in-zone nameserver has no address in the plan.
-pub const REASON_MISSING_GLUE: &str = "MissingGlue";
+pub use crate::api::REASON_MISSING_GLUE;
 
 /// A successful convergence.
 #[derive(Debug, Clone)]

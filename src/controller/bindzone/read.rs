@@ -20,12 +20,7 @@ use crate::render::validate::{ConfigError, ZoneConfig, zone_config};
 
 use super::Error;
 
-/// Reason: the BindCluster the zone names does not exist (yet).
-pub const REASON_CLUSTER_NOT_FOUND: &str = "ClusterNotFound";
-/// Reason: the cluster's primary pod is missing or not Ready.
-pub const REASON_PRIMARY_NOT_READY: &str = "PrimaryNotReady";
-/// Reason: the zone's spec cannot be served as written.
-pub const REASON_INVALID_SPEC: &str = "InvalidSpec";
+pub use crate::api::{REASON_CLUSTER_NOT_FOUND, REASON_INVALID_SPEC, REASON_PRIMARY_NOT_READY};
 
 /// Why a zone cannot be written now.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -135,8 +130,7 @@ pub fn primary(inputs: &Inputs) -> Result<&PodInfo, Blocked> {
     })
 }
 
-/// Reason: another BindZone already serves this zone on the cluster.
-pub const REASON_DUPLICATE_ZONE: &str = "DuplicateZone";
+pub use crate::api::REASON_DUPLICATE_ZONE;
 
 /// Other live BindZones naming the same zone in the same view of the same
 /// cluster, with whether each is older (by creation, then name).

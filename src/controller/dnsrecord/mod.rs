@@ -22,8 +22,7 @@ use crate::controller::zonesync::writes::{
     RecordReport, WriteError, add_record_finalizer, release_record, write_record_statuses,
 };
 
-/// Reason: the BindZone a DNSRecord names does not exist.
-pub const REASON_ZONE_NOT_FOUND: &str = "ZoneNotFound";
+pub use crate::api::REASON_ZONE_NOT_FOUND;
 
 /// A failed DNSRecord reconcile (only API writes can fail here).
 #[derive(Debug, thiserror::Error)]

@@ -25,15 +25,11 @@ use crate::bind::{
 
 use super::RECORD_FINALIZER;
 
-/// DNSRecord / zone status reason: the record set is invalid for BIND.
-pub const REASON_INVALID_RECORD: &str = "InvalidRecord";
-/// Reason: another claimant owns the same (name, type) RRset.
-pub const REASON_CONFLICT: &str = "Conflict";
-/// Reason: a CNAME would share its name with another type.
-pub const REASON_CNAME_CONFLICT: &str = "CNAMEConflict";
-/// Reason: more than 100 values at one name and type.
-pub const REASON_TOO_MANY_VALUES: &str = "TooManyValues";
 pub use crate::api::REASON_APEX_NS_UNSUPPORTED;
+pub use crate::api::REASON_CNAME_CONFLICT;
+pub use crate::api::REASON_CONFLICT;
+pub use crate::api::REASON_INVALID_RECORD;
+pub use crate::api::REASON_TOO_MANY_VALUES;
 
 /// An RRset's identity: owner name and type.
 pub type RrKey = (DomainName, RecordType);

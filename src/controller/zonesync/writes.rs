@@ -28,8 +28,7 @@ use crate::controller::names::FIELD_MANAGER;
 use super::plan::RrKey;
 use super::{ANNOTATION_APPLIED, RECORD_FINALIZER};
 
-/// Condition reason while an object is served as specified.
-pub const REASON_SERVED: &str = "Served";
+pub use crate::api::REASON_SERVED;
 /// Status writes in flight at once (a zone flush may settle 1,000 records).
 const WRITE_CONCURRENCY: usize = 16;
 

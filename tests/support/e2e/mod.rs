@@ -182,27 +182,7 @@ pub fn named_starts(state: &Path, namespace: &str, pod: &str) -> usize {
 }
 
 /// pids of named processes whose command line mentions `dir`.
-pub fn named_under(dir: &Path) -> Vec<u32> {
-    let needle = dir.to_string_lossy().into_owned();
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let Ok(cmd) = std::fs::read(entry.path().join("cmdline")) else {
-            continue;
-        };
-        let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
-        let is_named = cmd
-            .split(' ')
-            .next()
-            .is_some_and(|a| a.rsplit('/').next() == Some("named"));
-        if is_named && cmd.contains(&needle) {
-            out.push(pid);
-        }
-    }
-    out
-}
+pub use crate::support_local::named_under;
 
 /// `dig +short` at 127.0.0.1:port, answers sorted and lowercased; empty
 /// when nothing answers.
