@@ -325,7 +325,10 @@ pub fn ensure_notify_files(layout: &PodLayout) -> Command {
 pub fn has_view_notify_files(named_conf: &str) -> bool {
     let plain = format!("include \"{}\";", data::NOTIFY_TARGETS);
     let prefix = format!("include \"{}", data::NOTIFY_TARGETS_PREFIX);
-    named_conf.lines().map(str::trim).any(|l| l.starts_with(&prefix) && l != plain)
+    named_conf
+        .lines()
+        .map(str::trim)
+        .any(|l| l.starts_with(&prefix) && l != plain)
 }
 
 /// `cat notify-targets.conf`.

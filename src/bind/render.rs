@@ -426,15 +426,12 @@ pub fn render_named_conf(cfg: &ClusterConfig, role: Role) -> Result<String, Rend
                 // Signed with this view's key: always here; with another
                 // view's key: never here; else the user's list.
                 let mut clients = vec![AclElement::key(own.clone())];
-                clients.extend(
-                    view_keys
-                        .iter()
-                        .filter(|(name, _)| name != &v.name)
-                        .map(|(_, k)| AclElement {
-                            negated: true,
-                            target: AclTarget::Key(k.clone()),
-                        }),
-                );
+                clients.extend(view_keys.iter().filter(|(name, _)| name != &v.name).map(
+                    |(_, k)| AclElement {
+                        negated: true,
+                        target: AclTarget::Key(k.clone()),
+                    },
+                ));
                 if v.match_clients.is_empty() {
                     clients.push(AclElement::allow(AclTarget::Any));
                 } else {
