@@ -183,5 +183,15 @@ fn views_answer_their_own_records_on_primary_and_secondary() {
         assert_eq!(dig(port, Some(&internal)), ["10.0.0.2"]);
     }
     local.wait_status("everything Ready after the changes", support::all_ready);
+    // The derived secrets stay out of output, status and named's logs.
+    let shown = format!(
+        "{}{}",
+        local.diagnostics(),
+        std::fs::read_to_string(f.state.join("status.json")).unwrap_or_default()
+    );
+    for key in [&internal, &external] {
+        let secret = key.rsplit(':').next().unwrap();
+        assert!(!shown.contains(secret), "a view key's secret was shown");
+    }
     assert!(local.stop().success());
 }

@@ -9,6 +9,13 @@
 //! cluster, 127.0.0.1:<primary port> locally). Listening details come from
 //! files the entrypoint writes; the primary's NOTIFY targets from
 //! `notify-targets.conf`, which the operator writes at run time.
+//!
+//! With views, every view is steered by its own key ([`super::viewkey`]):
+//! keys.conf also holds each view's key, a view's match-clients starts
+//! with `key <its key>; !key <the other views' keys>;`, and inside view V
+//! the secondaries' catalog primaries, their allow-notify and the
+//! primary's NOTIFY list (`notify-targets.<V>.conf`, included in the view)
+//! use V's key instead of the transfer key.
 
 use std::collections::BTreeMap;
 
@@ -465,4 +472,116 @@ pub fn render_named_conf(cfg: &ClusterConfig, role: Role) -> Result<String, Rend
         }
     }
     Ok(w.finish())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bind::types::{TsigAlgorithm, TsigSecret};
+
+    fn key(name: &str, secret: &str) -> TsigKey {
+        TsigKey {
+            name: KeyName::parse(name).unwrap(),
+            algorithm: TsigAlgorithm::HmacSha256,
+            secret: TsigSecret::from_base64(secret).unwrap(),
+        }
+    }
+
+    fn view(name: &str, clients: &[&str]) -> View {
+        View {
+            name: ViewName::parse(name).unwrap(),
+            match_clients: clients
+                .iter()
+                .map(|c| AclElement::parse(c).unwrap())
+                .collect(),
+            match_destinations: Vec::new(),
+            recursion: None,
+        }
+    }
+
+    fn cfg(views: Vec<View>, keys: Vec<TsigKey>) -> ClusterConfig {
+        ClusterConfig {
+            recursion: false,
+            allow_query: Vec::new(),
+            allow_recursion: Vec::new(),
+            forwarders: Vec::new(),
+            forward_only: false,
+            dnssec_validation: DnssecValidation::No,
+            validate_except: Vec::new(),
+            forward_zones: Vec::new(),
+            views,
+            catalog_zone: ZoneName::parse("catalog.invalid").unwrap(),
+            transfer_key: KeyName::parse("xfer").unwrap(),
+            primary_endpoint: Endpoint::new("10.96.0.10".parse().unwrap(), 53).unwrap(),
+            keys,
+        }
+    }
+
+    #[test]
+    fn views_load_their_keys_and_steer_by_them() {
+        let c = cfg(
+            vec![view("internal", &["10.0.0.0/8"]), view("external", &[])],
+            vec![key("xfer", "c2VjcmV0")],
+        );
+        let files = render_cluster(&c).unwrap();
+        let derived = view_keys(&c).unwrap();
+        assert_eq!(
+            derived
+                .iter()
+                .map(|(_, k)| k.name.clone())
+                .collect::<Vec<_>>(),
+            view_key_names(&c)
+                .unwrap()
+                .into_iter()
+                .map(|(_, k)| k)
+                .collect::<Vec<_>>()
+        );
+        for (_, k) in &derived {
+            assert!(files.keys_conf.contains(&format!(
+                "key \"{}\" {{\n\talgorithm hmac-sha256;\n\tsecret \"{}\";",
+                k.name,
+                k.secret.expose_base64()
+            )));
+        }
+        assert!(!format!("{files:?}").contains(derived[0].1.secret.expose_base64()));
+        let p = &files.named_conf_primary;
+        assert!(p.contains("match-clients { key \"internal.view.xfer\"; !key \"external.view.xfer\"; 10.0.0.0/8; };"), "{p}");
+        assert!(
+            p.contains(
+                "match-clients { key \"external.view.xfer\"; !key \"internal.view.xfer\"; any; };"
+            ),
+            "{p}"
+        );
+        assert!(p.contains("include \"notify-targets.internal.conf\";"));
+        assert!(!p.contains("include \"notify-targets.conf\";"));
+        let s = &files.named_conf_secondary;
+        assert!(
+            s.contains("allow-notify { key \"external.view.xfer\"; };"),
+            "{s}"
+        );
+        assert!(s.contains("primaries { 10.96.0.10 port 53 key \"internal.view.xfer\"; };"));
+
+        // Without views: no derived keys, the options-level NOTIFY list.
+        let plain = cfg(Vec::new(), vec![key("xfer", "c2VjcmV0")]);
+        let files = render_cluster(&plain).unwrap();
+        assert_eq!(files.keys_conf, render_keys_conf(&plain.keys));
+        assert!(
+            files
+                .named_conf_primary
+                .contains("include \"notify-targets.conf\";")
+        );
+
+        // A loaded key named like a view key would be ambiguous: refused.
+        let clash = cfg(
+            vec![view("internal", &[])],
+            vec![
+                key("xfer", "c2VjcmV0"),
+                key("internal.view.xfer", "b3RoZXI="),
+            ],
+        );
+        assert_eq!(
+            render_cluster(&clash).unwrap_err(),
+            RenderError::DuplicateKey("internal.view.xfer".into())
+        );
+    }
 }
