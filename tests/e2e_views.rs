@@ -3,7 +3,8 @@
 //! `bind-operator local` binary and real named. Each view's key (derived
 //! from the transfer key; computed here independently from the documented
 //! construction) steers a query into that view on the primary and on the
-//! secondary, and a record change reaches the secondary's view.
+//! secondary, a record change reaches the secondary's view, and a view
+//! added at run time is served on both.
 
 use crate::support_e2e as support;
 
@@ -183,6 +184,35 @@ fn views_answer_their_own_records_on_primary_and_secondary() {
         assert_eq!(dig(port, Some(&internal)), ["10.0.0.2"]);
     }
     local.wait_status("everything Ready after the changes", support::all_ready);
+
+    // A view added at run time: the primary's reconfig needs its NOTIFY
+    // list file first, and its zone reaches the secondary's new view.
+    let lab_view = "    - name: lab\n      matchClients: [192.168.0.0/16]\n    - name: external\n";
+    f.write(
+        "cluster.yaml",
+        &f.read("cluster.yaml")
+            .replace("    - name: external\n", lab_view),
+    );
+    f.write(
+        "lab.yaml",
+        &format!(
+            "{}---\n{}",
+            MANIFESTS
+                .split("---\n")
+                .last()
+                .unwrap()
+                .replace("name: int\n", "name: lab\n")
+                .replace("view: internal", "view: lab"),
+            record("www-lab", "lab", "192.168.0.1")
+        ),
+    );
+    let lab = view_key("lab");
+    for &port in &ports {
+        wait(&local, port, Some(&lab), "192.168.0.1");
+        assert_eq!(dig(port, Some(&internal)), ["10.0.0.2"]);
+        assert_eq!(dig(port, Some(&external)), ["192.0.2.2"]);
+    }
+    local.wait_status("everything Ready with the lab view", support::all_ready);
     // The derived secrets stay out of output, status and named's logs.
     let shown = format!(
         "{}{}",
