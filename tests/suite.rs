@@ -51,6 +51,7 @@ mod e2e_kubeconfig;
 mod e2e_records;
 mod e2e_restart;
 mod e2e_tsig;
+mod e2e_views;
 mod local_runtime_cluster;
 mod local_runtime_exec;
 mod local_runtime_pods;

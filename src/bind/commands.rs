@@ -83,7 +83,8 @@ fn verb_of(argv: &[String]) -> &'static str {
         "sh" if arg(1) == "-c" => match arg(2) {
             DELZONE_SCRIPT => "delzone",
             WRITE_FILE_SCRIPT => "write_zone_file",
-            WRITE_NOTIFY_SCRIPT => "write_notify_targets",
+            WRITE_NOTIFY_SCRIPT | WRITE_VIEW_NOTIFY_SCRIPT => "write_notify_targets",
+            ENSURE_NOTIFY_SCRIPT => "ensure_notify_targets",
             CHECKCONF_SCRIPT => "checkconf",
             DIG_KEYFILE_SCRIPT => "dig_axfr",
             // `sh -c SCRIPT sh PROGRAM ...`: named after PROGRAM.
@@ -102,7 +103,14 @@ fn verb_of(argv: &[String]) -> &'static str {
         "dig" if has("AXFR") => "dig_axfr",
         "dig" if has("SOA") => "dig_soa",
         "dig" => "dig",
-        "cat" if arg(1).ends_with(data::NOTIFY_TARGETS) => "read_notify_targets",
+        "cat"
+            if arg(1)
+                .rsplit('/')
+                .next()
+                .is_some_and(|f| f.starts_with(data::NOTIFY_TARGETS_PREFIX)) =>
+        {
+            "read_notify_targets"
+        }
         "cat" => "read_mounted_config",
         _ => VERB_OTHER,
     }
@@ -247,6 +255,80 @@ pub fn write_notify_targets(
         ],
     )
     .with_stdin(render_notify_targets(targets, transfer_key))
+}
+
+/// The primary's NOTIFY lists with views: each view `V` includes
+/// `notify-targets.<V>.conf`, NOTIFYs signed with V's key (so they land in
+/// V on the secondaries). `views`: each view with its key name.
+pub fn render_view_notify_targets(targets: &[Endpoint], views: &[(ViewName, KeyName)]) -> String {
+    views
+        .iter()
+        .map(|(_, key)| render_notify_targets(targets, key))
+        .collect()
+}
+
+const WRITE_VIEW_NOTIFY_SCRIPT: &str = r#"set -e
+rndc="$1" conf="$2"
+shift 2
+while [ $# -gt 1 ]; do
+    printf '%s' "$2" >"$1.tmp"
+    mv -f "$1.tmp" "$1"
+    shift 2
+done
+exec "$rndc" -c "$conf" reconfig"#;
+
+/// Rewrites every view's NOTIFY list on the primary, then one reconfig.
+/// The lists hold addresses and key names only (no material), so they
+/// travel as arguments. Compare with [`read_view_notify_targets`] first.
+pub fn write_view_notify_targets(
+    layout: &PodLayout,
+    targets: &[Endpoint],
+    views: &[(ViewName, KeyName)],
+) -> Command {
+    let mut a = vec![layout.tools.rndc.clone(), layout.rndc_conf()];
+    for (view, key) in views {
+        a.push(layout.data_path(&data::notify_targets_of(view)));
+        a.push(render_notify_targets(targets, key));
+    }
+    Command::sh(WRITE_VIEW_NOTIFY_SCRIPT, a)
+}
+
+/// `cat` of every view's NOTIFY list, in view order: the same bytes as
+/// [`render_view_notify_targets`] when current.
+pub fn read_view_notify_targets(layout: &PodLayout, views: &[(ViewName, KeyName)]) -> Command {
+    let mut a = vec!["cat".to_string()];
+    a.extend(
+        views
+            .iter()
+            .map(|(v, _)| layout.data_path(&data::notify_targets_of(v))),
+    );
+    Command::new(a)
+}
+
+const ENSURE_NOTIFY_SCRIPT: &str = r#"cd "$1" || exit 1
+for f in $(sed -n 's/^[[:space:]]*include "\(notify-targets\.[A-Za-z0-9_.-]*\.conf\)";$/\1/p' named.conf); do
+    [ -e "$f" ] || echo 'also-notify { };' >"$f" || exit 1
+done"#;
+
+/// Creates (empty) every NOTIFY list file named.conf includes that is
+/// missing, as the entrypoint does at start: a view added at run time
+/// names a file `rndc reconfig` would otherwise fail on.
+pub fn ensure_notify_files(layout: &PodLayout) -> Command {
+    Command::sh(
+        ENSURE_NOTIFY_SCRIPT,
+        vec![layout.data_dir.to_string_lossy().into_owned()],
+    )
+}
+
+/// Whether a named.conf includes per-view NOTIFY lists (a primary with
+/// views), i.e. needs [`ensure_notify_files`] before a reconfig.
+pub fn has_view_notify_files(named_conf: &str) -> bool {
+    let plain = format!("include \"{}\";", data::NOTIFY_TARGETS);
+    let prefix = format!("include \"{}", data::NOTIFY_TARGETS_PREFIX);
+    named_conf
+        .lines()
+        .map(str::trim)
+        .any(|l| l.starts_with(&prefix) && l != plain)
 }
 
 /// `cat notify-targets.conf`.
@@ -431,9 +513,56 @@ mod tests {
     }
 
     #[test]
+    fn view_notify_lists_are_one_file_per_view_with_its_key() {
+        let l = PodLayout::in_cluster();
+        let views = [
+            (
+                ViewName::parse("internal").unwrap(),
+                KeyName::parse("internal.view.xfer").unwrap(),
+            ),
+            (
+                ViewName::parse("external").unwrap(),
+                KeyName::parse("external.view.xfer").unwrap(),
+            ),
+        ];
+        let t = [Endpoint::new("10.0.0.2".parse().unwrap(), 53).unwrap()];
+        assert_eq!(
+            render_view_notify_targets(&t, &views),
+            "also-notify { 10.0.0.2 port 53 key \"internal.view.xfer\"; };\nalso-notify { 10.0.0.2 port 53 key \"external.view.xfer\"; };\n"
+        );
+        let w = write_view_notify_targets(&l, &t, &views);
+        assert_eq!(
+            &w.argv[4..],
+            [
+                "rndc",
+                "/var/lib/bind/rndc.conf",
+                "/var/lib/bind/notify-targets.internal.conf",
+                "also-notify { 10.0.0.2 port 53 key \"internal.view.xfer\"; };\n",
+                "/var/lib/bind/notify-targets.external.conf",
+                "also-notify { 10.0.0.2 port 53 key \"external.view.xfer\"; };\n",
+            ]
+        );
+        assert_eq!(
+            read_view_notify_targets(&l, &views).argv,
+            [
+                "cat",
+                "/var/lib/bind/notify-targets.internal.conf",
+                "/var/lib/bind/notify-targets.external.conf"
+            ]
+        );
+        assert!(has_view_notify_files(
+            "view \"a\" {\n\tinclude \"notify-targets.a.conf\";\n};\n"
+        ));
+        assert!(!has_view_notify_files(
+            "options {\n\tinclude \"notify-targets.conf\";\n};\n"
+        ));
+    }
+
+    #[test]
     fn every_command_is_named_by_its_builder() {
         let l = PodLayout::in_cluster();
         let z = ZoneName::parse("example.com").unwrap();
+        let v = ViewName::parse("internal").unwrap();
         let key = TsigKey {
             name: KeyName::parse("xfer").unwrap(),
             algorithm: TsigAlgorithm::HmacSha256,
@@ -469,6 +598,15 @@ mod tests {
                 "write_notify_targets",
             ),
             (read_notify_targets(&l), "read_notify_targets"),
+            (
+                write_view_notify_targets(&l, &[], &[(v.clone(), key.name.clone())]),
+                "write_notify_targets",
+            ),
+            (
+                read_view_notify_targets(&l, &[(v.clone(), key.name.clone())]),
+                "read_notify_targets",
+            ),
+            (ensure_notify_files(&l), "ensure_notify_targets"),
             (read_mounted_config(&l), "read_mounted_config"),
             (checkconf(&l, true), "checkconf"),
             (nsupdate(&l, &script), "nsupdate"),

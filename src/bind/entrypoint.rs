@@ -99,6 +99,11 @@ mv -f rndc.conf.tmp rndc.conf
 # The primary's NOTIFY targets are runtime data the operator writes; start
 # with none, and keep what a previous run left on a persistent volume.
 [ -e notify-targets.conf ] || echo 'also-notify { };' >notify-targets.conf
+# With views, each view of the primary includes its own list instead
+# (notify-targets.<view>.conf): start every one named.conf names.
+for f in $(sed -n 's/^[[:space:]]*include "\(notify-targets\.[A-Za-z0-9_.-]*\.conf\)";$/\1/p' named.conf); do
+    [ -e "$f" ] || echo 'also-notify { };' >"$f"
+done
 
 if [ "${BIND_PREPARE_ONLY:-0}" = 1 ]; then
     exit 0

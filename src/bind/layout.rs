@@ -40,6 +40,15 @@ pub mod data {
     /// Written by the entrypoint at start (empty) and rewritten by the
     /// operator: the primary's options-level `also-notify` list.
     pub const NOTIFY_TARGETS: &str = "notify-targets.conf";
+    /// Prefix of the primary's NOTIFY list files: `notify-targets.conf`
+    /// without views, `notify-targets.<view>.conf` included in each view.
+    pub const NOTIFY_TARGETS_PREFIX: &str = "notify-targets.";
+
+    /// The primary's NOTIFY list of one view (included in the view block;
+    /// written at start by the entrypoint, rewritten by the operator).
+    pub fn notify_targets_of(view: &crate::bind::ViewName) -> String {
+        format!("{NOTIFY_TARGETS_PREFIX}{}.conf", view.as_str())
+    }
     /// Written by the entrypoint at start: rndc's client config.
     pub const RNDC_CONF: &str = "rndc.conf";
     /// Zone files and journals of primary zones, and catalog member zones on

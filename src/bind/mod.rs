@@ -18,6 +18,7 @@ pub mod parse;
 pub mod rdata;
 pub mod render;
 pub mod types;
+pub mod viewkey;
 pub mod zone;
 
 pub use error::ValidationError;

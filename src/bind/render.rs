@@ -9,6 +9,13 @@
 //! cluster, 127.0.0.1:<primary port> locally). Listening details come from
 //! files the entrypoint writes; the primary's NOTIFY targets from
 //! `notify-targets.conf`, which the operator writes at run time.
+//!
+//! With views, every view is steered by its own key ([`super::viewkey`]):
+//! keys.conf also holds each view's key, a view's match-clients starts
+//! with `key <its key>; !key <the other views' keys>;`, and inside view V
+//! the secondaries' catalog primaries, their allow-notify and the
+//! primary's NOTIFY list (`notify-targets.<V>.conf`, included in the view)
+//! use V's key instead of the transfer key.
 
 use std::collections::BTreeMap;
 
@@ -16,7 +23,8 @@ use super::conf::{ConfWriter, Tok, server_tokens};
 use super::entrypoint::render_entrypoint;
 use super::layout::{data, mount};
 use super::name::ZoneName;
-use super::types::{AclElement, Endpoint, KeyName, TsigKey, ViewName};
+use super::types::{AclElement, AclTarget, Endpoint, KeyName, TsigKey, ViewName};
+use super::viewkey::{view_key, view_key_name};
 use super::zone::catalog_zone_for;
 
 /// Largest number of concurrent outgoing transfers on the primary.
@@ -106,6 +114,8 @@ pub enum RenderError {
     ReservedKeyName(String),
     #[error("failed to render: catalog zone for view {0}: {1}")]
     CatalogName(String, String),
+    #[error("failed to render: key of view {0}: {1}")]
+    ViewKey(String, String),
 }
 
 /// The files of one cluster, keyed by their names in the mount. The rndc
@@ -160,7 +170,7 @@ pub fn render_cluster(cfg: &ClusterConfig) -> Result<RenderedFiles, RenderError>
     Ok(RenderedFiles {
         named_conf_primary: render_named_conf(cfg, Role::Primary)?,
         named_conf_secondary: render_named_conf(cfg, Role::Secondary)?,
-        keys_conf: render_keys_conf(&cfg.keys),
+        keys_conf: render_keys_conf(&all_keys(cfg)?),
         entrypoint: render_entrypoint(),
     })
 }
@@ -186,6 +196,11 @@ fn check(cfg: &ClusterConfig) -> Result<(), RenderError> {
             return Err(RenderError::DuplicateView(v.name.to_string()));
         }
     }
+    for (_, k) in view_key_names(cfg)? {
+        if names.contains(&k) {
+            return Err(RenderError::DuplicateKey(k.to_string()));
+        }
+    }
     let mut fz = std::collections::BTreeSet::new();
     for f in &cfg.forward_zones {
         if !fz.insert(&f.zone) {
@@ -196,6 +211,46 @@ fn check(cfg: &ClusterConfig) -> Result<(), RenderError> {
         }
     }
     Ok(())
+}
+
+/// Each view's key ([`view_key`]), in view order; empty without views.
+/// The transfer key must be loaded (else [`RenderError::TransferKeyNotLoaded`]).
+pub fn view_keys(cfg: &ClusterConfig) -> Result<Vec<(ViewName, TsigKey)>, RenderError> {
+    if cfg.views.is_empty() {
+        return Ok(Vec::new());
+    }
+    let transfer = cfg
+        .keys
+        .iter()
+        .find(|k| k.name == cfg.transfer_key)
+        .ok_or_else(|| RenderError::TransferKeyNotLoaded(cfg.transfer_key.to_string()))?;
+    cfg.views
+        .iter()
+        .map(|v| {
+            view_key(transfer, &v.name)
+                .map(|k| (v.name.clone(), k))
+                .map_err(|e| RenderError::ViewKey(v.name.to_string(), e.to_string()))
+        })
+        .collect()
+}
+
+/// The names of [`view_keys`], derived without the key material.
+pub fn view_key_names(cfg: &ClusterConfig) -> Result<Vec<(ViewName, KeyName)>, RenderError> {
+    cfg.views
+        .iter()
+        .map(|v| {
+            view_key_name(&cfg.transfer_key, &v.name)
+                .map(|k| (v.name.clone(), k))
+                .map_err(|e| RenderError::ViewKey(v.name.to_string(), e.to_string()))
+        })
+        .collect()
+}
+
+/// Every key keys.conf holds: the loaded keys and each view's key.
+fn all_keys(cfg: &ClusterConfig) -> Result<Vec<TsigKey>, RenderError> {
+    let mut keys = cfg.keys.clone();
+    keys.extend(view_keys(cfg)?.into_iter().map(|(_, k)| k));
+    Ok(keys)
 }
 
 /// `keys.conf`: one `key` clause per key, sorted by name.
@@ -249,7 +304,8 @@ pub fn render_named_conf(cfg: &ClusterConfig, role: Role) -> Result<String, Rend
     w.stmt(&[Tok::Kw("include"), Tok::Str(data::POD_CONTROLS)]);
     w.blank();
     let xfer_acl = [AclElement::key(cfg.transfer_key.clone())];
-    let primary_server = [(cfg.primary_endpoint, Some(&cfg.transfer_key))];
+    // Inside view V, V's key replaces the transfer key (see super::viewkey).
+    let view_keys = view_key_names(cfg)?;
     let mut catalog_names = Vec::new();
     if role == Role::Secondary {
         if cfg.views.is_empty() {
@@ -262,8 +318,8 @@ pub fn render_named_conf(cfg: &ClusterConfig, role: Role) -> Result<String, Rend
             }
         }
     }
-    let catalog_zones = |w: &mut ConfWriter, cat: &ZoneName| {
-        let server = server_tokens(&cfg.primary_endpoint, Some(&cfg.transfer_key));
+    let catalog_zones = |w: &mut ConfWriter, cat: &ZoneName, key: &KeyName| {
+        let server = server_tokens(&cfg.primary_endpoint, Some(key));
         w.block(&[Tok::Kw("catalog-zones")], |w| {
             w.stmt(&[
                 Tok::Kw("zone"),
@@ -277,7 +333,8 @@ pub fn render_named_conf(cfg: &ClusterConfig, role: Role) -> Result<String, Rend
             ]);
         });
     };
-    let catalog_zone_stmt = |w: &mut ConfWriter, cat: &ZoneName| {
+    let catalog_zone_stmt = |w: &mut ConfWriter, cat: &ZoneName, key: &KeyName| {
+        let primary_server = [(cfg.primary_endpoint, Some(key))];
         let file = format!("{}/{}.db", data::CATALOG_DIR, cat.file_stem());
         w.block(&[Tok::Kw("zone"), Tok::Str(cat.as_str())], |w| {
             w.stmt(&[Tok::Kw("type"), Tok::Kw("secondary")]);
@@ -297,7 +354,7 @@ pub fn render_named_conf(cfg: &ClusterConfig, role: Role) -> Result<String, Rend
     w.block(&[Tok::Kw("options")], |w| {
         w.stmt(&[Tok::Kw("directory"), Tok::Str(".")]);
         w.stmt(&[Tok::Kw("include"), Tok::Str(data::POD_LISTEN)]);
-        if role == Role::Primary {
+        if role == Role::Primary && cfg.views.is_empty() {
             w.stmt(&[Tok::Kw("include"), Tok::Str(data::NOTIFY_TARGETS)]);
         }
         w.stmt(&[Tok::Kw("pid-file"), Tok::Str("named.pid")]);
@@ -354,7 +411,7 @@ pub fn render_named_conf(cfg: &ClusterConfig, role: Role) -> Result<String, Rend
                     Tok::Num(SECONDARY_TRANSFERS_PER_NS),
                 ]);
                 if cfg.views.is_empty() {
-                    catalog_zones(w, &cfg.catalog_zone);
+                    catalog_zones(w, &cfg.catalog_zone, &cfg.transfer_key);
                 }
             }
         }
@@ -366,20 +423,28 @@ pub fn render_named_conf(cfg: &ClusterConfig, role: Role) -> Result<String, Rend
         }
         forward_zones(&mut w);
         if role == Role::Secondary {
-            catalog_zone_stmt(&mut w, &cfg.catalog_zone);
+            catalog_zone_stmt(&mut w, &cfg.catalog_zone, &cfg.transfer_key);
         }
     } else {
         for (i, v) in cfg.views.iter().enumerate() {
             w.blank();
+            let own = &view_keys[i].1;
             w.block(&[Tok::Kw("view"), Tok::Str(v.name.as_str())], |w| {
+                // Signed with this view's key: always here; with another
+                // view's key: never here; else the user's list.
+                let mut clients = vec![AclElement::key(own.clone())];
+                clients.extend(view_keys.iter().filter(|(name, _)| name != &v.name).map(
+                    |(_, k)| AclElement {
+                        negated: true,
+                        target: AclTarget::Key(k.clone()),
+                    },
+                ));
                 if v.match_clients.is_empty() {
-                    w.acl(
-                        &[Tok::Kw("match-clients")],
-                        &[AclElement::parse("any").expect("fixed")],
-                    );
+                    clients.push(AclElement::allow(AclTarget::Any));
                 } else {
-                    w.acl(&[Tok::Kw("match-clients")], &v.match_clients);
+                    clients.extend(v.match_clients.iter().cloned());
                 }
+                w.acl(&[Tok::Kw("match-clients")], &clients);
                 if !v.match_destinations.is_empty() {
                     w.acl(&[Tok::Kw("match-destinations")], &v.match_destinations);
                 }
@@ -389,15 +454,134 @@ pub fn render_named_conf(cfg: &ClusterConfig, role: Role) -> Result<String, Rend
                 if !cfg.allow_recursion.is_empty() && v.recursion.unwrap_or(cfg.recursion) {
                     w.acl(&[Tok::Kw("allow-recursion")], &cfg.allow_recursion);
                 }
-                if role == Role::Secondary {
-                    catalog_zones(w, &catalog_names[i].1);
+                match role {
+                    Role::Primary => {
+                        let file = data::notify_targets_of(&v.name);
+                        w.stmt(&[Tok::Kw("include"), Tok::Str(&file)]);
+                    }
+                    Role::Secondary => {
+                        w.acl(&[Tok::Kw("allow-notify")], &[AclElement::key(own.clone())]);
+                        catalog_zones(w, &catalog_names[i].1, own);
+                    }
                 }
                 forward_zones(w);
                 if role == Role::Secondary {
-                    catalog_zone_stmt(w, &catalog_names[i].1);
+                    catalog_zone_stmt(w, &catalog_names[i].1, own);
                 }
             });
         }
     }
     Ok(w.finish())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bind::types::{TsigAlgorithm, TsigSecret};
+
+    fn key(name: &str, secret: &str) -> TsigKey {
+        TsigKey {
+            name: KeyName::parse(name).unwrap(),
+            algorithm: TsigAlgorithm::HmacSha256,
+            secret: TsigSecret::from_base64(secret).unwrap(),
+        }
+    }
+
+    fn view(name: &str, clients: &[&str]) -> View {
+        View {
+            name: ViewName::parse(name).unwrap(),
+            match_clients: clients
+                .iter()
+                .map(|c| AclElement::parse(c).unwrap())
+                .collect(),
+            match_destinations: Vec::new(),
+            recursion: None,
+        }
+    }
+
+    fn cfg(views: Vec<View>, keys: Vec<TsigKey>) -> ClusterConfig {
+        ClusterConfig {
+            recursion: false,
+            allow_query: Vec::new(),
+            allow_recursion: Vec::new(),
+            forwarders: Vec::new(),
+            forward_only: false,
+            dnssec_validation: DnssecValidation::No,
+            validate_except: Vec::new(),
+            forward_zones: Vec::new(),
+            views,
+            catalog_zone: ZoneName::parse("catalog.invalid").unwrap(),
+            transfer_key: KeyName::parse("xfer").unwrap(),
+            primary_endpoint: Endpoint::new("10.96.0.10".parse().unwrap(), 53).unwrap(),
+            keys,
+        }
+    }
+
+    #[test]
+    fn views_load_their_keys_and_steer_by_them() {
+        let c = cfg(
+            vec![view("internal", &["10.0.0.0/8"]), view("external", &[])],
+            vec![key("xfer", "c2VjcmV0")],
+        );
+        let files = render_cluster(&c).unwrap();
+        let derived = view_keys(&c).unwrap();
+        assert_eq!(
+            derived
+                .iter()
+                .map(|(_, k)| k.name.clone())
+                .collect::<Vec<_>>(),
+            view_key_names(&c)
+                .unwrap()
+                .into_iter()
+                .map(|(_, k)| k)
+                .collect::<Vec<_>>()
+        );
+        for (_, k) in &derived {
+            assert!(files.keys_conf.contains(&format!(
+                "key \"{}\" {{\n\talgorithm hmac-sha256;\n\tsecret \"{}\";",
+                k.name,
+                k.secret.expose_base64()
+            )));
+        }
+        assert!(!format!("{files:?}").contains(derived[0].1.secret.expose_base64()));
+        let p = &files.named_conf_primary;
+        assert!(p.contains("match-clients { key \"internal.view.xfer\"; !key \"external.view.xfer\"; 10.0.0.0/8; };"), "{p}");
+        assert!(
+            p.contains(
+                "match-clients { key \"external.view.xfer\"; !key \"internal.view.xfer\"; any; };"
+            ),
+            "{p}"
+        );
+        assert!(p.contains("include \"notify-targets.internal.conf\";"));
+        assert!(!p.contains("include \"notify-targets.conf\";"));
+        let s = &files.named_conf_secondary;
+        assert!(
+            s.contains("allow-notify { key \"external.view.xfer\"; };"),
+            "{s}"
+        );
+        assert!(s.contains("primaries { 10.96.0.10 port 53 key \"internal.view.xfer\"; };"));
+
+        // Without views: no derived keys, the options-level NOTIFY list.
+        let plain = cfg(Vec::new(), vec![key("xfer", "c2VjcmV0")]);
+        let files = render_cluster(&plain).unwrap();
+        assert_eq!(files.keys_conf, render_keys_conf(&plain.keys));
+        assert!(
+            files
+                .named_conf_primary
+                .contains("include \"notify-targets.conf\";")
+        );
+
+        // A loaded key named like a view key would be ambiguous: refused.
+        let clash = cfg(
+            vec![view("internal", &[])],
+            vec![
+                key("xfer", "c2VjcmV0"),
+                key("internal.view.xfer", "b3RoZXI="),
+            ],
+        );
+        assert_eq!(
+            render_cluster(&clash).unwrap_err(),
+            RenderError::DuplicateKey("internal.view.xfer".into())
+        );
+    }
 }

@@ -138,7 +138,9 @@ pub struct PrimaryZone {
     pub view: Option<ViewName>,
     /// May change the zone (`update-policy { grant KEY zonesub ANY; }`).
     pub update_key: KeyName,
-    /// Secondaries transfer with it.
+    /// Secondaries transfer with it. In a view it is the view's key
+    /// ([`super::viewkey`]), which the operator also updates the zone with,
+    /// so the update policy grants it too.
     pub transfer_key: KeyName,
     /// Extra transfer ACL (`spec.allowTransfer`), added after the keys.
     pub allow_transfer: Vec<AclElement>,
@@ -197,15 +199,21 @@ impl PrimaryZone {
             // message or from another object), so one record must not fail
             // the batch. Apex NS glue is still ordered first by nsupdate.rs.
             w.stmt(&[Tok::Kw("check-integrity"), Tok::Kw("no")]);
-            w.inline_list(
-                &[Tok::Kw("update-policy")],
-                &[vec![
+            fn grant(k: &KeyName) -> Vec<Tok<'_>> {
+                vec![
                     Tok::Kw("grant"),
-                    Tok::Str(self.update_key.as_str()),
+                    Tok::Str(k.as_str()),
                     Tok::Kw("zonesub"),
                     Tok::Kw("ANY"),
-                ]],
-            );
+                ]
+            }
+            let mut grants = vec![grant(&self.update_key)];
+            // In a view the operator signs its own updates with the view's
+            // key (the only way its messages from loopback reach the view).
+            if self.view.is_some() && self.transfer_key != self.update_key {
+                grants.push(grant(&self.transfer_key));
+            }
+            w.inline_list(&[Tok::Kw("update-policy")], &grants);
             let mut acl = vec![AclElement::key(self.transfer_key.clone())];
             if self.update_key != self.transfer_key {
                 acl.push(AclElement::key(self.update_key.clone()));
@@ -385,7 +393,7 @@ mod tests {
         };
         assert_eq!(
             pz.clause(),
-            "{\n\ttype primary;\n\tfile \"zones/internal/example.com.db\";\n\tcheck-integrity no;\n\tupdate-policy { grant \"upd\" zonesub ANY; };\n\tallow-transfer { key \"xfer\"; key \"upd\"; 10.0.0.0/8; };\n\talso-notify { 127.0.0.1 port 5301 key \"xfer\"; };\n\tdnssec-policy \"default\";\n};"
+            "{\n\ttype primary;\n\tfile \"zones/internal/example.com.db\";\n\tcheck-integrity no;\n\tupdate-policy { grant \"upd\" zonesub ANY; grant \"xfer\" zonesub ANY; };\n\tallow-transfer { key \"xfer\"; key \"upd\"; 10.0.0.0/8; };\n\talso-notify { 127.0.0.1 port 5301 key \"xfer\"; };\n\tdnssec-policy \"default\";\n};"
         );
     }
 

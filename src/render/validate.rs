@@ -14,6 +14,7 @@ use crate::api::{self, BindCluster, BindTSIGKey, BindZone, DNSRecord, ZoneType};
 use crate::bind::nsupdate::RrsetChange;
 use crate::bind::render::{ClusterConfig, DnssecValidation, ForwardZone, View};
 use crate::bind::types::parse_acl;
+use crate::bind::viewkey::view_key_name;
 use crate::bind::zone::{
     ExternalPrimary, PolicyName, PrimaryZone, SecondaryZone, Soa, parse_rname,
 };
@@ -273,7 +274,8 @@ pub struct PrimaryZoneConfig {
 }
 
 /// Validates a BindZone. `keys` are the keys its cluster loads; `transfer_key`
-/// the cluster's transfer key.
+/// the cluster's transfer key (a zone in a view transfers with the view's
+/// key derived from it instead, see [`crate::bind::viewkey`]).
 pub fn zone_config(
     zone: &BindZone,
     keys: &[LoadedKey<'_>],
@@ -371,12 +373,16 @@ pub fn zone_config(
         .as_deref()
         .map(|p| PolicyName::parse(p).map_err(|e| err(e.at("spec.dnssecPolicy"))))
         .transpose()?;
+    let zone_transfer_key = match &view {
+        Some(v) => view_key_name(transfer_key, v).map_err(|e| err(e.at("spec.view")))?,
+        None => transfer_key.clone(),
+    };
     Ok(ZoneConfig::Primary(Box::new(PrimaryZoneConfig {
         clause: PrimaryZone {
             zone: name,
             view,
             update_key,
-            transfer_key: transfer_key.clone(),
+            transfer_key: zone_transfer_key,
             allow_transfer,
             also_notify: Vec::new(),
             dnssec_policy,

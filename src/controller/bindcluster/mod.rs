@@ -40,7 +40,7 @@ use crate::api::{
     BindCluster, BindClusterStatus, BindTSIGKey, REASON_APPLY_REJECTED, REASON_INVALID_RNDC_SECRET,
     REASON_INVALID_SPEC, REASON_INVALID_TRANSFER_SECRET,
 };
-use crate::bind::render::{RenderError, render_cluster};
+use crate::bind::render::{RenderError, render_cluster, view_key_names};
 use crate::operator::Controller as MetricsController;
 use crate::render::validate::{ConfigError, cluster_config};
 
@@ -272,7 +272,17 @@ async fn converge(cluster: &BindCluster, ctx: &Context) -> Result<Action, Error>
     // Per-pod reconfig, then the primary's NOTIFY list.
     let pods = read::cluster_pods(&ctx.stores.pods, cluster);
     let mut outcome = steps::reconfigure(ctx, cluster, &pods, &files).await;
-    steps::notify(ctx, cluster, &pods, &files, &cfg.transfer_key, &mut outcome).await;
+    let view_keys = view_key_names(&cfg)?;
+    steps::notify(
+        ctx,
+        cluster,
+        &pods,
+        &files,
+        &cfg.transfer_key,
+        &view_keys,
+        &mut outcome,
+    )
+    .await;
     // Status, Events and when to look again.
     steps::finish(ctx, cluster, &outcome).await
 }

@@ -14,11 +14,12 @@ use std::time::{Duration, Instant};
 
 use crate::api::{REASON_APPLIED, REASON_EXEC_FAILED, REASON_PROPAGATING, REASON_RECONFIG_FAILED};
 use crate::bind::commands::{
-    checkconf, config_hash, read_mounted_config, read_notify_targets, reconfig,
-    render_notify_targets, write_notify_targets,
+    checkconf, config_hash, ensure_notify_files, has_view_notify_files, read_mounted_config,
+    read_notify_targets, read_view_notify_targets, reconfig, render_notify_targets,
+    render_view_notify_targets, write_notify_targets, write_view_notify_targets,
 };
 use crate::bind::parse::parse_checkconf;
-use crate::bind::{Endpoint, KeyName};
+use crate::bind::{Endpoint, KeyName, ViewName};
 use crate::controller::context::{REQUEUE_LONG, REQUEUE_SHORT};
 use crate::controller::exec::{PodExecutor, PodRef};
 
@@ -186,6 +187,15 @@ pub async fn reconfig_pods(
             out.waiting.push(name.clone());
             continue;
         }
+        // A view added at run time names a NOTIFY list file the primary
+        // does not have yet; reconfig would fail on the missing include.
+        if p.primary
+            && has_view_notify_files(wanted.primary_conf)
+            && let Err(e) = executor.exec(&p.pod, &ensure_notify_files(&layout)).await
+        {
+            out.exec_errors.push(format!("{name}: {e}"));
+            continue;
+        }
         if let Err(e) = executor.exec(&p.pod, &reconfig(&layout)).await {
             // rndc only says "failed"; checkconf names file and line.
             let detail = match executor.exec(&p.pod, &checkconf(&layout, false)).await {
@@ -238,8 +248,9 @@ impl NotifyMemo {
     }
 }
 
-/// Makes the primary NOTIFY exactly `targets` (signed with the transfer
-/// key). Runs nothing when the memo says the list is current. Returns
+/// Makes the primary NOTIFY exactly `targets`: signed with the transfer
+/// key, or with views, in each view signed with its key (`view_keys`; all
+/// files in one exec, one reconfig). Runs nothing when the memo says the list is current. Returns
 /// whether it rewrote the list.
 pub async fn sync_notify_targets(
     executor: &dyn PodExecutor,
@@ -248,13 +259,26 @@ pub async fn sync_notify_targets(
     primary_uid: &str,
     targets: &[Endpoint],
     transfer_key: &KeyName,
+    view_keys: &[(ViewName, KeyName)],
 ) -> Result<bool, String> {
-    let wanted = render_notify_targets(targets, transfer_key);
     let layout = executor.layout(primary);
+    let (wanted, read, write) = if view_keys.is_empty() {
+        (
+            render_notify_targets(targets, transfer_key),
+            read_notify_targets(&layout),
+            write_notify_targets(&layout, targets, transfer_key),
+        )
+    } else {
+        (
+            render_view_notify_targets(targets, view_keys),
+            read_view_notify_targets(&layout, view_keys),
+            write_view_notify_targets(&layout, targets, view_keys),
+        )
+    };
     let current = match memo.get(primary, primary_uid) {
         Some(text) => text,
         None => executor
-            .exec(primary, &read_notify_targets(&layout))
+            .exec(primary, &read)
             .await
             .map(|o| o.stdout)
             .map_err(|e| format!("{}: {e}", primary.name))?,
@@ -264,10 +288,7 @@ pub async fn sync_notify_targets(
         return Ok(false);
     }
     executor
-        .exec(
-            primary,
-            &write_notify_targets(&layout, targets, transfer_key),
-        )
+        .exec(primary, &write)
         .await
         .map_err(|e| format!("{}: {e}", primary.name))?;
     memo.set(primary, primary_uid, wanted);

@@ -15,8 +15,8 @@ use kube::{Resource as _, ResourceExt as _};
 use super::reconfig::{Outcome, PodView, Wanted, reconfig_pods, sync_notify_targets};
 use super::{Error, REASON_NOTIFY_UPDATED, REASON_RECONFIGURED, build, read, statefulset, status};
 use crate::api::{BindCluster, CONDITION_READY, is_condition_true};
-use crate::bind::KeyName;
 use crate::bind::render::RenderedFiles;
+use crate::bind::{KeyName, ViewName};
 use crate::controller::apply::{apply_if_changed, apply_secret_if_changed};
 use crate::controller::context::{Context, REQUEST_KIND_APPLY, REQUEUE_LONG, REQUEUE_SHORT};
 use crate::controller::exec::PodRef;
@@ -158,7 +158,8 @@ fn container_identity(pod: &Pod) -> String {
     format!("{}/{restarts}", pod.uid().unwrap_or_default())
 }
 
-/// Points the primary's NOTIFY list at the secondaries, once the primary
+/// Points the primary's NOTIFY list (one per view, signed with the view's
+/// key, when the cluster has views) at the secondaries, once the primary
 /// runs the wanted config. Failures join the outcome's exec errors.
 pub async fn notify(
     ctx: &Context,
@@ -166,6 +167,7 @@ pub async fn notify(
     pods: &[Arc<Pod>],
     files: &RenderedFiles,
     transfer_key: &KeyName,
+    view_keys: &[(ViewName, KeyName)],
     outcome: &mut Outcome,
 ) {
     let name = cluster.name_any();
@@ -195,6 +197,7 @@ pub async fn notify(
         &container_identity(primary),
         &targets,
         transfer_key,
+        view_keys,
     )
     .await;
     match result {

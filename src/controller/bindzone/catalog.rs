@@ -2,7 +2,7 @@
 //! at run time like every zone (file, then addzone; once per cluster and
 //! view, under a per-cluster lock so two zones never write its file at
 //! once), and zones joining or leaving it by TSIG-signed update with the
-//! transfer key at their stable member id.
+//! transfer key (in a view: the view's key) at their stable member id.
 //!
 //! Touches BIND pods (exec) only.
 
@@ -38,7 +38,7 @@ pub async fn ensure(
         return Ok(memory.catalog_epoch());
     }
     let peers = peer_serials(ctx, inputs, std::slice::from_ref(catalog), view).await;
-    let zone = catalog_primary_zone(catalog, view, &inputs.keys.transfer.name);
+    let zone = catalog_primary_zone(catalog, view, &inputs.keys.transfer_for(view).name);
     let skeleton = catalog_skeleton(catalog, start_serial(of(&peers, catalog)));
     match target.create_primary(&zone, &skeleton.render()).await? {
         Created::New => {

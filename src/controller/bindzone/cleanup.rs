@@ -55,7 +55,7 @@ pub async fn cleanup(zone: &Arc<BindZone>, ctx: &ZoneContext) -> Result<Action, 
             .and_then(|v| ViewName::parse(v).ok());
         let mut views = vec![spec_view.clone()];
         if old_view != spec_view && applied.type_.is_some() {
-            views.push(old_view);
+            views.push(old_view.clone());
         }
         let was_primary =
             zone.spec.type_ == ZoneType::Primary || applied.type_.as_deref() == Some(TYPE_PRIMARY);
@@ -82,20 +82,27 @@ pub async fn cleanup(zone: &Arc<BindZone>, ctx: &ZoneContext) -> Result<Action, 
             // Leave the catalog first so the secondaries drop the zone.
             match keys::resolve(ctx, &cluster, &[]).await {
                 Ok(k) => {
-                    let mut catalogs: Vec<ZoneName> = applied
+                    // Each catalog with its view: in a view, only that
+                    // view's key reaches its catalog.
+                    let mut catalogs: Vec<(ZoneName, Option<ViewName>)> = applied
                         .catalog
                         .iter()
                         .filter_map(|c| ZoneName::parse(c).ok())
+                        .map(|c| (c, old_view.clone()))
                         .collect();
                     if zone.spec.catalog
                         && let Ok(base) = ZoneName::parse(&cluster.catalog_zone_name())
                     {
-                        catalogs.extend(catalog_zone_for(&base, spec_view.as_ref()).ok());
+                        catalogs.extend(
+                            catalog_zone_for(&base, spec_view.as_ref())
+                                .ok()
+                                .map(|c| (c, spec_view.clone())),
+                        );
                     }
                     catalogs.sort();
                     catalogs.dedup();
-                    for cat in catalogs {
-                        catalog::leave(&t, &cat, &zname, &k.transfer)
+                    for (cat, view) in catalogs {
+                        catalog::leave(&t, &cat, &zname, k.transfer_for(view.as_ref()))
                             .await
                             .map_err(server)?;
                     }

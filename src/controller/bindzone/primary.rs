@@ -82,6 +82,7 @@ struct Job<'a> {
     applied: &'a Applied,
     want: &'a Applied,
     catalog: Option<&'a ZoneName>,
+    /// Signs the operator's updates and AXFR reads of the zone.
     update_key: &'a TsigKey,
     /// The snapshot, if still valid for this primary.
     snap: Option<&'a Snapshot>,
@@ -184,12 +185,17 @@ pub async fn converge(
         }
     }
 
-    let update_key = zone
-        .spec
-        .update_key_ref
-        .as_deref()
-        .and_then(|r| inputs.keys.by_object(r))
-        .expect("zone validation requires a loaded update key");
+    // In a view the operator signs with the view's key (the zone's update
+    // policy grants it): from loopback, only a signature reaches the view.
+    let update_key = match view {
+        Some(_) => inputs.keys.transfer_for(view),
+        None => zone
+            .spec
+            .update_key_ref
+            .as_deref()
+            .and_then(|r| inputs.keys.by_object(r))
+            .expect("zone validation requires a loaded update key"),
+    };
     let job = Job {
         ctx,
         inputs,
@@ -272,7 +278,8 @@ async fn undo_old_placement(job: &Job<'_>) -> Result<(), ServerError> {
     let file = zone_file(zone, old_view.as_ref());
     if old.type_.as_deref() == Some(TYPE_PRIMARY) {
         if let Some(cat) = old.catalog.as_deref().and_then(|c| ZoneName::parse(c).ok()) {
-            catalog::leave(&job.target, &cat, zone, &job.inputs.keys.transfer).await?;
+            let key = job.inputs.keys.transfer_for(old_view.as_ref());
+            catalog::leave(&job.target, &cat, zone, key).await?;
         }
         job.target.delete(zone, old_view.as_ref(), &file).await
     } else {
@@ -291,7 +298,7 @@ async fn write(job: &Job<'_>) -> Result<(Served, bool), ServerError> {
     let (ctx, target) = (job.ctx, &job.target);
     let zname = &job.cfg.clause.zone;
     let view = job.cfg.clause.view.as_ref();
-    let transfer = &job.inputs.keys.transfer;
+    let transfer = job.inputs.keys.transfer_for(view);
     let moved = job.applied.type_.is_some()
         && (job.applied.type_.as_deref() != Some(TYPE_PRIMARY)
             || job.applied.view != job.want.view);

@@ -167,17 +167,18 @@ async fn undo_primary(
         return Ok(());
     };
     let t = Target::new(ctx.base.executor.as_ref(), &primary.pod);
+    let view = applied
+        .view
+        .as_deref()
+        .and_then(|v| crate::bind::ViewName::parse(v).ok());
     if let Some(cat) = applied
         .catalog
         .as_deref()
         .and_then(|c| ZoneName::parse(c).ok())
     {
-        catalog::leave(&t, &cat, zone, &inputs.keys.transfer).await?;
+        let key = inputs.keys.transfer_for(view.as_ref());
+        catalog::leave(&t, &cat, zone, key).await?;
     }
-    let view = applied
-        .view
-        .as_deref()
-        .and_then(|v| crate::bind::ViewName::parse(v).ok());
     t.delete(
         zone,
         view.as_ref(),

@@ -1,5 +1,6 @@
 //! The TSIG keys a zone needs: the cluster's transfer key (signs catalog
-//! updates) and the BindTSIGKeys the zone names (its update key, its
+//! updates), each view's key derived from it (signs everything the
+//! operator sends to a zone in that view) and the BindTSIGKeys the zone names (its update key, its
 //! external primaries' keys), each with its material read from its Secret
 //! on demand (never cached). Only the keys the zone names are read, not
 //! every key the cluster loads.
@@ -12,7 +13,8 @@ use std::sync::Arc;
 use kube::ResourceExt as _;
 
 use crate::api::{BindCluster, BindTSIGKey};
-use crate::bind::TsigKey;
+use crate::bind::viewkey::view_key;
+use crate::bind::{TsigKey, ViewName};
 use crate::controller::bindcluster::read::{generated_transfer_key, loads};
 use crate::controller::bindtsigkey::material::{self, MaterialError};
 use crate::render::validate::LoadedKey;
@@ -30,6 +32,8 @@ pub enum KeyError {
     Generated(#[source] crate::controller::bindcluster::Error),
     #[error("failed to find BindTSIGKey {key} loaded by the cluster")]
     NotLoaded { key: String },
+    #[error("failed to derive the key of view {view}: {reason}")]
+    ViewKey { view: String, reason: String },
     #[error(transparent)]
     Material(#[from] MaterialError),
 }
@@ -41,6 +45,7 @@ impl KeyError {
             KeyError::NoTransferKey { .. } => "TransferKeyNotReady",
             KeyError::Generated(_) => "TransferKeyInvalid",
             KeyError::NotLoaded { .. } => "KeyNotFound",
+            KeyError::ViewKey { .. } => crate::api::REASON_INVALID_SPEC,
             KeyError::Material(e) => e.category(),
         }
     }
@@ -57,6 +62,8 @@ pub struct ZoneKeys {
     pub loaded: Vec<(Arc<BindTSIGKey>, TsigKey)>,
     /// The cluster's transfer key.
     pub transfer: TsigKey,
+    /// Each of the cluster's views with its key (derived from `transfer`).
+    pub views: Vec<(ViewName, TsigKey)>,
 }
 
 impl ZoneKeys {
@@ -66,6 +73,15 @@ impl ZoneKeys {
             .iter()
             .find(|(o, _)| o.name_any() == name)
             .map(|(_, k)| k)
+    }
+
+    /// The key the operator signs with for a zone in `view` (updates,
+    /// catalog membership, AXFR reads) and secondaries transfer it with:
+    /// the view's key, so the message lands in that view; the transfer key
+    /// outside views (or for a view the cluster does not have).
+    pub fn transfer_for(&self, view: Option<&ViewName>) -> &TsigKey {
+        view.and_then(|v| self.views.iter().find(|(name, _)| name == v))
+            .map_or(&self.transfer, |(_, k)| k)
     }
 
     /// The form [`crate::render::validate::zone_config`] takes.
@@ -127,5 +143,23 @@ pub async fn resolve(
                 cluster: format!("{ns}/{}", cluster.name_any()),
             })?,
     };
-    Ok(ZoneKeys { loaded, transfer })
+    let views = cluster
+        .spec
+        .views
+        .iter()
+        .filter_map(|v| ViewName::parse(&v.name).ok())
+        .map(|v| {
+            view_key(&transfer, &v)
+                .map(|k| (v.clone(), k))
+                .map_err(|e| KeyError::ViewKey {
+                    view: v.to_string(),
+                    reason: e.to_string(),
+                })
+        })
+        .collect::<Result<_, _>>()?;
+    Ok(ZoneKeys {
+        loaded,
+        transfer,
+        views,
+    })
 }

@@ -1,0 +1,227 @@
+//! A cluster with two views (internal: 10.0.0.0/8, external: any) serving
+//! the same zone name in both with different records, through the real
+//! `bind-operator local` binary and real named. Each view's key (derived
+//! from the transfer key; computed here independently from the documented
+//! construction) steers a query into that view on the primary and on the
+//! secondary, a record change reaches the secondary's view, and a view
+//! added at run time is served on both.
+
+use crate::support_e2e as support;
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use sha2::{Digest, Sha256};
+use support::{Fixture, Local, WAIT, pods_of};
+
+/// The transfer key's raw material, given through a Secret so the test
+/// knows it.
+const TRANSFER_RAW: [u8; 32] = [0x5a; 32];
+
+const MANIFESTS: &str = r#"apiVersion: v1
+kind: Secret
+metadata:
+  name: transfer-material
+type: Opaque
+data:
+  secret: SECRET_B64
+---
+apiVersion: bind.unkin.net/v1alpha1
+kind: BindTSIGKey
+metadata:
+  name: transfer-key
+spec:
+  clusterRef: example
+  keyName: xfer
+  algorithm: hmac-sha256
+  secretRef:
+    name: transfer-material
+---
+apiVersion: bind.unkin.net/v1alpha1
+kind: BindTSIGKey
+metadata:
+  name: update-key
+spec:
+  clusterRef: example
+  keyName: update-key
+  algorithm: hmac-sha256
+---
+apiVersion: bind.unkin.net/v1alpha1
+kind: BindCluster
+metadata:
+  name: example
+spec:
+  replicas: 2
+  allowQuery: [any]
+  views:
+    - name: internal
+      matchClients: [10.0.0.0/8]
+    - name: external
+  catalog:
+    transferKeyRef: transfer-key
+---
+apiVersion: bind.unkin.net/v1alpha1
+kind: BindZone
+metadata:
+  name: ext
+spec:
+  clusterRef: example
+  zoneName: example.com
+  view: external
+  nameservers: [ns1.example.net.]
+  updateKeyRef: update-key
+---
+apiVersion: bind.unkin.net/v1alpha1
+kind: BindZone
+metadata:
+  name: int
+spec:
+  clusterRef: example
+  zoneName: example.com
+  view: internal
+  nameservers: [ns1.example.net.]
+  updateKeyRef: update-key
+"#;
+
+fn record(name: &str, zone: &str, value: &str) -> String {
+    format!(
+        "apiVersion: bind.unkin.net/v1alpha1\nkind: DNSRecord\nmetadata:\n  name: {name}\nspec:\n  zoneRef: {zone}\n  name: www\n  type: A\n  values: ['{value}']\n"
+    )
+}
+
+/// `name:secret` of a view's key, from the documented construction:
+/// sha256(transfer secret || 0 || "bind-operator view key" || 0 || view).
+fn view_key(view: &str) -> String {
+    let mut h = Sha256::new();
+    h.update(TRANSFER_RAW);
+    h.update(b"\0bind-operator view key\0");
+    h.update(view.as_bytes());
+    format!(
+        "hmac-sha256:{view}.view.xfer:{}",
+        STANDARD.encode(h.finalize())
+    )
+}
+
+/// `dig +short www.example.com A`, signed with `key` when given.
+fn dig(port: u16, key: Option<&str>) -> Vec<String> {
+    let mut cmd = Command::new("dig");
+    cmd.args(["+short", "+norec", "+time=1", "+tries=1", "-p"])
+        .arg(port.to_string())
+        .arg("@127.0.0.1");
+    if let Some(k) = key {
+        cmd.args(["-y", k]);
+    }
+    let out = cmd
+        .args(["www.example.com.", "A"])
+        .output()
+        .expect("dig runs");
+    let mut got: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with(';'))
+        .map(str::to_string)
+        .collect();
+    got.sort();
+    got
+}
+
+/// Waits until `port` answers `want` to a query signed with `key`.
+fn wait(local: &Local, port: u16, key: Option<&str>, want: &str) {
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let got = dig(port, key);
+        if got == [want] {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "port {port}, key {}: wanted {want}, got {got:?}\n{}",
+            key.map_or("none", |k| k.split(':').nth(1).unwrap_or_default()),
+            local.diagnostics()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+#[test]
+fn views_answer_their_own_records_on_primary_and_secondary() {
+    let f = Fixture::empty();
+    f.write(
+        "cluster.yaml",
+        &MANIFESTS.replace(
+            "SECRET_B64",
+            &STANDARD.encode(STANDARD.encode(TRANSFER_RAW)),
+        ),
+    );
+    f.write("www-int.yaml", &record("www-int", "int", "10.0.0.1"));
+    f.write("www-ext.yaml", &record("www-ext", "ext", "192.0.2.1"));
+    let local = f.start(&[]);
+    let snapshot = local.wait_all_ready();
+    let ports: Vec<u16> = pods_of(&snapshot, "example")
+        .iter()
+        .map(|p| p.dns.port())
+        .collect();
+    assert_eq!(ports.len(), 2, "a primary and a secondary");
+    let (internal, external) = (view_key("internal"), view_key("external"));
+    for &port in &ports {
+        wait(&local, port, Some(&internal), "10.0.0.1");
+        wait(&local, port, Some(&external), "192.0.2.1");
+        // Unsigned from 127.0.0.1: not in 10.0.0.0/8, so the external view.
+        wait(&local, port, None, "192.0.2.1");
+    }
+
+    // A change in one view reaches the secondary's copy of that view only.
+    f.write("www-int.yaml", &record("www-int", "int", "10.0.0.2"));
+    for &port in &ports {
+        wait(&local, port, Some(&internal), "10.0.0.2");
+        assert_eq!(dig(port, Some(&external)), ["192.0.2.1"]);
+    }
+    f.write("www-ext.yaml", &record("www-ext", "ext", "192.0.2.2"));
+    for &port in &ports {
+        wait(&local, port, Some(&external), "192.0.2.2");
+        assert_eq!(dig(port, Some(&internal)), ["10.0.0.2"]);
+    }
+    local.wait_status("everything Ready after the changes", support::all_ready);
+
+    // A view added at run time: the primary's reconfig needs its NOTIFY
+    // list file first, and its zone reaches the secondary's new view.
+    let lab_view = "    - name: lab\n      matchClients: [192.168.0.0/16]\n    - name: external\n";
+    f.write(
+        "cluster.yaml",
+        &f.read("cluster.yaml")
+            .replace("    - name: external\n", lab_view),
+    );
+    f.write(
+        "lab.yaml",
+        &format!(
+            "{}---\n{}",
+            MANIFESTS
+                .split("---\n")
+                .last()
+                .unwrap()
+                .replace("name: int\n", "name: lab\n")
+                .replace("view: internal", "view: lab"),
+            record("www-lab", "lab", "192.168.0.1")
+        ),
+    );
+    let lab = view_key("lab");
+    for &port in &ports {
+        wait(&local, port, Some(&lab), "192.168.0.1");
+        assert_eq!(dig(port, Some(&internal)), ["10.0.0.2"]);
+        assert_eq!(dig(port, Some(&external)), ["192.0.2.2"]);
+    }
+    local.wait_status("everything Ready with the lab view", support::all_ready);
+    // The derived secrets stay out of output, status and named's logs.
+    let shown = format!(
+        "{}{}",
+        local.diagnostics(),
+        std::fs::read_to_string(f.state.join("status.json")).unwrap_or_default()
+    );
+    for key in [&internal, &external] {
+        let secret = key.rsplit(':').next().unwrap();
+        assert!(!shown.contains(secret), "a view key's secret was shown");
+    }
+    assert!(local.stop().success());
+}
