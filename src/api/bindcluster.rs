@@ -376,7 +376,10 @@ pub struct View {
     #[schemars(length(min = 1, max = MAX_VIEW_NAME_LEN), regex(pattern = VIEW_NAME_PATTERN))]
     pub name: String,
     /// Address match list of clients (by source) this view answers (BIND
-    /// `match-clients`). Unset: any.
+    /// `match-clients`). Unset: any. The operator puts a key of its own
+    /// first (`key <view>.view.<transfer key name>`, derived from the
+    /// transfer key): messages signed with it always reach this view, which
+    /// is how the operator's updates and the secondaries' transfers find it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = MAX_LIST_ITEMS), inner(length(min = 1, max = MAX_ACL_ELEMENT_LEN), regex(pattern = ACL_ELEMENT_PATTERN)))]
     pub match_clients: Vec<String>,
