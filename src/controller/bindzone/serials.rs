@@ -148,7 +148,9 @@ pub fn of(known: &[(ZoneName, u32)], zone: &ZoneName) -> Vec<u32> {
 /// Shared by zones outside views (serials from the survey) and in views
 /// (from `rndc zonestatus`, [`view_secondaries`]).
 pub fn behind(secondaries: impl IntoIterator<Item = Option<u32>>, serial: u32) -> bool {
-    secondaries.into_iter().any(|s| s.is_none_or(|s| s < serial))
+    secondaries
+        .into_iter()
+        .any(|s| s.is_none_or(|s| s < serial))
 }
 
 /// Whether some Ready secondary in the survey serves `zone` below
