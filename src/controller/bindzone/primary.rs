@@ -11,6 +11,10 @@
 //! still matches and the primary pod was not restarted since, else the
 //! zone is transferred (AXFR).
 //!
+//! A periodic check that wrote nothing repeats the NOTIFY when a Ready
+//! secondary lags (it missed one): seen in the survey outside views, asked
+//! per secondary with `rndc zonestatus` in a view ([`renotify_view`]).
+//!
 //! Touches BIND pods (exec) only; statuses are written by the caller.
 
 use std::collections::BTreeMap;
