@@ -13,7 +13,7 @@
 //!
 //! A periodic check that wrote nothing repeats the NOTIFY when a Ready
 //! secondary lags (it missed one): seen in the survey outside views, asked
-//! per secondary with `rndc zonestatus` in a view ([`renotify_view`]).
+//! per secondary with `rndc zonestatus` in a view (`renotify_view`).
 //!
 //! Touches BIND pods (exec) only; statuses are written by the caller.
 
