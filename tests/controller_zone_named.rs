@@ -4,7 +4,8 @@
 //! executor that runs each pod's commands on this machine. Every assertion
 //! is what `dig` shows: records land on the primary and, through the
 //! catalog, on the secondary; changes and deletes follow; a primary
-//! restarted on an empty data directory gets every record back.
+//! restarted on an empty data directory gets every record back; a
+//! secondary's view that missed a NOTIFY catches up on the periodic check.
 
 use crate::support_bind as harness;
 use crate::support_zones as support;
@@ -15,11 +16,11 @@ use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bind_operator::api::{BindZone, DNSRecord, Phase, RecordType};
-use bind_operator::bind::TsigKey;
+use bind_operator::api::{BindCluster, BindZone, DNSRecord, Phase, RecordType};
 use bind_operator::bind::commands::{self, Command};
 use bind_operator::bind::layout::PodLayout;
-use bind_operator::bind::render::render_cluster;
+use bind_operator::bind::render::{ClusterConfig, View, render_cluster, view_key_names, view_keys};
+use bind_operator::bind::{AclElement, TsigKey, ViewName};
 use bind_operator::controller::exec::{ExecError, ExecOutput, PodExecutor, PodRef};
 use bind_operator::controller::zonesync::Settings;
 use futures::FutureExt as _;
@@ -88,6 +89,7 @@ impl PodExecutor for LocalExec {
 struct Named {
     primary: Pod,
     secondary: Pod,
+    cfg: ClusterConfig,
     _tmp: tempfile::TempDir,
 }
 
@@ -109,9 +111,14 @@ fn follow(port: u16, name: &str, t: &str, want: &[&str]) {
 /// Starts named (primary and secondary, on the keys the API will hold),
 /// then the controllers with an executor for those two pods.
 async fn setup(settings: Settings) -> (Env, Named) {
+    setup_views(settings, vec![]).await
+}
+
+/// [`setup`] with BIND views (the BindCluster's spec.views must match).
+async fn setup_views(settings: Settings, views: Vec<View>) -> (Env, Named) {
     let update = support::random_key(support::UPDATE_KEY);
     let xfer = support::random_key(support::XFER_KEY);
-    let named = start_named(&update, &xfer);
+    let named = start_named(&update, &xfer, views);
     let exec = Arc::new(LocalExec {
         layouts: HashMap::from([
             (PRIMARY.to_string(), named.primary.layout.clone()),
@@ -123,26 +130,58 @@ async fn setup(settings: Settings) -> (Env, Named) {
 }
 
 /// A primary and a secondary through the rendered entrypoint, and the
-/// primary's NOTIFY list (the BindCluster reconciler's part).
-fn start_named(update: &TsigKey, xfer: &TsigKey) -> Named {
+/// primary's NOTIFY list (the BindCluster reconciler's part; one per view
+/// with views).
+fn start_named(update: &TsigKey, xfer: &TsigKey, views: Vec<View>) -> Named {
     let tmp = tempfile::tempdir().unwrap();
     let config = tmp.path().join("config");
     let mut primary = Pod::new(tmp.path(), &config, 0);
     let mut secondary = Pod::new(tmp.path(), &config, 1);
-    let cfg = harness::small_config(primary.endpoint(), xfer, update);
+    let mut cfg = harness::small_config(primary.endpoint(), xfer, update);
+    cfg.views = views;
     assert_eq!(cfg.catalog_zone.as_str(), support::CATALOG);
     harness::write_mount(&config, &render_cluster(&cfg).unwrap());
     primary.start();
     secondary.start();
-    harness::run_ok(&commands::write_notify_targets(
-        &primary.layout,
-        &[secondary.endpoint()],
-        &xfer.name,
-    ));
-    Named {
+    let named = Named {
         primary,
         secondary,
+        cfg,
         _tmp: tmp,
+    };
+    named.write_notify_list(&[named.secondary.endpoint()]);
+    named
+}
+
+impl Named {
+    /// Rewrites the primary's NOTIFY list(s) (then a reconfig, which sends
+    /// no NOTIFY of its own).
+    fn write_notify_list(&self, targets: &[bind_operator::bind::Endpoint]) {
+        let layout = &self.primary.layout;
+        harness::run_ok(&if self.cfg.views.is_empty() {
+            commands::write_notify_targets(layout, targets, &self.cfg.transfer_key)
+        } else {
+            commands::write_view_notify_targets(
+                layout,
+                targets,
+                &view_key_names(&self.cfg).unwrap(),
+            )
+        });
+    }
+
+    /// `dig -y` argument of view `view`'s key (its messages land in it).
+    fn view_key(&self, view: &str) -> String {
+        let (_, k) = view_keys(&self.cfg)
+            .unwrap()
+            .into_iter()
+            .find(|(v, _)| v.as_str() == view)
+            .expect("a view of the config");
+        format!(
+            "{}:{}:{}",
+            k.algorithm,
+            k.name.as_str(),
+            k.secret.expose_base64()
+        )
     }
 }
 
@@ -288,11 +327,7 @@ async fn primary_restarted_on_an_empty_data_directory_gets_every_record_back() {
     // with the volume) — here after the zone was rebuilt, so its NOTIFYs
     // went nowhere; the periodic check sees the secondary lag and repeats
     // them.
-    harness::run_ok(&commands::write_notify_targets(
-        &named.primary.layout,
-        &[named.secondary.endpoint()],
-        &env.xfer.name,
-    ));
+    named.write_notify_list(&[named.secondary.endpoint()]);
     // The secondary still serves it, at the re-created zone's serial.
     let primary_serial = || harness::dig(p, &["+short", "shop.test", "SOA"]);
     let ok = wait_until(FOLLOW, || {
@@ -304,5 +339,94 @@ async fn primary_restarted_on_an_empty_data_directory_gets_every_record_back() {
         named.secondary.log_text()
     );
     follow(s, "host7.shop.test", "A", &["198.51.100.8"]);
+    env.stop().await;
+}
+
+/// `dig +short NAME A` signed with `key` (`alg:name:secret`): the view
+/// that key steers to.
+fn short_signed(port: u16, key: &str, name: &str) -> Vec<String> {
+    let mut v: Vec<String> = harness::dig(port, &["+short", "+norecurse", "-y", key, name, "A"])
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with(';'))
+        .map(str::to_string)
+        .collect();
+    v.sort();
+    v
+}
+
+#[track_caller]
+fn follow_signed(port: u16, key: &str, name: &str, want: &[&str]) {
+    let ok = wait_until(FOLLOW, || short_signed(port, key, name) == want);
+    assert!(
+        ok,
+        "{name} A on port {port} in the key's view: {:?}, want {want:?}",
+        short_signed(port, key, name)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_view_secondary_that_missed_a_notify_catches_up_on_the_periodic_check() {
+    // Periodic checks every second: they notice the secondary's view lag.
+    let settings = Settings {
+        verify_interval: Duration::from_secs(1),
+        survey_max_age: Duration::from_millis(500),
+        ..test_settings()
+    };
+    // Unsigned queries from 127.0.0.1 land in `external`; only the
+    // internal view's key reaches `internal`.
+    let views = vec![
+        View {
+            name: ViewName::parse("internal").unwrap(),
+            match_clients: vec![AclElement::parse("10.0.0.0/8").unwrap()],
+            match_destinations: vec![],
+            recursion: None,
+        },
+        View {
+            name: ViewName::parse("external").unwrap(),
+            match_clients: vec![],
+            match_destinations: vec![],
+            recursion: None,
+        },
+    ];
+    let (env, named) = setup_views(settings, views).await;
+    env.patch_spec::<BindCluster>(
+        support::CLUSTER,
+        json!({"views": [
+            {"name": "internal", "matchClients": ["10.0.0.0/8"]},
+            {"name": "external"},
+        ]}),
+    )
+    .await;
+    let (p, s) = (named.primary.dns.port, named.secondary.dns.port);
+    let internal = named.view_key("internal");
+    let mut z = zone("int", "example.com");
+    z.spec.view = Some("internal".into());
+    env.create(z).await;
+    env.create(record("www", "int", "www", RecordType::A, &["10.0.0.1"]))
+        .await;
+    env.record_phase("www", Phase::Ready).await;
+    follow_signed(s, &internal, "www.example.com", &["10.0.0.1"]);
+    assert!(
+        short(s, "www.example.com", "A").is_empty(),
+        "the external view does not have the zone"
+    );
+
+    // The primary's NOTIFY list for the views goes empty: the change's
+    // NOTIFY reaches nobody, and the secondary's view keeps the old record.
+    named.write_notify_list(&[]);
+    env.patch_spec::<DNSRecord>("www", json!({"values": ["10.0.0.2"]}))
+        .await;
+    follow_signed(p, &internal, "www.example.com", &["10.0.0.2"]);
+    assert_eq!(
+        short_signed(s, &internal, "www.example.com"),
+        ["10.0.0.1"],
+        "nothing told the secondary"
+    );
+    // The list comes back (its reconfig sends no NOTIFY); only the periodic
+    // check, seeing the secondary's view behind, NOTIFYs it again — well
+    // before the zone's SOA refresh (hours).
+    named.write_notify_list(&[named.secondary.endpoint()]);
+    follow_signed(s, &internal, "www.example.com", &["10.0.0.2"]);
     env.stop().await;
 }

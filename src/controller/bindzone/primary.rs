@@ -11,6 +11,10 @@
 //! still matches and the primary pod was not restarted since, else the
 //! zone is transferred (AXFR).
 //!
+//! A periodic check that wrote nothing repeats the NOTIFY when a Ready
+//! secondary lags (it missed one): seen in the survey outside views, asked
+//! per secondary with `rndc zonestatus` in a view (`renotify_view`).
+//!
 //! Touches BIND pods (exec) only; statuses are written by the caller.
 
 use std::collections::BTreeMap;
@@ -33,7 +37,9 @@ use crate::render::validate::PrimaryZoneConfig;
 use super::applied::{Applied, clause_hash};
 use super::catalog;
 use super::read::Inputs;
-use super::serials::{Placement, of, peer_serials, probe, secondaries_lag, start_serial};
+use super::serials::{
+    Placement, behind, of, peer_serials, probe, secondaries_lag, start_serial, view_secondaries,
+};
 
 /// The zone type string in the applied annotation.
 pub const TYPE_PRIMARY: &str = "primary";
@@ -427,19 +433,62 @@ async fn write(job: &Job<'_>) -> Result<(Served, bool), ServerError> {
 
     // A secondary behind the primary missed a NOTIFY (e.g. sent while the
     // primary's NOTIFY list was being restored after a restart): repeat it.
-    if let (Some(s), Some(cat)) = (&survey, job.catalog)
-        && !wrote
-        && secondaries_lag(s, &target.pod.name, zname, served.serial)
-    {
-        tracing::info!(zone = %zname, "a secondary lags behind the primary; sending NOTIFY");
-        target.notify(zname, view).await?;
-        if let Some(cat_serial) = s.pods.get(&target.pod.name).and_then(|m| m.get(cat))
-            && secondaries_lag(s, &target.pod.name, cat, *cat_serial)
+    match (&survey, view, job.catalog) {
+        (Some(s), _, Some(cat))
+            if !wrote && secondaries_lag(s, &target.pod.name, zname, served.serial) =>
         {
-            target.notify(cat, view).await?;
+            tracing::info!(zone = %zname, "a secondary lags behind the primary; sending NOTIFY");
+            target.notify(zname, view).await?;
+            if let Some(cat_serial) = s.pods.get(&target.pod.name).and_then(|m| m.get(cat))
+                && secondaries_lag(s, &target.pod.name, cat, *cat_serial)
+            {
+                target.notify(cat, view).await?;
+            }
         }
+        // In a view the survey has no answer: ask the view's secondaries.
+        (None, Some(v), Some(cat)) if periodic && !wrote => {
+            renotify_view(job, v, cat, served.serial).await?;
+        }
+        _ => {}
     }
     Ok((served, wrote))
+}
+
+/// The periodic check of a zone in `view` that wrote nothing: when a Ready
+/// secondary's copy of the view lags the primary's `serial` (or lacks the
+/// zone), repeat the NOTIFY, and the view catalog's when one lags there too
+/// (as [`secondaries_lag`] does from the survey outside views).
+///
+/// Cost per view zone per check: one `rndc zonestatus` per Ready secondary
+/// (none with a single replica); only when one lags, one `rndc notify` of
+/// the zone, one zonestatus of the catalog on the primary and on each Ready
+/// secondary, and at most one `rndc notify` of the catalog.
+async fn renotify_view(
+    job: &Job<'_>,
+    view: &ViewName,
+    catalog: &ZoneName,
+    serial: u32,
+) -> Result<(), ServerError> {
+    let (ctx, inputs, target) = (job.ctx, job.inputs, &job.target);
+    let zone = &job.cfg.clause.zone;
+    let primary = &target.pod.name;
+    if !behind(
+        view_secondaries(ctx, inputs, primary, zone, view).await,
+        serial,
+    ) {
+        return Ok(());
+    }
+    tracing::info!(zone = %zone, view = %view, "a secondary's view lags behind the primary; sending NOTIFY");
+    target.notify(zone, Some(view)).await?;
+    if let Some(cat_serial) = target.serial_of(catalog, Some(view)).await?
+        && behind(
+            view_secondaries(ctx, inputs, primary, catalog, view).await,
+            cat_serial,
+        )
+    {
+        target.notify(catalog, Some(view)).await?;
+    }
+    Ok(())
 }
 
 /// Pod name -> serial of `zone` from the cluster's last survey, with the

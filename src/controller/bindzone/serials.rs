@@ -143,12 +143,55 @@ pub fn of(known: &[(ZoneName, u32)], zone: &ZoneName) -> Vec<u32> {
         .collect()
 }
 
+/// Whether one of the secondaries' serials of a zone (`None`: it does not
+/// serve the zone) is below the primary's `serial`: it missed a NOTIFY.
+/// Shared by zones outside views (serials from the survey) and in views
+/// (from `rndc zonestatus`, [`view_secondaries`]).
+pub fn behind(secondaries: impl IntoIterator<Item = Option<u32>>, serial: u32) -> bool {
+    secondaries
+        .into_iter()
+        .any(|s| s.is_none_or(|s| s < serial))
+}
+
 /// Whether some Ready secondary in the survey serves `zone` below
 /// `serial` (or not at all): it missed a NOTIFY.
 pub fn secondaries_lag(survey: &Survey, primary: &str, zone: &ZoneName, serial: u32) -> bool {
-    survey
+    behind(
+        survey
+            .pods
+            .iter()
+            .filter(|(pod, _)| pod.as_str() != primary)
+            .map(|(_, served)| served.get(zone).copied()),
+        serial,
+    )
+}
+
+/// The serial of `zone` in `view` on every Ready pod but `primary` (`None`:
+/// it does not serve the zone, or has it not loaded). The survey cannot
+/// answer for a view (its unsigned dig lands in whichever view matches
+/// loopback), so each secondary is asked with `rndc zonestatus ... in
+/// view` (no key needed): one exec per Ready secondary. A secondary that
+/// cannot be asked is left out.
+pub async fn view_secondaries(
+    ctx: &ZoneContext,
+    inputs: &Inputs,
+    primary: &str,
+    zone: &ZoneName,
+    view: &ViewName,
+) -> Vec<Option<u32>> {
+    let mut out = Vec::new();
+    for p in inputs
         .pods
         .iter()
-        .filter(|(pod, _)| pod.as_str() != primary)
-        .any(|(_, served)| served.get(zone).is_none_or(|s| *s < serial))
+        .filter(|p| p.ready && p.pod.name != primary)
+    {
+        let t = Target::new(ctx.base.executor.as_ref(), &p.pod);
+        match t.serial_of(zone, Some(view)).await {
+            Ok(s) => out.push(s),
+            Err(e) => {
+                tracing::debug!(pod = %p.pod, zone = %zone, error = %e, "failed to read a secondary's serial");
+            }
+        }
+    }
+    out
 }
