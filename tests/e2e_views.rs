@@ -58,6 +58,7 @@ spec:
   views:
     - name: internal
       matchClients: [10.0.0.0/8]
+      matchDestinations: [10.0.0.0/8]
     - name: external
   catalog:
     transferKeyRef: transfer-key

@@ -445,8 +445,12 @@ pub fn render_named_conf(cfg: &ClusterConfig, role: Role) -> Result<String, Rend
                     clients.extend(v.match_clients.iter().cloned());
                 }
                 w.acl(&[Tok::Kw("match-clients")], &clients);
+                // The operator's own messages go to 127.0.0.1 (or a pod
+                // address): its key must pass the destination test too.
                 if !v.match_destinations.is_empty() {
-                    w.acl(&[Tok::Kw("match-destinations")], &v.match_destinations);
+                    let mut destinations = vec![AclElement::key(own.clone())];
+                    destinations.extend(v.match_destinations.iter().cloned());
+                    w.acl(&[Tok::Kw("match-destinations")], &destinations);
                 }
                 if let Some(r) = v.recursion {
                     w.stmt(&[Tok::Kw("recursion"), yes_no(r)]);
