@@ -54,7 +54,23 @@ async fn secondary_zone_is_added_on_every_pod_and_never_joins_the_catalog() {
     );
     assert_eq!(ready.status.unwrap().servers.len(), 2);
 
+    // Deleted while a secondary pod is down: the zone stays in its data
+    // directory, so the delete waits for the pod rather than leaving the
+    // zone to come back with it.
+    env.set_pod(SECONDARY, false, 0).await;
     env.delete::<BindZone>("mirror").await;
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    let held = env
+        .get::<BindZone>("mirror")
+        .await
+        .expect("held by its finalizer while a pod is down");
+    assert!(held.metadata.deletion_timestamp.is_some());
+    assert!(
+        fake.zone(PRIMARY, "partner.example").is_some(),
+        "nothing removed yet"
+    );
+    assert!(fake.zone(SECONDARY, "partner.example").is_some());
+    env.set_pod(SECONDARY, true, 0).await;
     env.gone::<BindZone>("mirror").await;
     for pod in [PRIMARY, SECONDARY] {
         assert!(fake.zone(pod, "partner.example").is_none(), "{pod}");

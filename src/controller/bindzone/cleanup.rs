@@ -6,8 +6,9 @@
 //! is gone. With no cluster left there is nothing to remove on any server.
 //!
 //! Touches BIND pods (exec) and the cluster (record statuses/finalizers).
-//! A primary that is down blocks the delete (retried with backoff): a zone
-//! left behind would come back to life on the next start.
+//! A primary that is down blocks the delete (retried with backoff), and so
+//! does any pod that is down for a secondary zone: a zone left behind
+//! would come back to life on the next start.
 
 use std::sync::Arc;
 
@@ -71,6 +72,25 @@ pub async fn cleanup(zone: &Arc<BindZone>, ctx: &ZoneContext) -> Result<Action, 
             source,
         };
 
+        // A secondary zone lives in every pod's data directory: a pod that
+        // is down now would serve it again when it comes back. Wait for it
+        // (before touching anything), as for a primary that is down.
+        // Pods that hold the secondary zone (a zone that was both keeps the
+        // primary's copy for the primary path below).
+        let holds_secondary = |ordinal| !(was_primary && ordinal == 0);
+        if was_secondary
+            && let Some(down) = pods.iter().find(|p| holds_secondary(p.ordinal) && !p.ready)
+        {
+            return Err(Error::Blocked {
+                zone: zname.to_string(),
+                reason: crate::api::REASON_PODS_NOT_READY,
+                message: format!(
+                    "pod {} is not Ready; the zone would survive on it",
+                    down.pod.name
+                ),
+            });
+        }
+
         if was_primary {
             let Some(primary) = pods.iter().find(|p| p.ordinal == 0 && p.ready) else {
                 return Err(blocked(format!(
@@ -120,10 +140,7 @@ pub async fn cleanup(zone: &Arc<BindZone>, ctx: &ZoneContext) -> Result<Action, 
             }
         }
         if was_secondary {
-            for p in pods
-                .iter()
-                .filter(|p| p.ready && !(was_primary && p.ordinal == 0))
-            {
+            for p in pods.iter().filter(|p| holds_secondary(p.ordinal)) {
                 let t = Target::new(ctx.base.executor.as_ref(), &p.pod);
                 for v in &views {
                     t.delete(&zname, v.as_ref(), &zone_file(&zname, v.as_ref()))
