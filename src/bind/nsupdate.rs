@@ -285,6 +285,21 @@ fn apex_unit(zone: &ZoneName, ns: &ApexNs) -> Option<Unit> {
     Some(Unit { lines, size })
 }
 
+/// The lines every script starts with: where to send, and the key to sign
+/// with (the script goes to nsupdate's stdin, never to a log).
+fn script_header(server: Endpoint, key: &TsigKey) -> String {
+    let mut text = String::new();
+    let _ = writeln!(text, "server {} {}", server.ip, server.port);
+    let _ = writeln!(
+        text,
+        "key {}:{} {}",
+        key.algorithm,
+        key.name,
+        key.secret.expose_base64()
+    );
+    text
+}
+
 /// Builds the script, or `None` when the batch changes nothing. The server
 /// line targets `server` (the pod's own named, from its layout).
 pub fn build_script(
@@ -323,15 +338,7 @@ pub fn build_script(
         });
     }
 
-    let mut text = String::new();
-    let _ = writeln!(text, "server {} {}", server.ip, server.port);
-    let _ = writeln!(
-        text,
-        "key {}:{} {}",
-        key.algorithm,
-        key.name,
-        key.secret.expose_base64()
-    );
+    let mut text = script_header(server, key);
     let mut messages = 0;
     let mut used = 0;
     let mut open = false;
@@ -372,15 +379,7 @@ pub fn build_soa_script(
     server: Endpoint,
     key: &TsigKey,
 ) -> NsupdateScript {
-    let mut text = String::new();
-    let _ = writeln!(text, "server {} {}", server.ip, server.port);
-    let _ = writeln!(
-        text,
-        "key {}:{} {}",
-        key.algorithm,
-        key.name,
-        key.secret.expose_base64()
-    );
+    let mut text = script_header(server, key);
     let _ = writeln!(text, "zone {}", zone.fqdn());
     let _ = writeln!(
         text,

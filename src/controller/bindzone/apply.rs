@@ -19,17 +19,17 @@ use crate::controller::zonesync::plan::{Desired, Verdict, has_record_finalizer};
 use crate::controller::zonesync::server::ServerError;
 use crate::controller::zonesync::survey::PodInfo;
 use crate::controller::zonesync::writes::{
-    REASON_SERVED, RecordReport, ZoneReport, release_records, write_applied, write_record_statuses,
+    RecordReport, ZoneReport, release_records, write_applied, write_record_statuses,
     write_zone_status,
 };
 use crate::render::validate::{PrimaryZoneConfig, ZoneConfig};
 
 use super::applied::Applied;
 use super::primary::Failure;
-use super::read::{self, Blocked, Inputs, REASON_CLUSTER_NOT_FOUND};
+use super::read::{self, Blocked, Inputs};
 use super::{Error, primary, secondary};
 
-pub use crate::api::REASON_SECONDARY_ZONE;
+use crate::api::{REASON_CLUSTER_NOT_FOUND, REASON_SECONDARY_ZONE, REASON_SERVED};
 
 /// Requeue of a zone waiting for something that does not wake it (a key
 /// Secret being generated); pod and cluster changes wake it sooner.

@@ -64,7 +64,7 @@ pub async fn cleanup(zone: &Arc<BindZone>, ctx: &ZoneContext) -> Result<Action, 
             || applied.type_.as_deref() == Some(TYPE_SECONDARY);
         let blocked = |message: String| Error::Blocked {
             zone: zname.to_string(),
-            reason: read::REASON_PRIMARY_NOT_READY,
+            reason: crate::api::REASON_PRIMARY_NOT_READY,
             message,
         };
         let server = |source: ServerError| Error::Server {
@@ -177,7 +177,7 @@ async fn settle_orphans(
             (
                 r.clone(),
                 RecordReport::Pending {
-                    reason: crate::controller::dnsrecord::REASON_ZONE_NOT_FOUND,
+                    reason: crate::api::REASON_ZONE_NOT_FOUND,
                     message: format!("BindZone {} is being deleted", zone.name_any()),
                 },
             )

@@ -43,7 +43,7 @@ use super::serials::{
 
 /// The zone type string in the applied annotation.
 pub const TYPE_PRIMARY: &str = "primary";
-pub use crate::api::REASON_MISSING_GLUE;
+use crate::api::REASON_MISSING_GLUE;
 
 /// A successful convergence.
 #[derive(Debug, Clone)]

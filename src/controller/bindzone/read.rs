@@ -20,7 +20,7 @@ use crate::render::validate::{ConfigError, ZoneConfig, zone_config};
 
 use super::Error;
 
-pub use crate::api::{REASON_CLUSTER_NOT_FOUND, REASON_INVALID_SPEC, REASON_PRIMARY_NOT_READY};
+use crate::api::{REASON_CLUSTER_NOT_FOUND, REASON_INVALID_SPEC, REASON_PRIMARY_NOT_READY};
 
 /// Why a zone cannot be written now.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -130,7 +130,7 @@ pub fn primary(inputs: &Inputs) -> Result<&PodInfo, Blocked> {
     })
 }
 
-pub use crate::api::REASON_DUPLICATE_ZONE;
+use crate::api::REASON_DUPLICATE_ZONE;
 
 /// Other live BindZones naming the same zone in the same view of the same
 /// cluster, with whether each is older (by creation, then name).

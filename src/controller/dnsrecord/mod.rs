@@ -22,7 +22,7 @@ use crate::controller::zonesync::writes::{
     RecordReport, WriteError, add_record_finalizer, release_record, write_record_statuses,
 };
 
-pub use crate::api::REASON_ZONE_NOT_FOUND;
+use crate::api::REASON_ZONE_NOT_FOUND;
 
 /// A failed DNSRecord reconcile (only API writes can fail here).
 #[derive(Debug, thiserror::Error)]

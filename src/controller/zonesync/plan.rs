@@ -25,11 +25,11 @@ use crate::bind::{
 
 use super::RECORD_FINALIZER;
 
-pub use crate::api::REASON_APEX_NS_UNSUPPORTED;
-pub use crate::api::REASON_CNAME_CONFLICT;
-pub use crate::api::REASON_CONFLICT;
-pub use crate::api::REASON_INVALID_RECORD;
-pub use crate::api::REASON_TOO_MANY_VALUES;
+use crate::api::REASON_APEX_NS_UNSUPPORTED;
+use crate::api::REASON_CNAME_CONFLICT;
+use crate::api::REASON_CONFLICT;
+use crate::api::REASON_INVALID_RECORD;
+use crate::api::REASON_TOO_MANY_VALUES;
 
 /// An RRset's identity: owner name and type.
 pub type RrKey = (DomainName, RecordType);

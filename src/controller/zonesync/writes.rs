@@ -28,7 +28,7 @@ use crate::controller::names::FIELD_MANAGER;
 use super::plan::RrKey;
 use super::{ANNOTATION_APPLIED, RECORD_FINALIZER};
 
-pub use crate::api::REASON_SERVED;
+use crate::api::REASON_SERVED;
 /// Status writes in flight at once (a zone flush may settle 1,000 records).
 const WRITE_CONCURRENCY: usize = 16;
 
@@ -246,6 +246,28 @@ fn lost_race(e: &kube::Error) -> bool {
     matches!(e, kube::Error::Api(s) if matches!(s.code, 404 | 409 | 422))
 }
 
+/// Sends a guarded JSON patch of a DNSRecord's finalizers; a lost race is
+/// not an error (see [`lost_race`]).
+async fn patch_finalizers(
+    client: &kube::Client,
+    r: &DNSRecord,
+    patch: json_patch::Patch,
+    action: &'static str,
+) -> Result<(), WriteError> {
+    match api(client, r)
+        .patch(
+            &r.name_any(),
+            &PatchParams::default(),
+            &Patch::<()>::Json(patch),
+        )
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(e) if lost_race(&e) => Ok(()),
+        Err(e) => Err(finalizer_error(action, r, e)),
+    }
+}
+
 /// Adds the DNSRecord finalizer (before anything of the record is written).
 pub async fn add_record_finalizer(client: &kube::Client, r: &DNSRecord) -> Result<(), WriteError> {
     let patch: json_patch::Patch = if r.finalizers().is_empty() {
@@ -260,18 +282,7 @@ pub async fn add_record_finalizer(client: &kube::Client, r: &DNSRecord) -> Resul
         ]))
     }
     .expect("a fixed json patch");
-    match api(client, r)
-        .patch(
-            &r.name_any(),
-            &PatchParams::default(),
-            &Patch::<()>::Json(patch),
-        )
-        .await
-    {
-        Ok(_) => Ok(()),
-        Err(e) if lost_race(&e) => Ok(()),
-        Err(e) => Err(finalizer_error("add the finalizer to", r, e)),
-    }
+    patch_finalizers(client, r, patch, "add the finalizer to").await
 }
 
 /// Removes the DNSRecord finalizer: its RRset is gone (or never existed).
@@ -285,18 +296,7 @@ pub async fn release_record(client: &kube::Client, r: &DNSRecord) -> Result<(), 
         {"op": "remove", "path": path},
     ]))
     .expect("a fixed json patch");
-    match api(client, r)
-        .patch(
-            &r.name_any(),
-            &PatchParams::default(),
-            &Patch::<()>::Json(patch),
-        )
-        .await
-    {
-        Ok(_) => Ok(()),
-        Err(e) if lost_race(&e) => Ok(()),
-        Err(e) => Err(finalizer_error("remove the finalizer from", r, e)),
-    }
+    patch_finalizers(client, r, patch, "remove the finalizer from").await
 }
 
 /// Releases several records at once.
