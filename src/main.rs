@@ -25,11 +25,16 @@ enum Command {
         #[arg(long, value_name = "REPO_ROOT")]
         regenerate: Option<PathBuf>,
     },
-    /// Render every BindCluster's mounted files (named.conf.primary,
-    /// named.conf.secondary, keys.conf, entrypoint.sh) from the manifests in
-    /// DIR into OUT/<namespace>/<cluster>/, offline.
+    /// Render every BindCluster in the manifests of DIR offline, into
+    /// OUT/<namespace>/<cluster>/: the files its pods mount
+    /// (named.conf.primary, named.conf.secondary, keys.conf, rndc.key,
+    /// entrypoint.sh) and kubernetes.yaml, the objects the operator would
+    /// create (Secret data redacted). Keys the operator generates in the
+    /// cluster get a marked placeholder secret; the output lists the files
+    /// that hold one.
     Render {
-        /// Directory of manifests (YAML, multi-document; searched recursively).
+        /// Directory of manifests (YAML/JSON, multi-document; searched
+        /// recursively; the same files and kinds `local` accepts).
         #[arg(short = 'f', long = "filename", value_name = "DIR")]
         dir: PathBuf,
         /// Output directory.
@@ -42,6 +47,11 @@ enum Command {
         /// Port secondaries use to reach the primary.
         #[arg(long, value_name = "PORT", default_value_t = 53)]
         primary_port: u16,
+        /// Write the real material of keys with spec.secretRef, read from
+        /// the Secrets in DIR (default: a placeholder, so OUT holds no
+        /// secret).
+        #[arg(long)]
+        secrets_from_dir: bool,
     },
     /// Run the controllers against the API server of the in-cluster
     /// service account, or of KUBECONFIG / ~/.kube/config.
@@ -148,7 +158,8 @@ fn main() -> ExitCode {
             out,
             primary_address,
             primary_port,
-        } => render(&dir, &out, primary_address, primary_port),
+            secrets_from_dir,
+        } => render(&dir, &out, primary_address, primary_port, secrets_from_dir),
         Command::Run {
             log_level,
             log_json,
@@ -227,26 +238,53 @@ fn render(
     out: &std::path::Path,
     ip: std::net::IpAddr,
     port: u16,
+    secrets_from_dir: bool,
 ) -> Result<(), String> {
     use bind_operator::render::offline::{RenderOptions, render_dir};
     let primary = bind_operator::bind::Endpoint::new(ip, port).map_err(|e| e.to_string())?;
-    let report = render_dir(dir, out, &RenderOptions { primary }).map_err(|e| error_chain(&e))?;
+    let opts = RenderOptions {
+        primary,
+        secrets_from_dir,
+    };
+    let report = render_dir(dir, out, &opts).map_err(|e| error_chain(&e))?;
     let mut text = String::new();
     for e in &report.manifest_errors {
         text.push_str(&format!("error: {e}\n"));
     }
     for c in &report.clusters {
-        match &c.result {
-            Ok(files) => text.push_str(&format!(
-                "rendered BindCluster {}/{}: {} files\n",
-                c.namespace,
-                c.name,
-                files.len()
-            )),
-            Err(e) => text.push_str(&format!(
-                "error: BindCluster {}/{}: {e}\n",
-                c.namespace, c.name
-            )),
+        let rendered = match &c.result {
+            Ok(rendered) => rendered,
+            Err(e) => {
+                text.push_str(&format!(
+                    "error: BindCluster {}/{}: {e}\n",
+                    c.namespace, c.name
+                ));
+                continue;
+            }
+        };
+        let names: Vec<String> = rendered
+            .files
+            .iter()
+            .filter_map(|f| f.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .collect();
+        text.push_str(&format!(
+            "rendered BindCluster {}/{} into {}: {}\n",
+            c.namespace,
+            c.name,
+            rendered.dir.display(),
+            names.join(", ")
+        ));
+        for p in &rendered.placeholders {
+            let keys: Vec<String> = p
+                .keys
+                .iter()
+                .map(|k| format!("{} ({})", k.key, k.placeholder.reason()))
+                .collect();
+            text.push_str(&format!(
+                "  placeholder key material in {}: {}\n",
+                p.file.display(),
+                keys.join("; ")
+            ));
         }
     }
     for n in &report.notes {

@@ -354,7 +354,10 @@ fn hostile_manifests_render_nothing() {
     let report = render_dir(
         dir.path(),
         out.path(),
-        &RenderOptions { primary: primary() },
+        &RenderOptions {
+            primary: primary(),
+            secrets_from_dir: true,
+        },
     )
     .unwrap();
     assert!(!report.success());

@@ -1,55 +1,68 @@
 //! `bind-operator render -f DIR --out OUT`: renders every BindCluster found in
-//! the manifests of DIR into `OUT/<namespace>/<cluster>/`, offline. Reads and
-//! writes local files only; never talks to a cluster.
+//! the manifests of DIR into `OUT/<namespace>/<cluster>/`, offline: the files
+//! a pod mounts (named.conf.primary, named.conf.secondary, keys.conf,
+//! rndc.key, entrypoint.sh) and, in [`OBJECTS_FILE`], the Kubernetes objects
+//! the operator would create for the cluster. Reads and writes local files
+//! only; never talks to a cluster.
 //!
-//! Manifests go through the same client-side admission as local mode, then
-//! through [`super::validate`]. Key material comes only from Secrets in DIR:
-//! a BindTSIGKey without `spec.secretRef` has operator-generated material
-//! that cannot be known offline, so its clusters fail with a clear message
-//! rather than render with invented keys. The rndc key is likewise generated
-//! in the cluster and is not rendered here.
+//! DIR is read by local mode's loader ([`crate::local::manifest_dir`]): the
+//! same files (YAML and JSON, recursively), the same document numbering and
+//! the same client-side admission, so any directory `local` accepts renders.
+//! Key material is never invented and, unless asked, never copied: a key the
+//! operator generates in the cluster (a BindTSIGKey without
+//! `spec.secretRef`, the rndc key, a cluster's own transfer key) gets a
+//! marked placeholder (see [`super::placeholder`]), and so does a key read
+//! from a Secret unless [`RenderOptions::secrets_from_dir`] is set. The
+//! report says which files hold placeholders.
 
 use std::collections::BTreeMap;
-use std::fmt;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 
 use k8s_openapi::api::core::v1::Secret;
-use serde::Deserialize;
-use serde_json::Value;
 
-use super::validate::{ConfigError, LoadedKey, cluster_config, keys_for_cluster, tsig_key};
-use crate::api::{BindCluster, BindTSIGKey, admission};
-use crate::bind::Endpoint;
+use super::objects::{OBJECTS_FILE, cluster_objects};
+use super::placeholder::{self, Placeholder, PlaceholderKey};
+use super::validate::{ConfigError, LoadedKey, algorithm, cluster_config, keys_for_cluster, tsig_key};
+use crate::api::{BindCluster, BindTSIGKey, SecretKeyRef};
+use crate::bind::entrypoint::{RNDC_KEY_NAME, render_rndc_key};
 use crate::bind::layout::mount;
 use crate::bind::render::{RenderError, render_cluster};
+use crate::bind::{Endpoint, KeyName, TsigKey};
+use crate::controller::bindcluster::build::{RNDC_ALGORITHM, TRANSFER_ALGORITHM};
+use crate::controller::names::GENERATED_TRANSFER_KEY_NAME;
+use crate::local::manifest_dir::load_dir;
+use crate::local::manifests::{ManifestKind, Problem};
 
-/// Where rendered secondaries reach the primary, since no Service exists
-/// offline.
+pub use crate::local::manifests::ManifestError;
+
+/// How to render.
 #[derive(Debug, Clone, Copy)]
 pub struct RenderOptions {
+    /// Where rendered secondaries reach the primary, since no Service
+    /// exists offline.
     pub primary: Endpoint,
+    /// Take the material of keys with `spec.secretRef` from the Secrets in
+    /// the manifest directory (else they get a placeholder too).
+    pub secrets_from_dir: bool,
 }
 
-/// A problem with one manifest document.
+/// A rendered file that holds placeholder key material, and for which keys.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ManifestError {
+pub struct PlaceholderFile {
     pub file: PathBuf,
-    /// 0-based index of the YAML document in the file.
-    pub document: usize,
-    pub message: String,
+    pub keys: Vec<PlaceholderKey>,
 }
 
-impl fmt::Display for ManifestError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{} (document {}): {}",
-            self.file.display(),
-            self.document,
-            self.message
-        )
-    }
+/// What was written for one cluster.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rendered {
+    /// `OUT/<namespace>/<cluster>`.
+    pub dir: PathBuf,
+    /// Every file written, sorted.
+    pub files: Vec<PathBuf>,
+    /// The files among them with placeholder key material.
+    pub placeholders: Vec<PlaceholderFile>,
 }
 
 /// What happened to one cluster.
@@ -58,13 +71,14 @@ pub struct ClusterOutcome {
     pub namespace: String,
     pub name: String,
     /// The files written, or why none were.
-    pub result: Result<Vec<PathBuf>, String>,
+    pub result: Result<Rendered, String>,
 }
 
 /// The whole run.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RenderReport {
     pub clusters: Vec<ClusterOutcome>,
+    /// Bad documents and unreadable files; their paths include DIR.
     pub manifest_errors: Vec<ManifestError>,
     /// Things the reader must know about the output.
     pub notes: Vec<String>,
@@ -102,106 +116,46 @@ struct Manifests {
     secrets: BTreeMap<(String, String), Secret>,
 }
 
-fn yaml_files(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), RenderDirError> {
-    let read = |path: &Path| -> Result<std::fs::ReadDir, RenderDirError> {
-        std::fs::read_dir(path).map_err(|source| RenderDirError::Read {
-            path: path.to_path_buf(),
-            source,
-        })
-    };
-    let mut entries: Vec<PathBuf> = read(dir)?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .collect();
-    entries.sort();
-    for p in entries {
-        if p.is_dir() {
-            yaml_files(&p, out)?;
-        } else if p.extension().is_some_and(|e| e == "yaml" || e == "yml") {
-            out.push(p);
-        }
-    }
-    Ok(())
-}
-
-fn with_namespace(mut v: Value) -> Value {
-    if let Some(meta) = v.get_mut("metadata").and_then(Value::as_object_mut) {
-        meta.entry("namespace")
-            .or_insert_with(|| Value::String("default".into()));
-    }
-    v
-}
-
+/// Loads DIR with local mode's loader and keeps what rendering needs.
 fn load(dir: &Path) -> Result<(Manifests, Vec<ManifestError>), RenderDirError> {
-    let mut files = Vec::new();
-    yaml_files(dir, &mut files)?;
+    // An unreadable DIR is a failed run, not an empty one.
+    std::fs::read_dir(dir).map_err(|source| RenderDirError::Read {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    let loaded = load_dir(dir);
+    let mut errors = loaded.errors;
     let mut m = Manifests::default();
-    let mut errors = Vec::new();
-    for file in files {
-        let text = std::fs::read_to_string(&file).map_err(|source| RenderDirError::Read {
-            path: file.clone(),
-            source,
-        })?;
-        for (document, doc) in serde_yaml::Deserializer::from_str(&text).enumerate() {
-            let mut fail = |message: String| {
-                errors.push(ManifestError {
-                    file: file.clone(),
-                    document,
-                    message,
-                })
-            };
-            let value = match serde_yaml::Value::deserialize(doc) {
-                Ok(serde_yaml::Value::Null) => continue,
-                Ok(v) => v,
-                Err(e) => {
-                    fail(format!("failed to parse YAML: {e}"));
-                    continue;
-                }
-            };
-            let value = match serde_json::to_value(value) {
-                Ok(v) => with_namespace(v),
-                Err(e) => {
-                    fail(format!("failed to read document: {e}"));
-                    continue;
-                }
-            };
-            let kind = value
-                .get("kind")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string();
-            match kind.as_str() {
-                "BindCluster" | "BindTSIGKey" | "BindZone" | "DNSRecord" => {
-                    let admitted = match admission::admit(&value, None) {
-                        Ok(v) => v,
-                        Err(e) => {
-                            fail(e.to_string());
-                            continue;
-                        }
-                    };
-                    let parsed = match kind.as_str() {
-                        "BindCluster" => {
-                            serde_json::from_value(admitted).map(|c| m.clusters.push(c))
-                        }
-                        "BindTSIGKey" => serde_json::from_value(admitted).map(|k| m.keys.push(k)),
-                        _ => Ok(()),
-                    };
-                    if let Err(e) = parsed {
-                        fail(format!("failed to read {kind}: {e}"));
-                    }
-                }
-                "Secret" => match serde_json::from_value::<Secret>(value) {
-                    Ok(s) => {
-                        let key = (
-                            s.metadata.namespace.clone().unwrap_or_default(),
-                            s.metadata.name.clone().unwrap_or_default(),
-                        );
-                        m.secrets.insert(key, s);
-                    }
-                    Err(e) => fail(format!("failed to read Secret: {e}")),
-                },
-                _ => {}
+    for manifest in loaded.manifests {
+        let kind = manifest.key.kind;
+        let parsed = match kind {
+            ManifestKind::BindCluster => {
+                serde_json::from_value(manifest.object).map(|c| m.clusters.push(c))
             }
+            ManifestKind::BindTSIGKey => {
+                serde_json::from_value(manifest.object).map(|k| m.keys.push(k))
+            }
+            ManifestKind::Secret => serde_json::from_value::<Secret>(manifest.object).map(|s| {
+                let key = (
+                    manifest.key.namespace.clone().unwrap_or_default(),
+                    manifest.key.name.clone(),
+                );
+                m.secrets.insert(key, s);
+            }),
+            _ => Ok(()),
+        };
+        if let Err(e) = parsed {
+            // serde's message names the field, never a Secret's value.
+            errors.push(ManifestError::new(
+                manifest.at,
+                Problem::Invalid,
+                format!("failed to read {kind}: {e}"),
+            ));
         }
+    }
+    // Paths the user can open: the loader's are relative to DIR.
+    for e in &mut errors {
+        e.at.file = dir.join(&e.at.file);
     }
     m.clusters.sort_by(|a, b| {
         (&a.metadata.namespace, &a.metadata.name).cmp(&(&b.metadata.namespace, &b.metadata.name))
@@ -211,26 +165,18 @@ fn load(dir: &Path) -> Result<(Manifests, Vec<ManifestError>), RenderDirError> {
 
 /// The base64 material of a key from its Secret in DIR. Messages name the
 /// Secret and key, never the contents.
-fn material(m: &Manifests, key: &BindTSIGKey) -> Result<String, String> {
+fn material(m: &Manifests, key: &BindTSIGKey, r: &SecretKeyRef) -> Result<String, String> {
     let ns = key.metadata.namespace.clone().unwrap_or_default();
     let name = key.metadata.name.clone().unwrap_or_default();
-    let Some(r) = &key.spec.secret_ref else {
-        return Err(format!(
-            "BindTSIGKey {ns}/{name} has no spec.secretRef: its key material is generated by the operator inside the cluster and cannot be known offline; put the material in a Secret in the manifests and point spec.secretRef at it"
-        ));
-    };
     let secret = m
         .secrets
         .get(&(ns.clone(), r.name.clone()))
         .ok_or_else(|| {
             format!(
-                "BindTSIGKey {ns}/{name}: Secret {ns}/{} is not among the manifests",
+                "BindTSIGKey {ns}/{name}: Secret {ns}/{} is not among the manifests (without --secrets-from-dir its key gets a placeholder)",
                 r.name
             )
         })?;
-    if let Some(v) = secret.string_data.as_ref().and_then(|d| d.get(&r.key)) {
-        return Ok(v.clone());
-    }
     let bytes = secret
         .data
         .as_ref()
@@ -249,25 +195,91 @@ fn material(m: &Manifests, key: &BindTSIGKey) -> Result<String, String> {
     })
 }
 
+/// The rendered files of one cluster, before they are written.
+struct ClusterFiles {
+    /// File name -> content.
+    files: BTreeMap<&'static str, String>,
+    placeholders: BTreeMap<&'static str, Vec<PlaceholderKey>>,
+}
+
 fn render_one(
     m: &Manifests,
     cluster: &BindCluster,
     opts: &RenderOptions,
-) -> Result<BTreeMap<&'static str, String>, String> {
-    let objects = keys_for_cluster(cluster, &m.keys);
-    let mut loaded = Vec::with_capacity(objects.len());
-    for object in objects {
-        let text = material(m, object)?;
+) -> Result<ClusterFiles, String> {
+    let mut keys_conf_placeholders = Vec::new();
+    let mut loaded = Vec::new();
+    for object in keys_for_cluster(cluster, &m.keys) {
+        let (text, placeholder) = match (&object.spec.secret_ref, opts.secrets_from_dir) {
+            (Some(r), true) => (material(m, object, r)?, None),
+            (Some(_), false) => (
+                Placeholder::FromClusterSecret.base64(),
+                Some(Placeholder::FromClusterSecret),
+            ),
+            (None, _) => (Placeholder::Generated.base64(), Some(Placeholder::Generated)),
+        };
         let key = tsig_key(object, &text).map_err(|e: ConfigError| e.to_string())?;
+        if let Some(placeholder) = placeholder {
+            keys_conf_placeholders.push(PlaceholderKey {
+                key: key.name.to_string(),
+                placeholder,
+            });
+        }
         loaded.push(LoadedKey { object, key });
     }
-    let cfg = cluster_config(cluster, &loaded, None, opts.primary).map_err(|e| e.to_string())?;
-    let files = render_cluster(&cfg).map_err(|e: RenderError| e.to_string())?;
-    Ok(files
+    // Without a transferKeyRef the operator generates the cluster's own.
+    let generated_transfer = cluster.transfer_key_ref().is_none().then(|| TsigKey {
+        name: KeyName::parse(GENERATED_TRANSFER_KEY_NAME).expect("a valid key name"),
+        algorithm: algorithm(TRANSFER_ALGORITHM),
+        secret: Placeholder::Generated.secret(),
+    });
+    if let Some(key) = &generated_transfer {
+        keys_conf_placeholders.push(PlaceholderKey {
+            key: key.name.to_string(),
+            placeholder: Placeholder::Generated,
+        });
+    }
+    let cfg = cluster_config(
+        cluster,
+        &loaded,
+        generated_transfer.as_ref(),
+        opts.primary,
+    )
+    .map_err(|e| e.to_string())?;
+    let rendered = render_cluster(&cfg).map_err(|e: RenderError| e.to_string())?;
+
+    let rndc_placeholders = vec![PlaceholderKey {
+        key: RNDC_KEY_NAME.to_string(),
+        placeholder: Placeholder::Generated,
+    }];
+    let mut files: BTreeMap<&'static str, String> = rendered
         .files()
         .into_iter()
         .map(|(k, v)| (k, v.to_string()))
-        .collect())
+        .collect();
+    files.insert(
+        mount::KEYS_CONF,
+        placeholder::header(&keys_conf_placeholders) + &rendered.keys_conf,
+    );
+    files.insert(
+        mount::RNDC_KEY,
+        placeholder::header(&rndc_placeholders)
+            + &render_rndc_key(RNDC_ALGORITHM, &Placeholder::Generated.secret()),
+    );
+    files.insert(OBJECTS_FILE, cluster_objects(cluster, &rendered));
+    let mut placeholders = BTreeMap::from([(mount::RNDC_KEY, rndc_placeholders)]);
+    if !keys_conf_placeholders.is_empty() {
+        placeholders.insert(mount::KEYS_CONF, keys_conf_placeholders);
+    }
+    Ok(ClusterFiles {
+        files,
+        placeholders,
+    })
+}
+
+/// Key files are readable by the invoking user only.
+fn is_private(file: &str) -> bool {
+    file == mount::KEYS_CONF || file == mount::RNDC_KEY
 }
 
 fn write_file(path: &Path, text: &str, private: bool) -> Result<(), RenderDirError> {
@@ -281,6 +293,31 @@ fn write_file(path: &Path, text: &str, private: bool) -> Result<(), RenderDirErr
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(err)?;
     }
     Ok(())
+}
+
+fn write_cluster(target: &Path, rendered: ClusterFiles) -> Result<Rendered, RenderDirError> {
+    std::fs::create_dir_all(target).map_err(|source| RenderDirError::Write {
+        path: target.to_path_buf(),
+        source,
+    })?;
+    let mut files = Vec::new();
+    for (file, text) in &rendered.files {
+        let path = target.join(file);
+        write_file(&path, text, is_private(file))?;
+        files.push(path);
+    }
+    Ok(Rendered {
+        dir: target.to_path_buf(),
+        files,
+        placeholders: rendered
+            .placeholders
+            .into_iter()
+            .map(|(file, keys)| PlaceholderFile {
+                file: target.join(file),
+                keys,
+            })
+            .collect(),
+    })
 }
 
 /// Renders every BindCluster in `dir` into `out/<namespace>/<cluster>/`.
@@ -300,20 +337,7 @@ pub fn render_dir(
         let namespace = cluster.metadata.namespace.clone().unwrap_or_default();
         let name = cluster.metadata.name.clone().unwrap_or_default();
         let result = match render_one(&m, cluster, opts) {
-            Ok(files) => {
-                let target = out.join(&namespace).join(&name);
-                std::fs::create_dir_all(&target).map_err(|source| RenderDirError::Write {
-                    path: target.clone(),
-                    source,
-                })?;
-                let mut written = Vec::new();
-                for (file, text) in files {
-                    let path = target.join(file);
-                    write_file(&path, &text, file == mount::KEYS_CONF)?;
-                    written.push(path);
-                }
-                Ok(written)
-            }
+            Ok(files) => Ok(write_cluster(&out.join(&namespace).join(&name), files)?),
             Err(e) => Err(e),
         };
         report.clusters.push(ClusterOutcome {
@@ -326,9 +350,11 @@ pub fn render_dir(
         "secondaries reach the primary at {} (default-primaries); in a cluster this is the primary Service's ClusterIP:53",
         opts.primary
     ));
-    report
-        .notes
-        .push("rndc.key is generated once inside the cluster and is not rendered offline".into());
+    if !opts.secrets_from_dir {
+        report.notes.push(
+            "keys with spec.secretRef got placeholder material too; --secrets-from-dir reads it from the Secrets in the manifests".into(),
+        );
+    }
     Ok(report)
 }
 
