@@ -1,9 +1,15 @@
-//! Golden tests: whole rendered files for a small cluster, a cluster with
-//! views and forward zones, and a cluster with several keys, rendered from
-//! the YAML manifests in tests/fixtures/render/<case>/ by the offline
-//! `render` path. Run with UPDATE_GOLDEN=1 to rewrite tests/golden/.
-//! Every rendered named.conf must also pass named-checkconf with the data
+//! Golden tests: whole rendered BIND files for a small cluster, a cluster
+//! with views and forward zones, and a cluster with several keys, rendered
+//! from the YAML manifests in tests/fixtures/render/<case>/ by the offline
+//! `render` path (with `--secrets-from-dir`, so keys.conf holds the fixtures'
+//! material). With UPDATE_GOLDEN=1 each test rewrites tests/golden/<case>/
+//! and then FAILS, so every rewrite is a diff someone reviews before the
+//! tests pass again. Every rendered named.conf must also pass
+//! named-checkconf, as rendered (rndc.key included), with the data
 //! directory the real entrypoint lays out.
+//!
+//! kubernetes.yaml is not a golden here: render_objects proves it equal to
+//! what the controller applies.
 
 use crate::support_bind as harness;
 
@@ -13,9 +19,9 @@ use std::path::{Path, PathBuf};
 
 use bind_operator::bind::Endpoint;
 use bind_operator::bind::commands;
-use bind_operator::bind::entrypoint::render_rndc_key;
 use bind_operator::bind::layout::mount;
 use bind_operator::bind::parse::parse_checkconf;
+use bind_operator::render::objects::OBJECTS_FILE;
 use bind_operator::render::offline::{RenderOptions, render_dir};
 
 /// A stand-in for the primary Service's ClusterIP.
@@ -52,6 +58,7 @@ fn render_case(case: &str) -> (tempfile::TempDir, BTreeMap<String, String>) {
     let out = tempfile::tempdir().unwrap();
     let opts = RenderOptions {
         primary: Endpoint::new(PRIMARY_IP.parse().unwrap(), 53).unwrap(),
+        secrets_from_dir: true,
     };
     let report = render_dir(
         &root().join("fixtures/render").join(case),
@@ -60,7 +67,8 @@ fn render_case(case: &str) -> (tempfile::TempDir, BTreeMap<String, String>) {
     )
     .unwrap();
     assert!(report.success(), "{case}: {report:?}");
-    let tree = read_tree(out.path());
+    let mut tree = read_tree(out.path());
+    tree.retain(|rel, _| !rel.ends_with(OBJECTS_FILE));
     (out, tree)
 }
 
@@ -68,12 +76,23 @@ fn check_golden(case: &str) {
     let (out, got) = render_case(case);
     let golden = root().join("golden").join(case);
     if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        let changed = read_tree(&golden) != got;
         let _ = fs::remove_dir_all(&golden);
         for (rel, text) in &got {
             let path = golden.join(rel);
             fs::create_dir_all(path.parent().unwrap()).unwrap();
             fs::write(path, text).unwrap();
         }
+        // A golden the test writes and then passes against proves nothing:
+        // fail, so the rewrite is reviewed (git diff) before it counts.
+        panic!(
+            "{case}: UPDATE_GOLDEN is set: rewrote tests/golden/{case}/ ({}); review `git diff tests/golden/{case}` and rerun without UPDATE_GOLDEN",
+            if changed {
+                "files changed"
+            } else {
+                "no file changed"
+            }
+        );
     }
     let want = read_tree(&golden);
     assert_eq!(
@@ -94,18 +113,18 @@ fn check_golden(case: &str) {
 }
 
 /// Lays out each rendered cluster as a pod would see it (entrypoint in
-/// prepare-only mode) and runs named-checkconf for ordinal 0 and 1.
-fn checkconf_both_roles(out: &Path) {
+/// prepare-only mode) and runs named-checkconf for ordinal 0 and 1 on the
+/// files exactly as rendered.
+pub(crate) fn checkconf_both_roles(out: &Path) {
     let tmp = tempfile::tempdir().unwrap();
     for entry in fs::read_dir(out).unwrap() {
         for cluster in fs::read_dir(entry.unwrap().path()).unwrap() {
             let config = cluster.unwrap().path();
-            let key = harness::random_key("rndc", bind_operator::bind::TsigAlgorithm::HmacSha256);
-            fs::write(
-                config.join(mount::RNDC_KEY),
-                render_rndc_key(key.algorithm, &key.secret),
-            )
-            .unwrap();
+            assert!(
+                config.join(mount::RNDC_KEY).exists(),
+                "{}: render wrote no rndc.key",
+                config.display()
+            );
             for ordinal in [0, 1] {
                 let pod = harness::Pod::new(tmp.path(), &config, ordinal);
                 pod.prepare();
