@@ -66,6 +66,8 @@ mod memapi_watch;
 mod ops_health;
 mod ops_leader;
 mod ops_serve;
+mod render_objects;
+mod render_offline;
 
 /// A test file that is not declared above would silently never run.
 #[test]

@@ -23,7 +23,9 @@ use k8s_openapi::api::core::v1::Secret;
 
 use super::objects::{OBJECTS_FILE, cluster_objects};
 use super::placeholder::{self, Placeholder, PlaceholderKey};
-use super::validate::{ConfigError, LoadedKey, algorithm, cluster_config, keys_for_cluster, tsig_key};
+use super::validate::{
+    ConfigError, LoadedKey, algorithm, cluster_config, keys_for_cluster, tsig_key,
+};
 use crate::api::{BindCluster, BindTSIGKey, SecretKeyRef};
 use crate::bind::entrypoint::{RNDC_KEY_NAME, render_rndc_key};
 use crate::bind::layout::mount;
@@ -216,7 +218,10 @@ fn render_one(
                 Placeholder::FromClusterSecret.base64(),
                 Some(Placeholder::FromClusterSecret),
             ),
-            (None, _) => (Placeholder::Generated.base64(), Some(Placeholder::Generated)),
+            (None, _) => (
+                Placeholder::Generated.base64(),
+                Some(Placeholder::Generated),
+            ),
         };
         let key = tsig_key(object, &text).map_err(|e: ConfigError| e.to_string())?;
         if let Some(placeholder) = placeholder {
@@ -239,13 +244,8 @@ fn render_one(
             placeholder: Placeholder::Generated,
         });
     }
-    let cfg = cluster_config(
-        cluster,
-        &loaded,
-        generated_transfer.as_ref(),
-        opts.primary,
-    )
-    .map_err(|e| e.to_string())?;
+    let cfg = cluster_config(cluster, &loaded, generated_transfer.as_ref(), opts.primary)
+        .map_err(|e| e.to_string())?;
     let rendered = render_cluster(&cfg).map_err(|e: RenderError| e.to_string())?;
 
     let rndc_placeholders = vec![PlaceholderKey {
@@ -350,9 +350,16 @@ pub fn render_dir(
         "secondaries reach the primary at {} (default-primaries); in a cluster this is the primary Service's ClusterIP:53",
         opts.primary
     ));
-    if !opts.secrets_from_dir {
+    let from_secrets = report
+        .clusters
+        .iter()
+        .filter_map(|c| c.result.as_ref().ok())
+        .flat_map(|r| &r.placeholders)
+        .flat_map(|p| &p.keys)
+        .any(|k| k.placeholder == Placeholder::FromClusterSecret);
+    if from_secrets {
         report.notes.push(
-            "keys with spec.secretRef got placeholder material too; --secrets-from-dir reads it from the Secrets in the manifests".into(),
+            "keys with spec.secretRef got placeholder material too: OUT holds no secret; --secrets-from-dir reads it from the Secrets in the manifests".into(),
         );
     }
     Ok(report)
