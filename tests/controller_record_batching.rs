@@ -5,7 +5,7 @@
 use crate::support_zones as support;
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bind_operator::api::{DNSRecord, Phase, RecordType};
 use bind_operator::controller::zonesync::{RECORD_MAX_WAIT, RECORD_QUIET, Settings};
@@ -19,6 +19,10 @@ const RECORDS: usize = 1_000;
 /// and serial read together), a flush per RECORD_MAX_WAIT the burst spans,
 /// plus a SOA read when the snapshot aged. Observed: 2-4.
 const MAX_EXECS_PER_ZONE: usize = 12;
+/// The burst fails only if no record turns Ready for this long...
+const STALL_LIMIT: Duration = Duration::from_secs(60);
+/// ...or if it takes longer than this in all (a guard against hanging).
+const TOTAL_LIMIT: Duration = Duration::from_secs(600);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_thousand_records_cost_a_few_execs_per_zone() {
@@ -40,7 +44,7 @@ async fn a_thousand_records_cost_a_few_execs_per_zone() {
     support::within("zone setup goes quiet", async {
         loop {
             let before = fake.calls().len();
-            tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+            tokio::time::sleep(Duration::from_millis(500)).await;
             if fake.calls().len() == before {
                 break;
             }
@@ -70,22 +74,37 @@ async fn a_thousand_records_cost_a_few_execs_per_zone() {
         .collect::<Vec<()>>()
         .await;
 
+    // Wait for what is asserted, every record Ready, for as long as records
+    // keep turning Ready: a loaded machine makes the burst slow (23 s was
+    // seen against a fixed 15 s limit), which the exec counts below still
+    // judge. Only a stall, or an absurd total, fails here.
     let api: Api<DNSRecord> = Api::namespaced(env.client.clone(), NS);
-    support::within("every record Ready", async {
-        loop {
-            let list = api.list(&ListParams::default()).await.unwrap();
-            let ready = list
-                .items
-                .iter()
-                .filter(|r| r.status.as_ref().and_then(|s| s.phase) == Some(Phase::Ready))
-                .count();
-            if ready == RECORDS {
-                break;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    let mut best = 0;
+    let mut last_progress = Instant::now();
+    loop {
+        let list = api.list(&ListParams::default()).await.unwrap();
+        let ready = list
+            .items
+            .iter()
+            .filter(|r| r.status.as_ref().and_then(|s| s.phase) == Some(Phase::Ready))
+            .count();
+        if ready == RECORDS {
+            break;
         }
-    })
-    .await;
+        if ready > best {
+            best = ready;
+            last_progress = Instant::now();
+        }
+        assert!(
+            last_progress.elapsed() < STALL_LIMIT,
+            "no DNSRecord turned Ready for {STALL_LIMIT:?}: {ready}/{RECORDS} Ready"
+        );
+        assert!(
+            started.elapsed() < TOTAL_LIMIT,
+            "only {ready}/{RECORDS} DNSRecords Ready after {TOTAL_LIMIT:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     let elapsed = started.elapsed();
 
     let calls = fake.calls();

@@ -300,3 +300,28 @@ fn secrets_from_dir_takes_real_material_and_default_writes_none() {
     );
     assert!(!out.path().join("default/main").exists());
 }
+
+/// The texts a user reads agree with what the loader takes (#15 item 9).
+#[test]
+fn readme_and_help_name_every_kind_and_format() {
+    use bind_operator::local::manifests::ManifestKind;
+    let readme = read(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"));
+    let row = readme
+        .lines()
+        .find(|l| l.starts_with("| `-f DIR` |"))
+        .expect("README documents -f DIR");
+    for kind in ManifestKind::ALL {
+        assert!(
+            row.contains(kind.as_str()),
+            "README's -f DIR row omits {kind}: {row}"
+        );
+    }
+    for command in ["render", "local"] {
+        let help = Command::new(env!("CARGO_BIN_EXE_bind-operator"))
+            .args([command, "--help"])
+            .output()
+            .unwrap();
+        let help = String::from_utf8_lossy(&help.stdout);
+        assert!(help.contains("YAML/JSON"), "{command} --help:\n{help}");
+    }
+}
