@@ -72,6 +72,9 @@ fn as_owner(cluster: &BindCluster) -> BindCluster {
 /// Every child the controller applies for `cluster` with these rendered
 /// files, in apply order (Services, ConfigMap, Secrets, StatefulSet), as
 /// one multi-document YAML with a header comment. Secrets are redacted.
+/// A child the controller gains belongs here too: the render_objects test
+/// compares this list with what the controller creates and fails until it
+/// does.
 pub fn cluster_objects(cluster: &BindCluster, files: &RenderedFiles) -> String {
     let owner = as_owner(cluster);
     let placeholder = Placeholder::Generated;
