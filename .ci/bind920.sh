@@ -20,9 +20,10 @@
 # stay valid, and named, rndc, dig, nsupdate and named-checkconf come from
 # the chroot's PATH, so they are 9.20's. Everything is mounted in a private
 # mount namespace (unshare), so even a killed run leaves no mount behind on
-# the host; the trap unmounts in order on a normal exit.
+# the host; the trap unmounts in order when the script ends.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+self=$(realpath "$0")
+cd "$(dirname "$self")/.."
 repo=$(pwd -P)
 
 # Every test module that starts named (local runtime, e2e, bench) or runs a
@@ -62,68 +63,83 @@ apt_mirror() {
         awk '$1 == "deb" && $3 !~ /-/ { print $2 }' || true
 }
 
-if [[ -z ${BIND920_INSIDE:-} ]]; then
-    [[ $(id -u) == 0 ]] || { log "needs root (debootstrap, mount, chroot)"; exit 2; }
-    t0=$(date +%s)
-
-    if [[ ! -x $root/usr/sbin/named ]]; then
-        [[ ! -e $root ]] || { log "$root exists but has no usr/sbin/named; remove it or set BIND920_ROOT"; exit 2; }
-        mirror=${BIND920_MIRROR:-$(apt_mirror | head -1 || true)}
-        [[ -n $mirror ]] || { log "no Debian mirror in the apt sources; set BIND920_MIRROR"; exit 2; }
-        # A current keyring too: an old one cannot check trixie's Release.
-        apt-get update -qq
-        apt-get install -y -qq --no-install-recommends debootstrap debian-archive-keyring >/dev/null
-        log "debootstrap trixie into $root from $mirror"
-        rm -rf "$root.new"
-        mkdir -p "$(dirname "$root")"
-        debootstrap --variant=minbase --include=bind9,bind9-utils,bind9-dnsutils \
-            trixie "$root.new" "$mirror" >"$root.log" 2>&1 || {
-            tail -20 "$root.log"
-            log "debootstrap failed (log: $root.log)"
-            exit 2
-        }
-        mv "$root.new" "$root"
-        log "chroot ready in $(($(date +%s) - t0)) s"
-    fi
-
-    # Already built by the main run: this only finds the binary's path.
-    exe=$(cargo test --locked --test suite --no-run --message-format=json 2>/dev/null |
-        grep '"name":"suite"' | grep -o '"executable":"[^"]*"' | cut -d'"' -f4 | tail -1)
-    [[ -x $exe ]] || { log "cannot find the suite binary (cargo test --no-run failed?)"; exit 2; }
-    target=$(cargo metadata --locked --format-version 1 --no-deps |
-        grep -o '"target_directory":"[^"]*"' | cut -d'"' -f4)
-
-    export BIND920_INSIDE=1 BIND920_ROOT=$root BIND920_EXE=$exe BIND920_TARGET=$target
-    export BIND920_T0=$t0
-    exec unshare --mount --propagation private "$0" "$@"
+[[ $(id -u) == 0 ]] || { log "needs root (debootstrap, mount, chroot)"; exit 2; }
+# Everything below, debootstrap's own mounts included, happens in a private
+# mount namespace: whatever way this script ends, the host keeps no mount.
+if [[ -z ${BIND920_UNSHARED:-} ]]; then
+    BIND920_UNSHARED=1 exec unshare --mount --propagation private bash "$self" "$@"
 fi
+t0=$(date +%s)
 
-# --- From here on in the private mount namespace. ---
 mounted=()
-tmp=$(mktemp -d /var/tmp/bind920-tmp.XXXXXX)
+tmp=
+# Every process of this run (the tests and each named they started) shares
+# this script's private mount namespace; none may outlive the run.
+stop_run() {
+    local ns pid pids=()
+    ns=$(readlink /proc/$$/ns/mnt)
+    for pid in /proc/[0-9]*; do
+        pid=${pid#/proc/}
+        [[ $pid != "$$" && $(readlink "/proc/$pid/ns/mnt" 2>/dev/null) == "$ns" ]] && pids+=("$pid")
+    done
+    [[ ${#pids[@]} == 0 ]] || kill -TERM "${pids[@]}" 2>/dev/null || true
+}
 cleanup() {
     local i
+    stop_run
     for ((i = ${#mounted[@]} - 1; i >= 0; i--)); do
         umount "${mounted[i]}" 2>/dev/null || umount -l "${mounted[i]}" || true
     done
-    rm -rf "$tmp" "$tmp.out"
+    [[ -z $tmp ]] || rm -rf --one-file-system "$tmp" "$tmp.out"
 }
 trap cleanup EXIT
-bind_at() { # bind_at SRC: SRC at the same path inside the chroot
-    mkdir -p "$root$1"
-    mount --bind "$1" "$root$1"
-    mounted+=("$root$1")
+trap 'log interrupted; exit 130' INT
+trap 'log terminated; exit 143' TERM
+mount_at() { # mount_at DIR MOUNT-ARGS...: DIR inside the chroot
+    local dir=$root$1
+    shift
+    mkdir -p "$dir"
+    mount "$@" "$dir"
+    mounted+=("$dir")
 }
 
-mount -t proc proc "$root/proc" && mounted+=("$root/proc")
-mount --bind /dev "$root/dev" && mounted+=("$root/dev")
-# A private /tmp: test data of one run, gone with it.
+if [[ ! -x $root/usr/sbin/named ]]; then
+    [[ ! -e $root ]] || { log "$root exists but has no usr/sbin/named; remove it or set BIND920_ROOT"; exit 2; }
+    mirror=${BIND920_MIRROR:-$(apt_mirror | head -1 || true)}
+    [[ -n $mirror ]] || { log "no Debian mirror in the apt sources; set BIND920_MIRROR"; exit 2; }
+    # A current keyring too: an old one cannot check trixie's Release.
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends debootstrap debian-archive-keyring >/dev/null
+    log "debootstrap trixie into $root from $mirror"
+    rm -rf --one-file-system "$root.new"
+    mkdir -p "$(dirname "$root")"
+    debootstrap --variant=minbase --include=bind9,bind9-utils,bind9-dnsutils \
+        trixie "$root.new" "$mirror" >"$root.log" 2>&1 || {
+        tail -20 "$root.log"
+        log "debootstrap failed (log: $root.log)"
+        exit 2
+    }
+    mv "$root.new" "$root"
+    log "chroot ready in $(($(date +%s) - t0)) s"
+fi
+
+# Already built by the main run: this only finds the binary's path.
+exe=$(cargo test --locked --test suite --no-run --message-format=json 2>/dev/null |
+    grep '"name":"suite"' | grep -o '"executable":"[^"]*"' | cut -d'"' -f4 | tail -1)
+[[ -x $exe ]] || { log "cannot find the suite binary (cargo test --no-run failed?)"; exit 2; }
+target=$(cargo metadata --locked --format-version 1 --no-deps |
+    grep -o '"target_directory":"[^"]*"' | cut -d'"' -f4)
+
+mount_at /proc -t proc proc
+mount_at /dev --bind /dev
+# A private /tmp: the test data of this run, gone with it.
+tmp=$(mktemp -d /var/tmp/bind920-tmp.XXXXXX)
 chmod 1777 "$tmp"
-mount --bind "$tmp" "$root/tmp" && mounted+=("$root/tmp")
-bind_at "$repo"
-case $BIND920_TARGET/ in
+mount_at /tmp --bind "$tmp"
+mount_at "$repo" --bind "$repo"
+case $target/ in
 "$repo"/*) ;;
-*) bind_at "$BIND920_TARGET" ;;
+*) mount_at "$target" --bind "$target" ;;
 esac
 
 if [[ $# == 0 ]]; then
@@ -133,6 +149,8 @@ elif [[ $1 == --all ]]; then
 fi
 
 out=$tmp.out
+# In the background so that a signal to this script stops the run at once
+# (bash runs traps only between foreground commands).
 set +e
 chroot "$root" /usr/bin/env -i \
     PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
@@ -142,13 +160,15 @@ chroot "$root" /usr/bin/env -i \
         echo "bind920: inside the chroot: $v ($(command -v named), $(command -v dig))"
         case $v in "BIND $0."*) ;; *) echo "bind920: expected BIND $0, got: $v"; exit 2 ;; esac
         cd "$1" && shift && exec "$@"
-    ' "$want" "$repo" "$BIND920_EXE" "$@" 2>&1 | tee "$out"
-rc=${PIPESTATUS[0]}
+    ' "$want" "$repo" "$exe" "$@" > >(tee "$out") 2>&1 &
+wait $!
+rc=$?
+wait # for tee
 set -e
 
 result=$(grep -E '^test result:' "$out" | tail -1)
 version=$(grep -o 'BIND 9[.0-9]*' "$out" | head -1)
-secs=$(($(date +%s) - BIND920_T0))
+secs=$(($(date +%s) - t0))
 # A filter that matches nothing must not pass as a green lane.
 if [[ $rc == 0 && ! $result =~ \ ([1-9][0-9]*)\ passed ]]; then
     echo "bind920: no test ran (filters: $*)"
