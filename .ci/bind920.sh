@@ -94,7 +94,7 @@ cleanup() {
     for ((i = ${#mounted[@]} - 1; i >= 0; i--)); do
         umount "${mounted[i]}" 2>/dev/null || umount -l "${mounted[i]}" || true
     done
-    [[ -z $tmp ]] || rm -rf --one-file-system "$tmp" "$tmp.out"
+    [[ -z $tmp ]] || rm -rf --one-file-system "$tmp" "$tmp.out" "$tmp.out.rc"
 }
 trap cleanup EXIT
 trap 'log interrupted; exit 130' INT
@@ -128,7 +128,7 @@ if [[ ! -x $root/usr/sbin/named ]]; then
 fi
 
 # Already built by the main run: this only finds the binary's path.
-exe=$(cargo test --locked --test suite --no-run --message-format=json 2>/dev/null |
+exe=$(cargo test --locked --test suite --no-run --message-format=json |
     grep '"name":"suite"' | grep -o '"executable":"[^"]*"' | cut -d'"' -f4 | tail -1)
 [[ -x $exe ]] || { log "cannot find the suite binary (cargo test --no-run failed?)"; exit 2; }
 target=$(cargo metadata --locked --format-version 1 --no-deps |
@@ -156,24 +156,26 @@ fi
 
 out=$tmp.out
 # In the background so that a signal to this script stops the run at once
-# (bash runs traps only between foreground commands).
-set +e
-chroot "$root" /usr/bin/env -i \
-    PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-    HOME=/root TMPDIR=/tmp LANG=C.UTF-8 RUST_BACKTRACE=1 \
-    /bin/sh -c '
-        v=$(named -v) || exit 2
-        echo "bind920: inside the chroot: $v ($(command -v named), $(command -v dig))"
-        case $v in "BIND $0."*) ;; *) echo "bind920: expected BIND $0, got: $v"; exit 2 ;; esac
-        cd "$1" && shift && exec "$@"
-    ' "$want" "$repo" "$exe" "$@" > >(tee "$out") 2>&1 &
-wait $!
-rc=$?
-wait # for tee
-set -e
+# (bash runs traps only between foreground commands); tee is the job's last
+# process, so waiting for it means the log is complete.
+(
+    set +e
+    chroot "$root" /usr/bin/env -i \
+        PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+        HOME=/root TMPDIR=/tmp LANG=C.UTF-8 RUST_BACKTRACE=1 \
+        /bin/sh -c '
+            v=$(named -v) || exit 2
+            echo "bind920: inside the chroot: $v ($(command -v named), $(command -v dig))"
+            case $v in "BIND $0."*) ;; *) echo "bind920: expected BIND $0, got: $v"; exit 2 ;; esac
+            cd "$1" && shift && exec "$@"
+        ' "$want" "$repo" "$exe" "$@" 2>&1
+    echo $? >"$out.rc"
+) | tee "$out" &
+wait $! || true
+rc=$(cat "$out.rc" 2>/dev/null || echo 1)
 
-result=$(grep -E '^test result:' "$out" | tail -1)
-version=$(grep -o 'BIND 9[.0-9]*' "$out" | head -1)
+result=$(grep -E '^test result:' "$out" | tail -1 || true)
+version=$(grep -o 'BIND 9[.0-9]*' "$out" | head -1 || true)
 secs=$(($(date +%s) - t0))
 # A filter that matches nothing must not pass as a green lane.
 if [[ $rc == 0 && ! $result =~ \ ([1-9][0-9]*)\ passed ]]; then
