@@ -4,20 +4,31 @@
 //! triggers the controller (`for_stream`, `owns_stream`, `watches_stream`),
 //! so a reconcile woken by a change always sees that change in the store.
 //!
+//! Readiness ("every store has seen its initial list") is one shared
+//! future built here: a kube store's own `wait_until_ready` is a oneshot
+//! that keeps a single waker, so when several tasks await it (the readiness
+//! probe, the zone controllers, each BindCluster reconcile) only the last
+//! one is woken and the others wait forever. That lost wake-up is what left
+//! objects existing at start unreconciled on a real API server. Nothing may
+//! await a store of [`Stores`] directly; use [`Stores::wait_until_ready`].
+//!
 //! Touches the cluster (list/watch). Holds Secret *metadata* only: key
 //! material is read on demand and never cached here.
 
+use futures::future::{BoxFuture, Shared};
 use futures::stream::BoxStream;
-use futures::{StreamExt as _, future};
+use futures::{FutureExt as _, StreamExt as _, future};
+use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service};
-use kube::api::{Api, PartialObjectMeta};
+use kube::api::PartialObjectMeta;
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt as _, watcher};
 use kube::{Client, Resource};
 use serde::de::DeserializeOwned;
 
 use super::names::managed_selector;
+use super::scope::Scope;
 use crate::api::{BindCluster, BindTSIGKey};
 
 /// A trigger stream: objects as they change (reflected already).
@@ -36,22 +47,17 @@ pub struct Stores {
     pub services: Store<Service>,
     /// Metadata of every Secret in scope (ours, and users' TSIG secrets).
     pub secrets: Store<PartialObjectMeta<Secret>>,
-    // Issue 6: BindZone / DNSRecord stores go here.
+    /// The one future that polls the stores' readiness; every waiter
+    /// clones it (a `Shared` wakes all of them).
+    ready: Shared<BoxFuture<'static, ()>>,
 }
 
 impl Stores {
     /// Waits until every store has seen its initial list, so a reconcile
     /// never renders from a half-filled cache (e.g. keys.conf without keys).
+    /// Any number of tasks may wait at once; each is woken.
     pub async fn wait_until_ready(&self) {
-        let _ = futures::join!(
-            self.clusters.wait_until_ready(),
-            self.keys.wait_until_ready(),
-            self.pods.wait_until_ready(),
-            self.statefulsets.wait_until_ready(),
-            self.configmaps.wait_until_ready(),
-            self.services.wait_until_ready(),
-            self.secrets.wait_until_ready(),
-        );
+        self.ready.clone().await;
     }
 }
 
@@ -84,9 +90,40 @@ impl Streams {
     }
 }
 
-fn reflected<K>(api: Api<K>, config: watcher::Config, deletes: bool) -> (Store<K>, Trigger<K>)
+/// Resolves once every store is ready. It must be the only poller of
+/// each store's readiness (see the module docs).
+fn all_ready(
+    clusters: Store<BindCluster>,
+    keys: Store<BindTSIGKey>,
+    pods: Store<Pod>,
+    statefulsets: Store<StatefulSet>,
+    configmaps: Store<ConfigMap>,
+    services: Store<Service>,
+    secrets: Store<PartialObjectMeta<Secret>>,
+) -> Shared<BoxFuture<'static, ()>> {
+    async move {
+        let _ = futures::join!(
+            clusters.wait_until_ready(),
+            keys.wait_until_ready(),
+            pods.wait_until_ready(),
+            statefulsets.wait_until_ready(),
+            configmaps.wait_until_ready(),
+            services.wait_until_ready(),
+            secrets.wait_until_ready(),
+        );
+    }
+    .boxed()
+    .shared()
+}
+
+fn reflected<K>(
+    client: &Client,
+    scope: &Scope,
+    config: watcher::Config,
+    deletes: bool,
+) -> (Store<K>, Trigger<K>)
 where
-    K: Resource<DynamicType = ()>
+    K: Resource<DynamicType = (), Scope = NamespaceResourceScope>
         + Clone
         + DeserializeOwned
         + std::fmt::Debug
@@ -95,7 +132,7 @@ where
         + 'static,
 {
     let (reader, writer) = reflector::store();
-    let events = watcher(api, config).default_backoff().reflect(writer);
+    let events = scope.watch(client, config).reflect(writer);
     let stream = if deletes {
         events.touched_objects().boxed()
     } else {
@@ -107,23 +144,33 @@ where
 /// Starts (lazily: nothing runs until polled) the watches behind every
 /// store, cluster-wide.
 pub fn watch_all(client: &Client) -> (Stores, Streams) {
+    watch_scoped(client, &Scope::cluster())
+}
+
+/// [`watch_all`] over `scope` only.
+pub fn watch_scoped(client: &Client, scope: &Scope) -> (Stores, Streams) {
     let managed = || watcher::Config::default().labels(&managed_selector());
-    let (clusters, clusters_s) =
-        reflected(Api::all(client.clone()), watcher::Config::default(), false);
-    let (keys, keys_s) = reflected(Api::all(client.clone()), watcher::Config::default(), true);
-    let (pods, pods_s) = reflected(Api::all(client.clone()), managed(), true);
-    let (statefulsets, sts_s) = reflected(Api::all(client.clone()), managed(), true);
-    let (configmaps, cm_s) = reflected(Api::all(client.clone()), managed(), true);
-    let (services, svc_s) = reflected(Api::all(client.clone()), managed(), true);
+    let all = watcher::Config::default;
+    let (clusters, clusters_s) = reflected(client, scope, all(), false);
+    let (keys, keys_s) = reflected(client, scope, all(), true);
+    let (pods, pods_s) = reflected(client, scope, managed(), true);
+    let (statefulsets, sts_s) = reflected(client, scope, managed(), true);
+    let (configmaps, cm_s) = reflected(client, scope, managed(), true);
+    let (services, svc_s) = reflected(client, scope, managed(), true);
     // Metadata only: `Api<PartialObjectMeta<_>>` asks for metadata, so no
     // key material is ever cached.
-    let (secrets, secrets_s) = reflected(
-        Api::<PartialObjectMeta<Secret>>::all(client.clone()),
-        watcher::Config::default(),
-        true,
-    );
+    let (secrets, secrets_s) = reflected::<PartialObjectMeta<Secret>>(client, scope, all(), true);
     (
         Stores {
+            ready: all_ready(
+                clusters.clone(),
+                keys.clone(),
+                pods.clone(),
+                statefulsets.clone(),
+                configmaps.clone(),
+                services.clone(),
+                secrets.clone(),
+            ),
             clusters,
             keys,
             pods,
