@@ -16,12 +16,13 @@ pub mod dnsrecord;
 pub mod validation;
 
 pub use bindcluster::{
-    BindCluster, BindClusterSpec, BindClusterStatus, CatalogSpec, DnsServiceSpec, DnssecValidation,
+    BindCluster, BindClusterSpec, BindClusterStatus, CatalogSpec, DnsServiceSpec, DnssecValidation, TrustAnchor, TrustAnchorType,
     ExternalTrafficPolicy, ForwardZone, ImagePullPolicy, ServiceType, StorageSpec, View,
 };
 pub use bindtsigkey::{BindTSIGKey, BindTSIGKeySpec, BindTSIGKeyStatus, TsigAlgorithm};
 pub use bindzone::{
-    BindZone, BindZoneSpec, BindZoneStatus, SoaSpec, ZonePrimary, ZoneRecord, ZoneType,
+    BindZone, BindZoneSpec, BindZoneStatus, SoaSpec, ZoneDnssecStatus, ZonePrimary, ZoneRecord,
+    ZoneType,
 };
 pub use common::*;
 pub use dnsrecord::{DNSRecord, DNSRecordSpec, DNSRecordStatus, RecordType, UnknownRecordType};

@@ -17,6 +17,7 @@ pub mod applied;
 pub mod apply;
 pub mod catalog;
 pub mod cleanup;
+pub mod dnssec;
 pub mod primary;
 pub mod read;
 pub mod secondary;

@@ -14,6 +14,7 @@ use crate::bind::commands::{
     self, Command, addzone, delzone, dig_axfr, dig_soa, local_server, modzone, write_zone_file,
     zonestatus,
 };
+use crate::bind::dnssec::{Dnskey, parse_dnskeys};
 use crate::bind::layout::PodLayout;
 use crate::bind::nsupdate::{BatchError, UpdateBatch, build_script, build_soa_script};
 use crate::bind::parse::{
@@ -303,6 +304,32 @@ impl<'a> Target<'a> {
             Ok(_) => Ok(()),
             Err(e) => Err(self.rndc_error("modify", zone, e)),
         }
+    }
+
+    /// Deletes the zone (files kept) and adds it again with `clause`: how a
+    /// `dnssec-policy` added to a zone takes effect on BIND 9.20 (see
+    /// [`commands::readd_zone`]).
+    pub async fn readd(
+        &self,
+        zone: &ZoneName,
+        view: Option<&ViewName>,
+        clause: &str,
+    ) -> Result<(), ServerError> {
+        let cmd = commands::readd_zone(&self.layout, zone, view, clause);
+        match self.rndc("re-add", zone, &cmd).await? {
+            Ok(_) => Ok(()),
+            Err(e) => Err(self.rndc_error("re-add", zone, e)),
+        }
+    }
+
+    /// The DNSKEYs the pod serves for the zone (a signed query, so it lands
+    /// in the zone's view).
+    pub async fn dnskeys(&self, zone: &ZoneName, key: &TsigKey) -> Result<Vec<Dnskey>, ServerError> {
+        let out = self
+            .run(&commands::dig_dnskey(&self.layout, zone, key))
+            .await
+            .map_err(|e| self.unreachable(e))?;
+        Ok(parse_dnskeys(&out.stdout, zone))
     }
 
     /// `rndc delzone -clean` plus removal of the file and its journal, so a
