@@ -120,15 +120,26 @@ async fn a_policy_added_to_a_zone_signs_it_and_removing_it_unsigns_through_insec
     let d = z.status.unwrap().dnssec.unwrap();
     assert_eq!(d.policy, "default");
     println!("signed: key tags {:?}, ds {:?}", d.key_tags, d.ds);
-    assert_eq!(d.ds, ds_by_bind_tools(p, "sig.test"), "DS as dnssec-dsfromkey computes it");
+    assert_eq!(
+        d.ds,
+        ds_by_bind_tools(p, "sig.test"),
+        "DS as dnssec-dsfromkey computes it"
+    );
     assert!(d.ds[0].starts_with("sig.test. IN DS "), "{:?}", d.ds);
-    assert!(d.ds[0].contains(" 13 2 "), "ECDSAP256SHA256, SHA-256: {:?}", d.ds);
+    assert!(
+        d.ds[0].contains(" 13 2 "),
+        "ECDSAP256SHA256, SHA-256: {:?}",
+        d.ds
+    );
     for tag in &d.key_tags {
         assert!(d.ds.iter().any(|ds| ds.contains(&format!(" DS {tag} "))));
     }
     // Served signed on the primary and, through the transfer, the secondary;
     // the record is still there.
-    assert!(rrsig_count(p, "www.sig.test") > 0, "no RRSIG on the primary");
+    assert!(
+        rrsig_count(p, "www.sig.test") > 0,
+        "no RRSIG on the primary"
+    );
     assert!(
         wait_until(support::CONVERGE, || rrsig_count(s, "www.sig.test") > 0),
         "no RRSIG on the secondary"
@@ -185,7 +196,8 @@ async fn deleting_a_signed_zone_removes_its_files_and_a_new_one_gets_new_keys() 
     env.delete::<BindZone>("gone").await;
     env.gone::<BindZone>("gone").await;
     assert!(
-        wait_until(support::CONVERGE, || zone_files(&data, "gone.test").is_empty()),
+        wait_until(support::CONVERGE, || zone_files(&data, "gone.test")
+            .is_empty()),
         "left behind: {:?}",
         zone_files(&data, "gone.test")
     );
@@ -209,12 +221,17 @@ async fn a_policy_named_refuses_reports_named_reason_keeps_serving_and_is_not_re
     let (env, named) = setup(test_settings()).await;
     let p = named.primary.dns.port;
     // A new zone with an undefined policy.
-    env.create(web("bad", "bad.test", Some("no-such-policy"))).await;
+    env.create(web("bad", "bad.test", Some("no-such-policy")))
+        .await;
     let z = env.zone_phase("bad", Phase::Error).await;
     let cond = &z.status.as_ref().unwrap().conditions[0];
     println!("new zone: {}: {}", cond.reason, cond.message);
     assert_eq!(cond.reason, "DnssecPolicyRefused");
-    assert!(cond.message.contains("\"no-such-policy\""), "{}", cond.message);
+    assert!(
+        cond.message.contains("\"no-such-policy\""),
+        "{}",
+        cond.message
+    );
     assert!(cond.message.contains("not found"), "{}", cond.message);
     assert!(!cond.message.contains("zone not found"), "{}", cond.message);
 
@@ -250,4 +267,151 @@ async fn a_policy_named_refuses_reports_named_reason_keeps_serving_and_is_not_re
         .await;
     signed(&env, "bad").await;
     env.stop().await;
+}
+
+/// The root zone's KSK-2017 as IANA publishes it (DS, digest type 2).
+const ROOT_DS: &str = "E06D44B80B8F1D39A95C0B0D7C65D08458E880409BBC683457104237C7F8EC8D";
+
+#[tokio::test]
+async fn validation_yes_without_trust_anchors_is_refused_and_nothing_serving_changes() {
+    use crate::support_controller::{Harness, NS, material};
+    use bind_operator::api::{CONDITION_READY, find_condition};
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use kube::ResourceExt as _;
+
+    let h = Harness::new().await;
+    h.user_key("xfer", "xfer-secret", &material(1)).await;
+    h.cluster("c", 1).await;
+    h.converge("c", 1).await;
+    let before = h.api.get::<ConfigMap>(Some(NS), "c-config").unwrap();
+    h.patch_cluster_spec("c", json!({"recursion": true, "dnssecValidation": "yes"}))
+        .await;
+    let execs = h.exec.calls();
+    h.reconcile_cluster("c").await;
+    let status = h.get_cluster("c").status.unwrap();
+    let ready = find_condition(&status.conditions, CONDITION_READY).unwrap();
+    println!("{}: {}", ready.reason, ready.message);
+    assert_eq!(
+        (ready.status.as_str(), ready.reason.as_str()),
+        ("False", "InvalidSpec")
+    );
+    assert!(
+        ready.message.contains("spec.dnssecValidation"),
+        "{}",
+        ready.message
+    );
+    assert!(
+        ready.message.contains("spec.trustAnchors"),
+        "{}",
+        ready.message
+    );
+    let after = h.api.get::<ConfigMap>(Some(NS), "c-config").unwrap();
+    assert_eq!(
+        after.resource_version(),
+        before.resource_version(),
+        "the config changed"
+    );
+    assert_eq!(h.exec.calls(), execs, "a pod was touched");
+
+    // A bad anchor names its field; nothing renders either.
+    h.patch_cluster_spec(
+        "c",
+        json!({"trustAnchors": [{"name": ".", "type": "initial-ds", "keyTag": 20326,
+            "algorithm": 8, "digestType": 2, "digest": "E06D"}]}),
+    )
+    .await;
+    h.reconcile_cluster("c").await;
+    let status = h.get_cluster("c").status.unwrap();
+    let ready = find_condition(&status.conditions, CONDITION_READY).unwrap();
+    assert_eq!(ready.reason, "InvalidSpec");
+    assert!(
+        ready.message.contains("spec.trustAnchors[0]"),
+        "{}",
+        ready.message
+    );
+    let after = h.api.get::<ConfigMap>(Some(NS), "c-config").unwrap();
+    assert_eq!(after.resource_version(), before.resource_version());
+
+    // With the root's DS it renders `trust-anchors`.
+    h.patch_cluster_spec(
+        "c",
+        json!({"trustAnchors": [{"name": ".", "type": "initial-ds", "keyTag": 20326,
+            "algorithm": 8, "digestType": 2, "digest": ROOT_DS}]}),
+    )
+    .await;
+    h.converge("c", 1).await;
+    let cm = h.api.get::<ConfigMap>(Some(NS), "c-config").unwrap();
+    let conf = &cm.data.unwrap()["named.conf.primary"];
+    assert!(conf.contains("dnssec-validation yes;"), "{conf}");
+    assert!(
+        conf.contains(&format!("\".\" initial-ds 20326 8 2 \"{ROOT_DS}\";")),
+        "{conf}"
+    );
+}
+
+/// `dnssec-validation yes` with trust anchors as the cluster renders it:
+/// named-checkconf passes and named starts and answers (BIND 9.20 refuses
+/// `yes` without anchors; this config is what the operator now renders).
+#[test]
+fn validation_yes_with_trust_anchors_starts_named() {
+    use bind_operator::bind::dnssec::{AnchorFields, AnchorKind, TrustAnchor};
+    use bind_operator::bind::render::{DnssecValidation, render_cluster};
+    use bind_operator::bind::{TsigAlgorithm, commands, parse};
+
+    let tmp = tempfile::tempdir().unwrap();
+    let config = tmp.path().join("config");
+    let mut pod = harness::Pod::new(tmp.path(), &config, 0);
+    let xfer = harness::random_key("xfer", TsigAlgorithm::HmacSha256);
+    let update = harness::random_key("update", TsigAlgorithm::HmacSha256);
+    let mut cfg = harness::small_config(pod.endpoint(), &xfer, &update);
+    cfg.dnssec_validation = DnssecValidation::Yes;
+    cfg.trust_anchors = vec![
+        TrustAnchor::parse(
+            ".",
+            AnchorKind::InitialDs,
+            &AnchorFields {
+                key_tag: Some(20326),
+                algorithm: Some(8),
+                digest_type: Some(2),
+                digest: Some(ROOT_DS),
+                ..Default::default()
+            },
+        )
+        .unwrap(),
+        TrustAnchor::parse(
+            "corp.example",
+            AnchorKind::StaticKey,
+            &AnchorFields {
+                flags: Some(257),
+                algorithm: Some(13),
+                public_key: Some("GojIhhXUN/u4v54ZQqGSnyhWJwaubCvTmeexv7bR6edbkrSqQpF64cYbcB7wNcP+e+MAnLr+Wi9xMWyQLc8NAA=="),
+                ..Default::default()
+            },
+        )
+        .unwrap(),
+    ];
+    harness::write_mount(&config, &render_cluster(&cfg).unwrap());
+    pod.prepare();
+    let check = harness::run(&commands::checkconf(&pod.layout, false));
+    assert!(
+        check.ok() && check.stdout.is_empty(),
+        "checkconf: {}",
+        check.stdout
+    );
+    assert!(parse::parse_checkconf(&check.stdout).is_empty());
+    // Started with the static anchor only: an initial-* anchor makes named
+    // send RFC 5011 refresh queries to the root servers, and tests stay on
+    // loopback.
+    cfg.trust_anchors.remove(0);
+    harness::write_mount(&config, &render_cluster(&cfg).unwrap());
+    pod.start();
+    assert!(
+        wait_until(support::CONVERGE, || harness::run(&commands::probe(
+            &pod.layout
+        ))
+        .ok()),
+        "named did not answer: {}",
+        pod.log_text()
+    );
+    pod.stop();
 }

@@ -16,8 +16,9 @@ pub mod dnsrecord;
 pub mod validation;
 
 pub use bindcluster::{
-    BindCluster, BindClusterSpec, BindClusterStatus, CatalogSpec, DnsServiceSpec, DnssecValidation, TrustAnchor, TrustAnchorType,
-    ExternalTrafficPolicy, ForwardZone, ImagePullPolicy, ServiceType, StorageSpec, View,
+    BindCluster, BindClusterSpec, BindClusterStatus, CatalogSpec, DnsServiceSpec, DnssecValidation,
+    ExternalTrafficPolicy, ForwardZone, ImagePullPolicy, ServiceType, StorageSpec, TrustAnchor,
+    TrustAnchorType, View,
 };
 pub use bindtsigkey::{BindTSIGKey, BindTSIGKeySpec, BindTSIGKeyStatus, TsigAlgorithm};
 pub use bindzone::{

@@ -113,7 +113,9 @@ impl TrustAnchor {
             ValidationError::new(
                 "trust anchor",
                 kind.keyword(),
-                &format!("needs {field} (a DS anchor needs keyTag, algorithm, digestType and digest; a key anchor needs flags, algorithm and publicKey)"),
+                &format!(
+                    "needs {field} (a DS anchor needs keyTag, algorithm, digestType and digest; a key anchor needs flags, algorithm and publicKey)"
+                ),
             )
         };
         let algorithm = f.algorithm.ok_or_else(|| missing("algorithm"))?;
@@ -287,11 +289,13 @@ pub fn parse_dnskeys(stdout: &str, zone: &ZoneName) -> Vec<Dnskey> {
         if f.len() < 8 || f[2] != "IN" || f[3] != "DNSKEY" {
             continue;
         }
-        if !f[0].trim_end_matches('.').eq_ignore_ascii_case(zone.as_str()) {
+        if !f[0]
+            .trim_end_matches('.')
+            .eq_ignore_ascii_case(zone.as_str())
+        {
             continue;
         }
-        let (Ok(flags), Ok(protocol), Ok(algorithm)) =
-            (f[4].parse(), f[5].parse(), f[6].parse())
+        let (Ok(flags), Ok(protocol), Ok(algorithm)) = (f[4].parse(), f[5].parse(), f[6].parse())
         else {
             continue;
         };
@@ -382,7 +386,10 @@ mod tests {
             },
         )
         .unwrap_err();
-        assert!(no_digest.to_string().contains("needs digest"), "{no_digest}");
+        assert!(
+            no_digest.to_string().contains("needs digest"),
+            "{no_digest}"
+        );
         let short = TrustAnchor::parse(
             ".",
             AnchorKind::StaticDs,

@@ -11,8 +11,8 @@
 use std::net::IpAddr;
 
 use crate::api::{self, BindCluster, BindTSIGKey, BindZone, DNSRecord, ZoneType};
-use crate::bind::nsupdate::RrsetChange;
 use crate::bind::dnssec::{AnchorFields, AnchorKind, TrustAnchor};
+use crate::bind::nsupdate::RrsetChange;
 use crate::bind::render::{ClusterConfig, DnssecValidation, ForwardZone, View};
 use crate::bind::types::parse_acl;
 use crate::bind::viewkey::view_key_name;

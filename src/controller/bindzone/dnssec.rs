@@ -22,13 +22,13 @@
 //! Touches the primary pod (exec) only; statuses are written by the caller.
 
 use crate::api::{
-    BindZone, Phase, REASON_DNSSEC_POLICY_REFUSED, REASON_SERVED, REASON_SIGNING,
-    REASON_UNSIGNING, ZoneDnssecStatus,
+    BindZone, Phase, REASON_DNSSEC_POLICY_REFUSED, REASON_SERVED, REASON_SIGNING, REASON_UNSIGNING,
+    ZoneDnssecStatus,
 };
+use crate::bind::TsigKey;
 use crate::bind::dnssec::{POLICY_INSECURE, policy_signs};
 use crate::bind::parse::RndcError;
 use crate::bind::zone::{PolicyName, PrimaryZone};
-use crate::bind::TsigKey;
 use crate::controller::zonesync::server::{ServerError, Target};
 use crate::render::validate::PrimaryZoneConfig;
 
@@ -68,7 +68,11 @@ pub async fn settle(
     let mut key_tags: Vec<u16> = keys.iter().map(|k| k.key_tag()).collect();
     key_tags.sort_unstable();
     key_tags.dedup();
-    let mut ds: Vec<String> = keys.iter().filter(|k| k.is_ksk()).map(|k| k.ds(zone)).collect();
+    let mut ds: Vec<String> = keys
+        .iter()
+        .filter(|k| k.is_ksk())
+        .map(|k| k.ds(zone))
+        .collect();
     ds.sort();
     Ok(ZoneDnssecStatus {
         policy: policy.as_str().to_string(),

@@ -324,7 +324,11 @@ impl<'a> Target<'a> {
 
     /// The DNSKEYs the pod serves for the zone (a signed query, so it lands
     /// in the zone's view).
-    pub async fn dnskeys(&self, zone: &ZoneName, key: &TsigKey) -> Result<Vec<Dnskey>, ServerError> {
+    pub async fn dnskeys(
+        &self,
+        zone: &ZoneName,
+        key: &TsigKey,
+    ) -> Result<Vec<Dnskey>, ServerError> {
         let out = self
             .run(&commands::dig_dnskey(&self.layout, zone, key))
             .await
