@@ -271,6 +271,8 @@ async fn a_policy_named_refuses_reports_named_reason_keeps_serving_and_is_not_re
 
 /// The root zone's KSK-2017 as IANA publishes it (DS, digest type 2).
 const ROOT_DS: &str = "E06D44B80B8F1D39A95C0B0D7C65D08458E880409BBC683457104237C7F8EC8D";
+/// The root zone's KSK-2024 (key tag 38696), likewise.
+const ROOT_DS_2024: &str = "683D2D0ACB8C9B712A1948B27F741219298D0A450D612C483AF444A4C0FB2B16";
 
 #[tokio::test]
 async fn validation_yes_without_trust_anchors_is_refused_and_nothing_serving_changes() {
@@ -378,6 +380,19 @@ fn validation_yes_with_trust_anchors_starts_named() {
             },
         )
         .unwrap(),
+        // 9.20's checkconf wants the root's 2024 KSK beside the 2017 one.
+        TrustAnchor::parse(
+            ".",
+            AnchorKind::InitialDs,
+            &AnchorFields {
+                key_tag: Some(38696),
+                algorithm: Some(8),
+                digest_type: Some(2),
+                digest: Some(ROOT_DS_2024),
+                ..Default::default()
+            },
+        )
+        .unwrap(),
         TrustAnchor::parse(
             "corp.example",
             AnchorKind::StaticKey,
@@ -402,7 +417,7 @@ fn validation_yes_with_trust_anchors_starts_named() {
     // Started with the static anchor only: an initial-* anchor makes named
     // send RFC 5011 refresh queries to the root servers, and tests stay on
     // loopback.
-    cfg.trust_anchors.remove(0);
+    cfg.trust_anchors.drain(..2);
     harness::write_mount(&config, &render_cluster(&cfg).unwrap());
     pod.start();
     assert!(

@@ -19,8 +19,7 @@ use serde::{Deserialize, Serialize};
 use super::validation::{
     ACL_ELEMENT_PATTERN, DNS_NAME_PATTERN, IP_PATTERN, K8S_NAME_PATTERN, MAX_ACL_ELEMENT_LEN,
     MAX_DNS_NAME_LEN, MAX_IP_LEN, MAX_K8S_NAME_LEN, MAX_LIST_ITEMS, MAX_VIEW_NAME_LEN,
-    MSG_ANCHOR_FIELDS, MSG_FORWARDERS_IPS, MSG_YES_NEEDS_ANCHORS, RULE_ALL_IPS, RULE_ANCHOR_FIELDS,
-    RULE_YES_NEEDS_ANCHORS, VIEW_NAME_PATTERN,
+    MSG_ANCHOR_FIELDS, MSG_FORWARDERS_IPS, RULE_ALL_IPS, RULE_ANCHOR_FIELDS, VIEW_NAME_PATTERN,
 };
 
 /// Most trust anchors a cluster takes (bounds the CEL cost of their rules).
@@ -80,7 +79,6 @@ fn default_storage_size() -> Quantity {
         json_path = ".metadata.creationTimestamp"
     )
 )]
-#[x_kube(validation = Rule::new(RULE_YES_NEEDS_ANCHORS).message(MSG_YES_NEEDS_ANCHORS))]
 #[serde(rename_all = "camelCase")]
 pub struct BindClusterSpec {
     /// Number of BIND pods. Pod 0 is the primary; every other pod is a

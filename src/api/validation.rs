@@ -120,11 +120,10 @@ pub const RULE_SECONDARY_PRIMARIES: &str = "(has(self.type) && self.type == 'sec
 /// Message for [`RULE_SECONDARY_PRIMARIES`].
 pub const MSG_SECONDARY_PRIMARIES: &str = "spec.primaries is required when spec.type is secondary and not allowed when spec.type is primary";
 
-/// CEL on BindClusterSpec: `dnssecValidation: yes` needs trust anchors
-/// (BIND 9.20 refuses to start without; 9.18 would validate nothing).
-pub const RULE_YES_NEEDS_ANCHORS: &str = "!has(self.dnssecValidation) || self.dnssecValidation != 'yes' || (has(self.trustAnchors) && self.trustAnchors.size() > 0)";
-/// Message for [`RULE_YES_NEEDS_ANCHORS`].
-pub const MSG_YES_NEEDS_ANCHORS: &str = "spec.dnssecValidation yes needs spec.trustAnchors; use auto for BIND's built-in root trust anchor, or no to not validate";
+// `dnssecValidation: yes` without trustAnchors is refused by the cluster
+// controller's validation (status InvalidSpec, nothing renders), not by CEL:
+// a rule on BindClusterSpec would put the whole spec (affinity,
+// tolerations, ...) under the cost estimate.
 /// CEL on a trust anchor: the fields its type needs.
 pub const RULE_ANCHOR_FIELDS: &str = "self.type.endsWith('-ds') ? (has(self.keyTag) && has(self.digestType) && has(self.digest)) : (has(self.flags) && has(self.publicKey))";
 /// Message for [`RULE_ANCHOR_FIELDS`].
