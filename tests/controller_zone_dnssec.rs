@@ -334,7 +334,30 @@ async fn validation_yes_without_trust_anchors_is_refused_and_nothing_serving_cha
     let after = h.api.get::<ConfigMap>(Some(NS), "c-config").unwrap();
     assert_eq!(after.resource_version(), before.resource_version());
 
+    // A static root anchor beside auto's built-in one: named refuses it.
+    h.patch_cluster_spec(
+        "c",
+        json!({"dnssecValidation": "auto", "trustAnchors": [{"name": ".", "type": "static-ds",
+            "keyTag": 20326, "algorithm": 8, "digestType": 2, "digest": ROOT_DS}]}),
+    )
+    .await;
+    h.reconcile_cluster("c").await;
+    let status = h.get_cluster("c").status.unwrap();
+    let ready = find_condition(&status.conditions, CONDITION_READY).unwrap();
+    assert_eq!(ready.reason, "InvalidSpec");
+    assert!(
+        ready
+            .message
+            .contains("cannot be used with dnssecValidation auto"),
+        "{}",
+        ready.message
+    );
+    let after = h.api.get::<ConfigMap>(Some(NS), "c-config").unwrap();
+    assert_eq!(after.resource_version(), before.resource_version());
+
     // With the root's DS it renders `trust-anchors`.
+    h.patch_cluster_spec("c", json!({"dnssecValidation": "yes"}))
+        .await;
     h.patch_cluster_spec(
         "c",
         json!({"trustAnchors": [{"name": ".", "type": "initial-ds", "keyTag": 20326,

@@ -170,8 +170,8 @@ pub struct BindClusterSpec {
     /// e.g. the root's KSK as `{name: ".", type: initial-ds, keyTag: 20326,
     /// algorithm: 8, digestType: 2, digest: "E06D..."}` or an internal
     /// zone's key as `{name: corp.example, type: static-key, flags: 257,
-    /// algorithm: 13, publicKey: "..."}`. Also honoured with `auto` (added
-    /// to the built-in root anchor).
+    /// algorithm: 13, publicKey: "..."}`. Also honoured with `auto` (beside
+    /// the built-in root anchor; a static root anchor is refused there).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = MAX_TRUST_ANCHORS))]
     pub trust_anchors: Vec<TrustAnchor>,

@@ -227,6 +227,20 @@ pub fn cluster_config(
         .enumerate()
         .map(|(i, a)| trust_anchor(a).map_err(|e| err(e.at(&format!("spec.trustAnchors[{i}]")))))
         .collect::<Result<Vec<_>, ConfigError>>()?;
+    // named refuses a static root anchor beside its built-in one (9.18 and
+    // 9.20 named-checkconf, measured).
+    if dnssec == DnssecValidation::Auto
+        && let Some(i) = trust_anchors.iter().position(|a| {
+            a.name.is_root() && matches!(a.kind, AnchorKind::StaticDs | AnchorKind::StaticKey)
+        })
+    {
+        return Err(err(ValidationError::new(
+            "trust anchor",
+            ".",
+            "a static anchor for the root cannot be used with dnssecValidation auto; use initial-ds or initial-key, or dnssecValidation yes",
+        )
+        .at(&format!("spec.trustAnchors[{i}]"))));
+    }
     // BIND 9.20 will not start with `yes` and no anchors (9.18 would start
     // and validate nothing): refused here, before anything renders.
     if dnssec == DnssecValidation::Yes && trust_anchors.is_empty() {
