@@ -1,8 +1,10 @@
 //! Zone operations on one BIND pod, each one exec of a command the BIND
 //! layer builds: read SOA serials (one `dig` for many zones), `zonestatus`,
 //! create a primary zone (file first, then `addzone`), add a secondary
-//! zone, `modzone`, delete a zone with its file and journal, transfer a zone
-//! and send one nsupdate run.
+//! zone, `modzone`, re-add a zone keeping its files (a `dnssec-policy` on
+//! BIND 9.20), read its DNSKEYs, delete a zone with every file named keeps
+//! for it (journal, signed copies, keys), transfer a zone and send one
+//! nsupdate run.
 //!
 //! Touches BIND pods through the executor only; never the API server.
 //! Errors carry the pod, zone and tool's stderr excerpt; never stdin (the
