@@ -34,8 +34,8 @@ use support::{Env, PRIMARY, SECONDARY, record, test_settings, zone};
 const FOLLOW: Duration = Duration::from_secs(10);
 
 /// Runs each pod's commands on this machine against that pod's named.
-struct LocalExec {
-    layouts: HashMap<String, PodLayout>,
+pub(crate) struct LocalExec {
+    pub(crate) layouts: HashMap<String, PodLayout>,
 }
 
 impl PodExecutor for LocalExec {
@@ -86,9 +86,9 @@ impl PodExecutor for LocalExec {
     }
 }
 
-struct Named {
-    primary: Pod,
-    secondary: Pod,
+pub(crate) struct Named {
+    pub(crate) primary: Pod,
+    pub(crate) secondary: Pod,
     cfg: ClusterConfig,
     _tmp: tempfile::TempDir,
 }
@@ -98,7 +98,7 @@ fn short(port: u16, name: &str, t: &str) -> Vec<String> {
 }
 
 #[track_caller]
-fn follow(port: u16, name: &str, t: &str, want: &[&str]) {
+pub(crate) fn follow(port: u16, name: &str, t: &str, want: &[&str]) {
     let want: Vec<String> = want.iter().map(|s| s.to_string()).collect();
     let ok = wait_until(FOLLOW, || short(port, name, t) == want);
     assert!(
@@ -110,7 +110,7 @@ fn follow(port: u16, name: &str, t: &str, want: &[&str]) {
 
 /// Starts named (primary and secondary, on the keys the API will hold),
 /// then the controllers with an executor for those two pods.
-async fn setup(settings: Settings) -> (Env, Named) {
+pub(crate) async fn setup(settings: Settings) -> (Env, Named) {
     setup_views(settings, vec![]).await
 }
 
@@ -132,7 +132,7 @@ async fn setup_views(settings: Settings, views: Vec<View>) -> (Env, Named) {
 /// A primary and a secondary through the rendered entrypoint, and the
 /// primary's NOTIFY list (the BindCluster reconciler's part; one per view
 /// with views).
-fn start_named(update: &TsigKey, xfer: &TsigKey, views: Vec<View>) -> Named {
+pub(crate) fn start_named(update: &TsigKey, xfer: &TsigKey, views: Vec<View>) -> Named {
     let tmp = tempfile::tempdir().unwrap();
     let config = tmp.path().join("config");
     let mut primary = Pod::new(tmp.path(), &config, 0);

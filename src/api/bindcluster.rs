@@ -19,8 +19,13 @@ use serde::{Deserialize, Serialize};
 use super::validation::{
     ACL_ELEMENT_PATTERN, DNS_NAME_PATTERN, IP_PATTERN, K8S_NAME_PATTERN, MAX_ACL_ELEMENT_LEN,
     MAX_DNS_NAME_LEN, MAX_IP_LEN, MAX_K8S_NAME_LEN, MAX_LIST_ITEMS, MAX_VIEW_NAME_LEN,
-    MSG_FORWARDERS_IPS, RULE_ALL_IPS, VIEW_NAME_PATTERN,
+    MSG_ANCHOR_FIELDS, MSG_FORWARDERS_IPS, RULE_ALL_IPS, RULE_ANCHOR_FIELDS, VIEW_NAME_PATTERN,
 };
+
+/// Most trust anchors a cluster takes (bounds the CEL cost of their rules).
+pub const MAX_TRUST_ANCHORS: u32 = 16;
+/// Longest DS digest (hex of SHA-384) or public key (base64) accepted.
+pub const MAX_ANCHOR_DATA_LEN: u32 = 2048;
 
 /// Image used when spec.image is not set.
 pub const DEFAULT_IMAGE: &str = "internetsystemsconsortium/bind9:9.20";
@@ -153,10 +158,23 @@ pub struct BindClusterSpec {
     #[serde(default)]
     pub forward_only: bool,
 
-    /// DNSSEC validation of recursive answers (BIND `dnssec-validation`).
+    /// DNSSEC validation of recursive answers (BIND `dnssec-validation`):
+    /// `auto` validates from BIND's built-in root trust anchor, `no` does not
+    /// validate, `yes` validates only from spec.trustAnchors and is refused
+    /// without them (BIND 9.20 will not start with `yes` and no anchors).
     /// Unset: `no` when recursion is off, `auto` when it is on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dnssec_validation: Option<DnssecValidation>,
+
+    /// Trust anchors for `dnssecValidation: yes` (BIND `trust-anchors`),
+    /// e.g. the root's KSK as `{name: ".", type: initial-ds, keyTag: 20326,
+    /// algorithm: 8, digestType: 2, digest: "E06D..."}` or an internal
+    /// zone's key as `{name: corp.example, type: static-key, flags: 257,
+    /// algorithm: 13, publicKey: "..."}`. Also honoured with `auto` (beside
+    /// the built-in root anchor; a static root anchor is refused there).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = MAX_TRUST_ANCHORS))]
+    pub trust_anchors: Vec<TrustAnchor>,
 
     /// Domains whose answers are not DNSSEC-validated (BIND
     /// `validate-except`), e.g. internal zones with no chain of trust.
@@ -201,6 +219,7 @@ impl Default for BindClusterSpec {
             forwarders: Vec::new(),
             forward_only: false,
             dnssec_validation: None,
+            trust_anchors: vec![],
             validate_except: Vec::new(),
             forward_zones: Vec::new(),
             views: Vec::new(),
@@ -281,6 +300,56 @@ impl DnssecValidation {
             DnssecValidation::No => "no",
         }
     }
+}
+
+/// One trust anchor (BIND `trust-anchors` entry). A DS type (`static-ds`,
+/// `initial-ds`) needs keyTag, algorithm, digestType and digest; a key type
+/// (`static-key`, `initial-key`) needs flags, algorithm and publicKey. The
+/// `initial-*` types start RFC 5011 tracking; `static-*` never roll.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, KubeSchema)]
+#[x_kube(validation = Rule::new(RULE_ANCHOR_FIELDS).message(MSG_ANCHOR_FIELDS))]
+#[serde(rename_all = "camelCase")]
+pub struct TrustAnchor {
+    /// The domain the anchor is for (`.` for the root).
+    #[schemars(length(min = 1, max = MAX_DNS_NAME_LEN), regex(pattern = r"^(\.|([A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?\.)*[A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?\.?)$"))]
+    pub name: String,
+    /// `static-ds`, `initial-ds`, `static-key` or `initial-key`.
+    #[serde(rename = "type")]
+    pub type_: TrustAnchorType,
+    /// DS key tag (DS types).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_tag: Option<u16>,
+    /// DNSSEC algorithm number (e.g. 8 RSASHA256, 13 ECDSAP256SHA256).
+    pub algorithm: u8,
+    /// DS digest type (DS types): 2 (SHA-256) or 4 (SHA-384).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub digest_type: Option<u8>,
+    /// DS digest in hex (DS types).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = MAX_ANCHOR_DATA_LEN))]
+    pub digest: Option<String>,
+    /// DNSKEY flags (key types): 257 for a key-signing key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flags: Option<u16>,
+    /// DNSKEY public key in base64 (key types).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = MAX_ANCHOR_DATA_LEN))]
+    pub public_key: Option<String>,
+}
+
+/// How a trust anchor is given and kept.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+#[schemars(transform = super::common::drop_type_description, extend("maxLength" = 11))]
+pub enum TrustAnchorType {
+    /// A DS that is never rolled.
+    StaticDs,
+    /// A DS that starts RFC 5011 tracking.
+    InitialDs,
+    /// A DNSKEY that is never rolled.
+    StaticKey,
+    /// A DNSKEY that starts RFC 5011 tracking.
+    InitialKey,
 }
 
 /// Kubernetes Service type of the DNS Service.

@@ -163,8 +163,21 @@ pub struct BindZoneSpec {
     #[schemars(length(max = super::validation::MAX_LIST_ITEMS), inner(length(min = 1, max = super::validation::MAX_ACL_ELEMENT_LEN), regex(pattern = super::validation::ACL_ELEMENT_PATTERN)))]
     pub allow_transfer: Vec<String>,
 
-    /// BIND `dnssec-policy` name for inline signing (e.g. `default`). Unset:
-    /// the zone is not signed.
+    /// BIND `dnssec-policy` name that signs the zone: `default` (BIND's
+    /// built-in policy: one ECDSAP256SHA256 CSK, NSEC) or `insecure`
+    /// (withdraw the keys of a signed zone); any other name must be a
+    /// policy the cluster's named.conf defines, or the zone reports
+    /// DnssecPolicyRefused with named's reason. The zone is Ready only once
+    /// the primary serves it signed; status.dnssec then lists the key tags
+    /// and the DS records (digest type 2) to give the parent zone.
+    ///
+    /// Removing the field from a signed zone unsigns it safely: the operator
+    /// first applies `insecure`, so named withdraws the DNSKEYs and
+    /// signatures while the zone stays valid (reason Unsigning), and drops
+    /// the policy once the primary serves no DNSKEY. Remove the DS records
+    /// at the parent *before* removing the field (and wait out the DS TTL):
+    /// a DS that points at a withdrawn key makes validating resolvers fail
+    /// the zone. Unset on a zone that was never signed: not signed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = MAX_VIEW_NAME_LEN), regex(pattern = VIEW_NAME_PATTERN))]
     pub dnssec_policy: Option<String>,
@@ -307,9 +320,31 @@ pub struct BindZoneStatus {
     /// serve the zone (yet).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub servers: BTreeMap<String, u32>,
+    /// DNSSEC as the primary serves the zone (zones with spec.dnssecPolicy,
+    /// and a zone whose policy was removed until its keys are withdrawn).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dnssec: Option<ZoneDnssecStatus>,
     /// Latest observations; `Ready` is True when the primary serves the zone
     /// as specified.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
     pub conditions: Vec<Condition>,
+}
+
+/// DNSSEC state of a zone on its primary.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ZoneDnssecStatus {
+    /// The `dnssec-policy` the primary applies (`insecure` while the keys
+    /// of a removed policy are withdrawn).
+    pub policy: String,
+    /// Whether the primary serves the zone signed (`rndc zonestatus`).
+    pub signed: bool,
+    /// Key tags of the DNSKEYs the primary serves, ascending.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub key_tags: Vec<u16>,
+    /// DS records (digest type 2, SHA-256) of the key-signing keys, to add
+    /// at the parent zone, e.g. `example.com. IN DS 12345 13 2 ABC...`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ds: Vec<String>,
 }

@@ -94,6 +94,14 @@ pub const REASON_SECONDARY_ZONE: &str = "SecondaryZone";
 pub const REASON_NOT_SERVED: &str = "NotServed";
 /// DNSRecord reason: its BindZone is not Ready yet.
 pub const REASON_ZONE_NOT_READY: &str = "ZoneNotReady";
+/// Reason: the zone has a dnssec-policy and the primary does not serve it
+/// signed yet.
+pub const REASON_SIGNING: &str = "Signing";
+/// Reason: the zone's dnssec-policy was removed (or is `insecure`) and
+/// named is still withdrawing its DNSKEYs.
+pub const REASON_UNSIGNING: &str = "Unsigning";
+/// Reason: named refused the zone's dnssec-policy (e.g. not defined).
+pub const REASON_DNSSEC_POLICY_REFUSED: &str = "DnssecPolicyRefused";
 
 /// What a condition reason says about its object.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -142,6 +150,9 @@ pub const CONDITION_REASONS: &[(&str, ReasonKind)] = &[
     (REASON_CNAME_CONFLICT, ReasonKind::Failed),
     (REASON_TOO_MANY_VALUES, ReasonKind::Failed),
     (REASON_SECONDARY_ZONE, ReasonKind::Failed),
+    (REASON_SIGNING, ReasonKind::InProgress),
+    (REASON_UNSIGNING, ReasonKind::InProgress),
+    (REASON_DNSSEC_POLICY_REFUSED, ReasonKind::Failed),
 ];
 
 /// The kind of a reason in [`CONDITION_REASONS`]; None for a reason no

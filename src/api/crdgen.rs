@@ -124,10 +124,63 @@ pub fn generated() -> Vec<GeneratedCrd> {
 
 /// One CRD as a YAML document (no leading `---`).
 pub fn to_yaml(crd: &CustomResourceDefinition) -> Result<String, CrdGenError> {
-    serde_yaml::to_string(crd).map_err(|source| CrdGenError::Yaml {
-        name: crd.metadata.name.clone().unwrap_or_default(),
-        source,
-    })
+    serde_yaml::to_string(crd)
+        .map(|text| quote_yaml11_booleans(&text))
+        .map_err(|source| CrdGenError::Yaml {
+            name: crd.metadata.name.clone().unwrap_or_default(),
+            source,
+        })
+}
+
+/// Words YAML 1.1 reads as booleans that YAML 1.2 (serde_yaml) leaves
+/// unquoted.
+const YAML11_BOOLEANS: &[&str] = &[
+    "y", "Y", "yes", "Yes", "YES", "n", "N", "no", "No", "NO", "on", "On", "ON", "off", "Off",
+    "OFF",
+];
+
+/// Quotes plain scalars that YAML 1.1 reads as booleans. serde_yaml writes
+/// YAML 1.2, where `yes` is a string, but kubectl and the API server read
+/// YAML 1.1: an unquoted `- yes` in an enum became `true`, and the API
+/// server then refused `dnssecValidation: "yes"` (measured on v1.36).
+/// Lines inside block scalars (descriptions) are left as they are.
+fn quote_yaml11_booleans(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    // Indentation of the key that opened a block scalar we are inside.
+    let mut block: Option<usize> = None;
+    for line in text.split_inclusive('\n') {
+        let body = line.trim_end_matches('\n');
+        let indent = body.len() - body.trim_start().len();
+        if let Some(b) = block {
+            if body.trim().is_empty() || indent > b {
+                out.push_str(line);
+                continue;
+            }
+            block = None;
+        }
+        let trimmed = body.trim_end();
+        if trimmed.ends_with('|') || trimmed.ends_with("|-") || trimmed.ends_with('>') {
+            block = Some(indent);
+            out.push_str(line);
+            continue;
+        }
+        let split = if let Some(rest) = body.trim_start().strip_prefix("- ") {
+            Some((body.len() - rest.len(), rest))
+        } else {
+            body.find(": ").map(|i| (i + 2, &body[i + 2..]))
+        };
+        match split {
+            Some((at, value)) if YAML11_BOOLEANS.contains(&value) => {
+                out.push_str(&body[..at]);
+                out.push('\'');
+                out.push_str(value);
+                out.push('\'');
+                out.push_str(&line[body.len()..]);
+            }
+            _ => out.push_str(line),
+        }
+    }
+    out
 }
 
 /// All four CRDs as one multi-document YAML stream, each document opened by
@@ -214,4 +267,21 @@ pub fn regenerate(root: &std::path::Path) -> Result<(), CrdWriteError> {
         std::fs::write(&path, content).map_err(|source| CrdWriteError::Io { path, source })?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod yaml11_tests {
+    use super::*;
+
+    #[test]
+    fn yaml11_booleans_are_quoted_outside_block_scalars() {
+        let text = "enum:\n- auto\n- yes\n- no\nx: on\ndescription: |-\n  - no\n  yes\nafter: no\n";
+        assert_eq!(
+            quote_yaml11_booleans(text),
+            "enum:\n- auto\n- 'yes'\n- 'no'\nx: 'on'\ndescription: |-\n  - no\n  yes\nafter: 'no'\n"
+        );
+        let all = all_yaml().unwrap();
+        assert!(all.contains("- 'yes'\n"), "dnssecValidation's enum");
+        assert!(!all.contains("- yes\n"));
+    }
 }

@@ -17,11 +17,13 @@ pub mod validation;
 
 pub use bindcluster::{
     BindCluster, BindClusterSpec, BindClusterStatus, CatalogSpec, DnsServiceSpec, DnssecValidation,
-    ExternalTrafficPolicy, ForwardZone, ImagePullPolicy, ServiceType, StorageSpec, View,
+    ExternalTrafficPolicy, ForwardZone, ImagePullPolicy, ServiceType, StorageSpec, TrustAnchor,
+    TrustAnchorType, View,
 };
 pub use bindtsigkey::{BindTSIGKey, BindTSIGKeySpec, BindTSIGKeyStatus, TsigAlgorithm};
 pub use bindzone::{
-    BindZone, BindZoneSpec, BindZoneStatus, SoaSpec, ZonePrimary, ZoneRecord, ZoneType,
+    BindZone, BindZoneSpec, BindZoneStatus, SoaSpec, ZoneDnssecStatus, ZonePrimary, ZoneRecord,
+    ZoneType,
 };
 pub use common::*;
 pub use dnsrecord::{DNSRecord, DNSRecordSpec, DNSRecordStatus, RecordType, UnknownRecordType};

@@ -132,3 +132,12 @@ pub const MSG_PRIMARY_ADDRESS_IP: &str =
 pub const RULE_SECONDARY_PRIMARIES: &str = "(has(self.type) && self.type == 'secondary') == (has(self.primaries) && self.primaries.size() > 0)";
 /// Message for [`RULE_SECONDARY_PRIMARIES`].
 pub const MSG_SECONDARY_PRIMARIES: &str = "spec.primaries is required when spec.type is secondary and not allowed when spec.type is primary";
+
+// `dnssecValidation: yes` without trustAnchors is refused by the cluster
+// controller's validation (status InvalidSpec, nothing renders), not by CEL:
+// a rule on BindClusterSpec would put the whole spec (affinity,
+// tolerations, ...) under the cost estimate.
+/// CEL on a trust anchor: the fields its type needs.
+pub const RULE_ANCHOR_FIELDS: &str = "self.type.endsWith('-ds') ? (has(self.keyTag) && has(self.digestType) && has(self.digest)) : (has(self.flags) && has(self.publicKey))";
+/// Message for [`RULE_ANCHOR_FIELDS`].
+pub const MSG_ANCHOR_FIELDS: &str = "a static-ds or initial-ds anchor needs keyTag, digestType and digest; a static-key or initial-key anchor needs flags and publicKey";

@@ -10,6 +10,7 @@
 use std::fmt;
 
 use super::conf::{ConfWriter, server_tokens};
+use super::dnssec::key_file_prefix;
 use super::entrypoint::RNDC_KEY_NAME;
 use super::layout::{PodLayout, data};
 use super::name::ZoneName;
@@ -82,10 +83,12 @@ fn verb_of(argv: &[String]) -> &'static str {
     match program {
         "sh" if arg(1) == "-c" => match arg(2) {
             DELZONE_SCRIPT => "delzone",
+            READD_SCRIPT => "readd_zone",
             WRITE_FILE_SCRIPT => "write_zone_file",
             WRITE_NOTIFY_SCRIPT | WRITE_VIEW_NOTIFY_SCRIPT => "write_notify_targets",
             ENSURE_NOTIFY_SCRIPT => "ensure_notify_targets",
             CHECKCONF_SCRIPT => "checkconf",
+            DIG_KEYFILE_SCRIPT if has("DNSKEY") => "dig_dnskey",
             DIG_KEYFILE_SCRIPT => "dig_axfr",
             // `sh -c SCRIPT sh PROGRAM ...`: named after PROGRAM.
             _ => argv.get(4..).map_or(VERB_OTHER, verb_of),
@@ -179,17 +182,23 @@ pub fn zonestatus(layout: &PodLayout, zone: &ZoneName, view: Option<&ViewName>) 
     rndc(layout, a)
 }
 
-const DELZONE_SCRIPT: &str = r#"rndc="$1" conf="$2" file="$3"
-shift 3
+const DELZONE_SCRIPT: &str = r#"rndc="$1" conf="$2" file="$3" keys="$4"
+shift 4
 "$rndc" -c "$conf" delzone -clean "$@"
 rc=$?
-rm -f "$file" "$file.jnl"
+rm -f "$file" "$file.jnl" "$file.jbk" "$file.signed" "$file.signed.jnl" \
+    "$keys"*.key "$keys"*.private "$keys"*.state
 exit $rc"#;
 
-/// `rndc delzone -clean ZONE [IN VIEW]`, then removes the zone file and its
-/// journal even if rndc left them (a stale journal would replay deleted
-/// records into a re-created zone). Exit status is rndc's; a zone that was
-/// already gone shows as [`super::parse::RndcError::NotFound`].
+/// `rndc delzone -clean ZONE [IN VIEW]`, then removes every file named
+/// keeps for the zone even if rndc left it (measured on 9.18 and 9.20:
+/// `-clean` leaves the `.jbk` and the `K*` key files): the zone file, its
+/// journal (a stale one replays deleted records into a re-created zone),
+/// the inline-signing `.jbk`, `.signed` and `.signed.jnl`, and the
+/// `K<zone>.+alg+tag.{key,private,state}` files in the key directory (the
+/// data directory), so a zone created again gets new keys. Exit status is
+/// rndc's; a zone already gone shows as
+/// [`super::parse::RndcError::NotFound`].
 pub fn delzone(
     layout: &PodLayout,
     zone: &ZoneName,
@@ -200,20 +209,48 @@ pub fn delzone(
         layout.tools.rndc.clone(),
         layout.rndc_conf(),
         layout.data_path(file),
+        layout.data_path(&key_file_prefix(zone)),
     ];
     a.extend(zone_args(zone, view));
     Command::sh(DELZONE_SCRIPT, a)
 }
 
+const READD_SCRIPT: &str = r#"rndc="$1" conf="$2" clause="$3"
+shift 3
+"$rndc" -c "$conf" delzone "$@" || exit $?
+exec "$rndc" -c "$conf" addzone "$@" "$clause""#;
+
+/// `rndc delzone ZONE [IN VIEW]` (files kept) then `rndc addzone` with
+/// `clause`, in one exec: what makes BIND 9.20 apply a `dnssec-policy`
+/// added to an existing zone (its modzone records the policy but does not
+/// sign until a reconfig; measured). The zone file and journal stay, so
+/// the zone comes back with every record.
+pub fn readd_zone(
+    layout: &PodLayout,
+    zone: &ZoneName,
+    view: Option<&ViewName>,
+    clause: &str,
+) -> Command {
+    let mut a = vec![
+        layout.tools.rndc.clone(),
+        layout.rndc_conf(),
+        clause.to_string(),
+    ];
+    a.extend(zone_args(zone, view));
+    Command::sh(READD_SCRIPT, a)
+}
+
 const WRITE_FILE_SCRIPT: &str = r#"set -e
 f="$1"
 mkdir -p "$(dirname "$f")"
-rm -f "$f.jnl"
+rm -f "$f.jnl" "$f.jbk" "$f.signed" "$f.signed.jnl"
 cat >"$f.tmp"
 mv -f "$f.tmp" "$f""#;
 
 /// Writes a zone file (text on stdin) to `file` relative to the data dir,
-/// atomically, removing any stale journal first. Run before `addzone`.
+/// atomically, removing any stale journal and inline-signing copies first
+/// (keys stay: a zone the primary lost keeps its DS valid). Run before
+/// `addzone`.
 pub fn write_zone_file(layout: &PodLayout, file: &str, text: &str) -> Command {
     Command::sh(WRITE_FILE_SCRIPT, vec![layout.data_path(file)]).with_stdin(text.to_string())
 }
@@ -444,6 +481,20 @@ pub fn dig_axfr(layout: &PodLayout, zone: &ZoneName, key: &TsigKey) -> Command {
     Command::sh(DIG_KEYFILE_SCRIPT, a).with_stdin(render_keys_conf(std::slice::from_ref(key)))
 }
 
+/// `dig DNSKEY` of the zone signed with `key` (so it lands in the zone's
+/// view, like [`dig_axfr`]); parse with [`super::dnssec::parse_dnskeys`].
+pub fn dig_dnskey(layout: &PodLayout, zone: &ZoneName, key: &TsigKey) -> Command {
+    let mut a = dig_base(layout);
+    a.extend([
+        "+noall".into(),
+        "+answer".into(),
+        "+norecurse".into(),
+        zone.fqdn(),
+        "DNSKEY".into(),
+    ]);
+    Command::sh(DIG_KEYFILE_SCRIPT, a).with_stdin(render_keys_conf(std::slice::from_ref(key)))
+}
+
 /// rndc's key name, for callers checking names do not clash.
 pub fn rndc_key_name() -> &'static str {
     RNDC_KEY_NAME
@@ -613,6 +664,8 @@ mod tests {
             (probe(&l), "probe"),
             (dig_soa(&l, std::slice::from_ref(&z)), "dig_soa"),
             (dig_axfr(&l, &z, &key), "dig_axfr"),
+            (dig_dnskey(&l, &z, &key), "dig_dnskey"),
+            (readd_zone(&l, &z, None, "{ type primary; };"), "readd_zone"),
         ];
         for (cmd, verb) in cases {
             assert_eq!(cmd.verb(), verb, "{cmd:?}");

@@ -9,6 +9,7 @@
 
 pub mod commands;
 pub mod conf;
+pub mod dnssec;
 pub mod entrypoint;
 pub mod error;
 pub mod layout;

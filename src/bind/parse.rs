@@ -146,6 +146,12 @@ pub enum RndcError {
     AlreadyExists,
     #[error("could not reach the control channel")]
     Unreachable,
+    /// named could not configure the zone from the clause (addzone or
+    /// modzone): `configure_zone failed: <why>`, e.g. a `dnssec-policy`
+    /// named.conf does not define (named's log names it; rndc says only
+    /// "not found", which is not about the zone).
+    #[error("named refused the zone's configuration ({0})")]
+    ClauseRefused(String),
     #[error("rndc failed: {0}")]
     Other(String),
 }
@@ -153,7 +159,12 @@ pub enum RndcError {
 /// Classifies rndc's stderr.
 pub fn parse_rndc_error(stderr: &str) -> RndcError {
     let lower = stderr.to_ascii_lowercase();
-    if lower.contains("not found") || lower.contains("no matching zone") {
+    if let Some(line) = stderr
+        .lines()
+        .find(|l| l.to_ascii_lowercase().contains("configure_zone failed"))
+    {
+        RndcError::ClauseRefused(excerpt(line.trim()))
+    } else if lower.contains("not found") || lower.contains("no matching zone") {
         RndcError::NotFound
     } else if lower.contains("already exists") {
         RndcError::AlreadyExists
@@ -184,6 +195,11 @@ pub struct ZoneStatus {
     /// False when named configured the zone but could not load it (a
     /// missing zone file: reconfig succeeds but the zone SERVFAILs).
     pub loaded: bool,
+    /// `secure: yes`: the zone is served signed.
+    pub secure: bool,
+    /// The `dnssec-policy` named applies to the zone; None when it shows
+    /// none (BIND 9.20 after a modzone that added one: not applied yet).
+    pub dnssec_policy: Option<String>,
 }
 
 /// Parses `rndc zonestatus` output (`key: value` lines).
@@ -199,6 +215,8 @@ pub fn parse_zonestatus(stdout: &str) -> ZoneStatus {
             "serial" => st.serial = v.parse().ok(),
             "files" => st.files = v.split(',').map(|s| s.trim().to_string()).collect(),
             "dynamic" => st.dynamic = v == "yes",
+            "secure" => st.secure = v == "yes",
+            "dnssec-policy" => st.dnssec_policy = Some(v.to_string()),
             "loaded serial" | "last loaded" => st.loaded = true,
             _ => {}
         }
@@ -399,6 +417,27 @@ mod tests {
                 "rndc: 'zonestatus' failed: not found\nno matching zone 'x' in any view\n"
             ),
             RndcError::NotFound
+        );
+    }
+
+    #[test]
+    fn zonestatus_dnssec_fields_and_refused_clauses() {
+        // BIND 9.20 output of an inline-signed zone.
+        let st = parse_zonestatus(
+            "name: a.test\ntype: primary\nfiles: zones/a.test.db\nserial: 1\nsigned serial: 3\nsecure: yes\ninline signing: yes\nkey maintenance: automatic\ndynamic: no\ndnssec-policy: default\n",
+        );
+        assert_eq!(st.serial, Some(1));
+        assert!(st.secure);
+        assert_eq!(st.dnssec_policy.as_deref(), Some("default"));
+        let plain = parse_zonestatus("name: b.test\ntype: primary\nserial: 1\nsecure: no\n");
+        assert!(!plain.secure && plain.dnssec_policy.is_none());
+        // What rndc prints for `dnssec-policy nosuch` (both 9.18 and 9.20):
+        // not a missing zone.
+        assert_eq!(
+            parse_rndc_error(
+                "rndc: 'addzone' failed: not found\nconfigure_zone failed: not found\n"
+            ),
+            RndcError::ClauseRefused("configure_zone failed: not found".into())
         );
     }
 }

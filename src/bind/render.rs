@@ -20,6 +20,7 @@
 use std::collections::BTreeMap;
 
 use super::conf::{ConfWriter, Tok, server_tokens};
+use super::dnssec::{TrustAnchor, write_trust_anchors};
 use super::entrypoint::render_entrypoint;
 use super::layout::{data, mount};
 use super::name::ZoneName;
@@ -82,6 +83,9 @@ pub struct ClusterConfig {
     pub forwarders: Vec<Endpoint>,
     pub forward_only: bool,
     pub dnssec_validation: DnssecValidation,
+    /// `trust-anchors` (required by `dnssec-validation yes`: BIND 9.20
+    /// refuses that without anchors).
+    pub trust_anchors: Vec<TrustAnchor>,
     pub validate_except: Vec<ZoneName>,
     pub forward_zones: Vec<ForwardZone>,
     pub views: Vec<View>,
@@ -416,6 +420,8 @@ pub fn render_named_conf(cfg: &ClusterConfig, role: Role) -> Result<String, Rend
             }
         }
     });
+    // Top level: every view validates with them.
+    write_trust_anchors(&mut w, &cfg.trust_anchors);
 
     if cfg.views.is_empty() {
         if !cfg.forward_zones.is_empty() || role == Role::Secondary {
@@ -511,6 +517,7 @@ mod tests {
             forwarders: Vec::new(),
             forward_only: false,
             dnssec_validation: DnssecValidation::No,
+            trust_anchors: vec![],
             validate_except: Vec::new(),
             forward_zones: Vec::new(),
             views,

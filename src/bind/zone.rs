@@ -173,6 +173,11 @@ impl PolicyName {
         }
         Ok(PolicyName(text.to_string()))
     }
+
+    /// The policy name as named.conf writes it.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
 }
 
 fn clause(body: impl FnOnce(&mut ConfWriter)) -> String {

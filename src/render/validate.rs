@@ -11,6 +11,7 @@
 use std::net::IpAddr;
 
 use crate::api::{self, BindCluster, BindTSIGKey, BindZone, DNSRecord, ZoneType};
+use crate::bind::dnssec::{AnchorFields, AnchorKind, TrustAnchor};
 use crate::bind::nsupdate::RrsetChange;
 use crate::bind::render::{ClusterConfig, DnssecValidation, ForwardZone, View};
 use crate::bind::types::parse_acl;
@@ -25,6 +26,28 @@ use crate::bind::{
 
 /// The DNS port forwarders are asked on.
 const DNS_PORT: u16 = 53;
+
+/// One CRD trust anchor into the BIND layer's type.
+fn trust_anchor(a: &api::TrustAnchor) -> Result<TrustAnchor, ValidationError> {
+    let kind = match a.type_ {
+        api::TrustAnchorType::StaticDs => AnchorKind::StaticDs,
+        api::TrustAnchorType::InitialDs => AnchorKind::InitialDs,
+        api::TrustAnchorType::StaticKey => AnchorKind::StaticKey,
+        api::TrustAnchorType::InitialKey => AnchorKind::InitialKey,
+    };
+    TrustAnchor::parse(
+        &a.name,
+        kind,
+        &AnchorFields {
+            key_tag: a.key_tag,
+            algorithm: Some(a.algorithm),
+            digest_type: a.digest_type,
+            digest: a.digest.as_deref(),
+            flags: a.flags,
+            public_key: a.public_key.as_deref(),
+        },
+    )
+}
 
 /// Why an object cannot become BIND input.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -198,6 +221,36 @@ pub fn cluster_config(
         None if spec.recursion => DnssecValidation::Auto,
         None => DnssecValidation::No,
     };
+    let trust_anchors = spec
+        .trust_anchors
+        .iter()
+        .enumerate()
+        .map(|(i, a)| trust_anchor(a).map_err(|e| err(e.at(&format!("spec.trustAnchors[{i}]")))))
+        .collect::<Result<Vec<_>, ConfigError>>()?;
+    // named refuses a static root anchor beside its built-in one (9.18 and
+    // 9.20 named-checkconf, measured).
+    if dnssec == DnssecValidation::Auto
+        && let Some(i) = trust_anchors.iter().position(|a| {
+            a.name.is_root() && matches!(a.kind, AnchorKind::StaticDs | AnchorKind::StaticKey)
+        })
+    {
+        return Err(err(ValidationError::new(
+            "trust anchor",
+            ".",
+            "a static anchor for the root cannot be used with dnssecValidation auto; use initial-ds or initial-key, or dnssecValidation yes",
+        )
+        .at(&format!("spec.trustAnchors[{i}]"))));
+    }
+    // BIND 9.20 will not start with `yes` and no anchors (9.18 would start
+    // and validate nothing): refused here, before anything renders.
+    if dnssec == DnssecValidation::Yes && trust_anchors.is_empty() {
+        return Err(err(ValidationError::new(
+            "dnssec validation",
+            "yes",
+            "needs spec.trustAnchors; use auto for BIND's built-in root trust anchor, or no to not validate",
+        )
+        .at("spec.dnssecValidation")));
+    }
     let forward_zones = spec
         .forward_zones
         .iter()
@@ -236,6 +289,7 @@ pub fn cluster_config(
         forwarders: ips("spec.forwarders", &spec.forwarders, &err)?,
         forward_only: spec.forward_only,
         dnssec_validation: dnssec,
+        trust_anchors,
         validate_except: spec
             .validate_except
             .iter()

@@ -16,7 +16,7 @@ use crate::api::{BindZone, DNSRecord, Phase};
 use crate::bind::zone::SecondaryZone;
 use crate::controller::zonesync::ZoneContext;
 use crate::controller::zonesync::plan::{Desired, Verdict, has_record_finalizer};
-use crate::controller::zonesync::server::ServerError;
+use crate::controller::zonesync::server::{ServerError, Target};
 use crate::controller::zonesync::survey::PodInfo;
 use crate::controller::zonesync::writes::{
     RecordReport, ZoneReport, release_records, write_applied, write_record_statuses,
@@ -27,13 +27,17 @@ use crate::render::validate::{PrimaryZoneConfig, ZoneConfig};
 use super::applied::Applied;
 use super::primary::Failure;
 use super::read::{self, Blocked, Inputs};
-use super::{Error, primary, secondary};
+use super::{Error, dnssec, primary, secondary};
 
 use crate::api::{REASON_CLUSTER_NOT_FOUND, REASON_SECONDARY_ZONE, REASON_SERVED};
 
 /// Requeue of a zone waiting for something that does not wake it (a key
 /// Secret being generated); pod and cluster changes wake it sooner.
 const WAIT_REQUEUE: Duration = Duration::from_secs(15);
+
+/// Requeue of a zone named is still signing or unsigning (nothing else
+/// wakes it when that finishes).
+const DNSSEC_RECHECK: Duration = Duration::from_secs(2);
 
 /// Reconciles a live BindZone.
 pub async fn apply(zone: &Arc<BindZone>, ctx: &ZoneContext) -> Result<Action, Error> {
@@ -74,11 +78,22 @@ async fn primary_zone(
     records: &[Arc<DNSRecord>],
     applied: &Applied,
 ) -> Result<Action, Error> {
+    let cfg = &dnssec::effective(zone, cfg);
     let out = primary::converge(ctx, zone, inputs, primary, cfg, records, applied).await;
     let c = match out.result {
         Ok(c) => c,
         Err(Failure::Server(e)) => {
             settle_records(ctx, records, &out.desired, None).await?;
+            // A policy named refuses cannot heal by itself: wait for a
+            // change instead of retrying.
+            if let Some((reason, message)) = dnssec::refused(&e, cfg) {
+                let b = Blocked {
+                    reason,
+                    message,
+                    permanent: true,
+                };
+                return blocked(ctx, zone, &[], b).await;
+            }
             return failed(ctx, zone, e).await;
         }
         Err(Failure::Invalid { reason, message }) => {
@@ -99,8 +114,40 @@ async fn primary_zone(
         &primary.pod.name,
         c.served.serial,
     );
+    // Signing: ask the primary when it was asked anyway, or while the
+    // zone is not where its policy wants it yet.
+    let old_dnssec = zone.status.as_ref().and_then(|s| s.dnssec.clone());
+    let dnssec_state = match &cfg.clause.dnssec_policy {
+        None => None,
+        Some(policy) => {
+            let settled = old_dnssec.as_ref().is_some_and(|d| {
+                d.policy == policy.as_str() && dnssec::verdict(d).0 == Phase::Ready
+            });
+            if c.verified || c.wrote || !settled {
+                let target = Target::new(ctx.base.executor.as_ref(), &primary.pod);
+                let key = primary::operator_key(zone, inputs, cfg.clause.view.as_ref());
+                match dnssec::settle(&target, &cfg.clause, policy, key).await {
+                    Ok(d) => Some(d),
+                    Err(e) => return failed(ctx, zone, e).await,
+                }
+            } else {
+                old_dnssec.clone()
+            }
+        }
+    };
+    // A removed policy whose keys are gone: drop it from the status, so
+    // the next pass drops `insecure` from the clause.
+    let withdrawn = zone.spec.dnssec_policy.is_none()
+        && dnssec_state
+            .as_ref()
+            .is_some_and(|d| dnssec::verdict(d).0 == Phase::Ready);
+    let signing = dnssec_state
+        .as_ref()
+        .map(dnssec::verdict)
+        .filter(|(p, _, _)| *p != Phase::Ready);
     // Bad inline records are reported on the zone; the rest is served.
     let (phase, reason, message) = match out.desired.inline_errors.first() {
+        None if signing.is_some() => signing.clone().expect("checked"),
         None => (Phase::Ready, REASON_SERVED, String::new()),
         Some((reason, _)) => (
             Phase::Error,
@@ -120,13 +167,16 @@ async fn primary_zone(
         serial: Some(c.served.serial),
         record_count: Some(u32::try_from(out.desired.rrsets.len()).unwrap_or(u32::MAX)),
         servers: Some(servers),
+        dnssec: Some(if withdrawn { None } else { dnssec_state }),
     };
     write_zone_status(&ctx.base.client, zone, &report).await?;
     if *applied != out.applied {
         write_applied(&ctx.base.client, zone, &out.applied.render()).await?;
     }
     ctx.state.succeeded(&zone_key(zone));
-    Ok(Action::requeue(if c.wrote {
+    Ok(Action::requeue(if signing.is_some() || withdrawn {
+        DNSSEC_RECHECK.min(c.next_check)
+    } else if c.wrote {
         ctx.settings.recheck_after_write.min(c.next_check)
     } else {
         c.next_check
@@ -176,6 +226,7 @@ async fn secondary_zone(
                 serial: s.serial,
                 record_count: None,
                 servers: Some(s.servers),
+                dnssec: None,
             };
             write_zone_status(&ctx.base.client, zone, &report).await?;
             if *applied != out.applied {
@@ -249,6 +300,7 @@ async fn failed(ctx: &ZoneContext, zone: &BindZone, e: ServerError) -> Result<Ac
         serial: None,
         record_count: None,
         servers: None,
+        dnssec: None,
     };
     write_zone_status(&ctx.base.client, zone, &report).await?;
     ctx.base
@@ -285,6 +337,7 @@ async fn blocked(
         serial: None,
         record_count: None,
         servers: None,
+        dnssec: None,
     };
     if write_zone_status(&ctx.base.client, zone, &report).await? && b.permanent {
         ctx.base

@@ -7,8 +7,10 @@
 //! releases the finalizers of deleted DNSRecords whose RRsets are gone.
 //!
 //! Pipeline (see [`apply::apply`]): read -> validate -> plan -> converge ->
-//! status. Deletion ([`cleanup::cleanup`]) removes the zone from its catalog
-//! and the servers, journal included, behind kube's finalizer helper.
+//! status. A zone with a `dnssec-policy` is Ready only once the primary
+//! serves it signed ([`dnssec`]). Deletion ([`cleanup::cleanup`]) removes
+//! the zone from its catalog and the servers, with every file named keeps
+//! for it (journal, signed copies, keys), behind kube's finalizer helper.
 //!
 //! Touches the cluster (status, finalizer and annotation writes; Secret
 //! reads) and BIND pods (exec). Never logs key material.
@@ -17,6 +19,7 @@ pub mod applied;
 pub mod apply;
 pub mod catalog;
 pub mod cleanup;
+pub mod dnssec;
 pub mod primary;
 pub mod read;
 pub mod secondary;

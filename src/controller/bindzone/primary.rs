@@ -54,6 +54,9 @@ pub struct Converged {
     pub wrote: bool,
     /// When the next periodic check is due.
     pub next_check: Duration,
+    /// Whether the primary was asked this time (false: a recent snapshot
+    /// answered, no exec ran).
+    pub verified: bool,
 }
 
 /// Why a convergence did not happen.
@@ -185,23 +188,14 @@ pub async fn converge(
                     served: s.served.clone(),
                     wrote: false,
                     next_check: interval - age,
+                    verified: false,
                 }),
                 applied: want,
             };
         }
     }
 
-    // In a view the operator signs with the view's key (the zone's update
-    // policy grants it): from loopback, only a signature reaches the view.
-    let update_key = match view {
-        Some(_) => inputs.keys.transfer_for(view),
-        None => zone
-            .spec
-            .update_key_ref
-            .as_deref()
-            .and_then(|r| inputs.keys.by_object(r))
-            .expect("zone validation requires a loaded update key"),
-    };
+    let update_key = operator_key(zone, inputs, view);
     let job = Job {
         ctx,
         inputs,
@@ -234,6 +228,7 @@ pub async fn converge(
                 served,
                 wrote,
                 next_check: interval,
+                verified: true,
             })
         }
         Err(e) => {
@@ -247,6 +242,25 @@ pub async fn converge(
         desired,
         result,
         applied: want,
+    }
+}
+
+/// The key the operator signs its updates and reads of the zone with. In
+/// a view it is the view's key (the zone's update policy grants it): from
+/// loopback, only a signature reaches the view.
+pub fn operator_key<'a>(
+    zone: &BindZone,
+    inputs: &'a Inputs,
+    view: Option<&ViewName>,
+) -> &'a TsigKey {
+    match view {
+        Some(_) => inputs.keys.transfer_for(view),
+        None => zone
+            .spec
+            .update_key_ref
+            .as_deref()
+            .and_then(|r| inputs.keys.by_object(r))
+            .expect("zone validation requires a loaded update key"),
     }
 }
 

@@ -1,8 +1,10 @@
 //! Zone operations on one BIND pod, each one exec of a command the BIND
 //! layer builds: read SOA serials (one `dig` for many zones), `zonestatus`,
 //! create a primary zone (file first, then `addzone`), add a secondary
-//! zone, `modzone`, delete a zone with its file and journal, transfer a zone
-//! and send one nsupdate run.
+//! zone, `modzone`, re-add a zone keeping its files (a `dnssec-policy` on
+//! BIND 9.20), read its DNSKEYs, delete a zone with every file named keeps
+//! for it (journal, signed copies, keys), transfer a zone and send one
+//! nsupdate run.
 //!
 //! Touches BIND pods through the executor only; never the API server.
 //! Errors carry the pod, zone and tool's stderr excerpt; never stdin (the
@@ -14,6 +16,7 @@ use crate::bind::commands::{
     self, Command, addzone, delzone, dig_axfr, dig_soa, local_server, modzone, write_zone_file,
     zonestatus,
 };
+use crate::bind::dnssec::{Dnskey, parse_dnskeys};
 use crate::bind::layout::PodLayout;
 use crate::bind::nsupdate::{BatchError, UpdateBatch, build_script, build_soa_script};
 use crate::bind::parse::{
@@ -303,6 +306,36 @@ impl<'a> Target<'a> {
             Ok(_) => Ok(()),
             Err(e) => Err(self.rndc_error("modify", zone, e)),
         }
+    }
+
+    /// Deletes the zone (files kept) and adds it again with `clause`: how a
+    /// `dnssec-policy` added to a zone takes effect on BIND 9.20 (see
+    /// [`commands::readd_zone`]).
+    pub async fn readd(
+        &self,
+        zone: &ZoneName,
+        view: Option<&ViewName>,
+        clause: &str,
+    ) -> Result<(), ServerError> {
+        let cmd = commands::readd_zone(&self.layout, zone, view, clause);
+        match self.rndc("re-add", zone, &cmd).await? {
+            Ok(_) => Ok(()),
+            Err(e) => Err(self.rndc_error("re-add", zone, e)),
+        }
+    }
+
+    /// The DNSKEYs the pod serves for the zone (a signed query, so it lands
+    /// in the zone's view).
+    pub async fn dnskeys(
+        &self,
+        zone: &ZoneName,
+        key: &TsigKey,
+    ) -> Result<Vec<Dnskey>, ServerError> {
+        let out = self
+            .run(&commands::dig_dnskey(&self.layout, zone, key))
+            .await
+            .map_err(|e| self.unreachable(e))?;
+        Ok(parse_dnskeys(&out.stdout, zone))
     }
 
     /// `rndc delzone -clean` plus removal of the file and its journal, so a

@@ -189,6 +189,8 @@ pub struct ZoneReport {
     pub record_count: Option<u32>,
     /// `None`: keep what the status says.
     pub servers: Option<BTreeMap<String, u32>>,
+    /// `None`: keep what the status says; `Some(None)` clears it.
+    pub dnssec: Option<Option<crate::api::ZoneDnssecStatus>>,
 }
 
 /// The status `report` gives `zone`. Serial, count and servers keep their
@@ -202,6 +204,7 @@ pub fn zone_status(zone: &BindZone, report: &ZoneReport) -> BindZoneStatus {
         serial: report.serial.or(old.serial),
         record_count: report.record_count.or(old.record_count),
         servers: report.servers.clone().unwrap_or(old.servers),
+        dnssec: report.dnssec.clone().unwrap_or(old.dnssec),
         conditions: old.conditions,
     };
     set_condition(

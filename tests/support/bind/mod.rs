@@ -154,6 +154,7 @@ pub fn small_config(primary: Endpoint, xfer: &TsigKey, update: &TsigKey) -> Clus
         forwarders: vec![],
         forward_only: false,
         dnssec_validation: DnssecValidation::No,
+        trust_anchors: vec![],
         validate_except: vec![],
         forward_zones: vec![],
         views: vec![],

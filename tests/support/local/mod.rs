@@ -253,6 +253,7 @@ impl ClusterObjects {
             forwarders: Vec::new(),
             forward_only: false,
             dnssec_validation: DnssecValidation::No,
+            trust_anchors: vec![],
             validate_except: Vec::new(),
             forward_zones: Vec::new(),
             views: Vec::new(),

@@ -351,13 +351,14 @@ impl FakeBind {
                         Err(e) => Err(e),
                     };
                     (Kind::Nsupdate, zone, r)
-                } else if script.contains("delzone") {
-                    let zone = lower(&args[3]);
+                } else if script.contains("delzone -clean") {
+                    // rndc, conf, zone file, key-file prefix, zone [IN view]
+                    let zone = lower(&args[4]);
                     if down {
                         let err = "rndc: connect failed: 127.0.0.1#953: connection refused\n";
                         return (Kind::DelZone, Some(zone), Err(exited(pod, cmd, 1, "", err)));
                     }
-                    let view = split_view(&args[4..]);
+                    let view = split_view(&args[5..]);
                     let file = args[2].clone();
                     let r = self.with(|i| {
                         let p = i.pods.entry(pod.name.clone()).or_default();
