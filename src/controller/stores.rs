@@ -11,6 +11,7 @@ use futures::stream::BoxStream;
 use futures::{StreamExt as _, future};
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::api::{Api, PartialObjectMeta};
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt as _, watcher};
@@ -34,6 +35,7 @@ pub struct Stores {
     pub statefulsets: Store<StatefulSet>,
     pub configmaps: Store<ConfigMap>,
     pub services: Store<Service>,
+    pub pdbs: Store<PodDisruptionBudget>,
     /// Metadata of every Secret in scope (ours, and users' TSIG secrets).
     pub secrets: Store<PartialObjectMeta<Secret>>,
     // Issue 6: BindZone / DNSRecord stores go here.
@@ -50,6 +52,7 @@ impl Stores {
             self.statefulsets.wait_until_ready(),
             self.configmaps.wait_until_ready(),
             self.services.wait_until_ready(),
+            self.pdbs.wait_until_ready(),
             self.secrets.wait_until_ready(),
         );
     }
@@ -64,6 +67,7 @@ pub struct Streams {
     pub statefulsets: Trigger<StatefulSet>,
     pub configmaps: Trigger<ConfigMap>,
     pub services: Trigger<Service>,
+    pub pdbs: Trigger<PodDisruptionBudget>,
     pub secrets: Trigger<PartialObjectMeta<Secret>>,
 }
 
@@ -78,6 +82,7 @@ impl Streams {
             self.statefulsets.map(|_| ()).boxed(),
             self.configmaps.map(|_| ()).boxed(),
             self.services.map(|_| ()).boxed(),
+            self.pdbs.map(|_| ()).boxed(),
             self.secrets.map(|_| ()).boxed(),
         ]);
         all.for_each(|_| future::ready(())).await;
@@ -115,6 +120,7 @@ pub fn watch_all(client: &Client) -> (Stores, Streams) {
     let (statefulsets, sts_s) = reflected(Api::all(client.clone()), managed(), true);
     let (configmaps, cm_s) = reflected(Api::all(client.clone()), managed(), true);
     let (services, svc_s) = reflected(Api::all(client.clone()), managed(), true);
+    let (pdbs, pdbs_s) = reflected(Api::all(client.clone()), managed(), true);
     // Metadata only: `Api<PartialObjectMeta<_>>` asks for metadata, so no
     // key material is ever cached.
     let (secrets, secrets_s) = reflected(
@@ -130,6 +136,7 @@ pub fn watch_all(client: &Client) -> (Stores, Streams) {
             statefulsets,
             configmaps,
             services,
+            pdbs,
             secrets,
         },
         Streams {
@@ -139,6 +146,7 @@ pub fn watch_all(client: &Client) -> (Stores, Streams) {
             statefulsets: sts_s,
             configmaps: cm_s,
             services: svc_s,
+            pdbs: pdbs_s,
             secrets: secrets_s,
         },
     )
