@@ -263,3 +263,55 @@ async fn a_root_cluster_on_a_persistent_volume_moves_to_uid_53_keeping_its_zone_
     assert!(!log.contains("permission denied"), "{log}");
     env.finish().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pod_whose_named_refuses_its_config_is_named_in_the_cluster_status() {
+    let env = Env::start().await;
+    // A forward zone on the cluster's own catalog zone: the operator renders
+    // it (a validation gap), named-checkconf is never asked before a pod
+    // starts, and every secondary's named refuses the config at start (the
+    // catalog zone is defined twice) — a crash loop, like BIND 9.20 with
+    // `dnssec-validation yes` and no trust anchors.
+    env.cluster_with_zone(json!({
+        "forwardZones": [{"zone": "c.dns-test.catalog.invalid", "forwarders": ["127.0.0.1"]}],
+    }))
+    .await;
+    let (message, restarts) = wait_for("Ready to name the failing pod", || async {
+        let c: BindCluster = env.h.api.get(Some(NS), "c")?;
+        let status = c.status?;
+        let ready = bind_operator::api::find_condition(&status.conditions, "Ready")?;
+        if ready.reason != "PodsFailing" {
+            return None;
+        }
+        let rest = ready.message.split_once("pod c-1: restarted ")?.1;
+        let restarts: u32 = rest.split(' ').next()?.parse().ok()?;
+        (restarts >= 2).then(|| (ready.message.clone(), restarts))
+    })
+    .await;
+    println!("Ready: {message}");
+    // named's own error line, file:line and all, without its timestamp.
+    assert!(
+        message.contains(&format!(
+            "pod c-1: restarted {restarts} times, exit code 1: "
+        )) && message.contains(
+            "named.conf:26: catalog zone 'c.dns-test.catalog.invalid' is not a primary or secondary zone"
+        ),
+        "{message}"
+    );
+    // The pod says the same in its last termination state (kubelet's
+    // FallbackToLogsOnError), which is where the status read it.
+    let pod: k8s_openapi::api::core::v1::Pod = env.h.api.get(Some(NS), "c-1").unwrap();
+    let cs = &pod.status.unwrap().container_statuses.unwrap()[0];
+    let terminated = cs.last_state.as_ref().unwrap().terminated.as_ref().unwrap();
+    assert_eq!(terminated.exit_code, 1);
+    assert!(
+        terminated
+            .message
+            .as_deref()
+            .unwrap()
+            .contains("exiting (due to fatal error)")
+    );
+    // The primary is unaffected and Ready.
+    assert!(!message.contains("pod c-0"), "{message}");
+    env.finish().await;
+}
