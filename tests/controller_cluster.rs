@@ -393,13 +393,27 @@ async fn a_disruption_budget_is_owned_until_the_spec_turns_it_off() {
     assert_eq!(selector, sts_selector, "the budget covers exactly the pods");
 
     // Turned off: the operator deletes the budget it made.
-    h.patch_cluster_spec("c", serde_json::json!({"podDisruptionBudget": {"enabled": false}}))
-        .await;
+    h.patch_cluster_spec(
+        "c",
+        serde_json::json!({"podDisruptionBudget": {"enabled": false}}),
+    )
+    .await;
     h.reconcile_cluster("c").await;
-    assert!(h.api.get::<PodDisruptionBudget>(Some(NS), "c-pdb").is_none());
+    assert!(
+        h.api
+            .get::<PodDisruptionBudget>(Some(NS), "c-pdb")
+            .is_none()
+    );
     // Back on: it returns.
-    h.patch_cluster_spec("c", serde_json::json!({"podDisruptionBudget": {"enabled": true}}))
-        .await;
+    h.patch_cluster_spec(
+        "c",
+        serde_json::json!({"podDisruptionBudget": {"enabled": true}}),
+    )
+    .await;
     h.reconcile_cluster("c").await;
-    assert!(h.api.get::<PodDisruptionBudget>(Some(NS), "c-pdb").is_some());
+    assert!(
+        h.api
+            .get::<PodDisruptionBudget>(Some(NS), "c-pdb")
+            .is_some()
+    );
 }

@@ -208,13 +208,17 @@ fn chgrp(path: &Path, group: u32) -> io::Result<()> {
     std::os::unix::fs::lchown(path, None, Some(group))
 }
 
-/// Lets other users reach `dir`'s contents (adds o+x, like the 0755 that
-/// kubelet's pod directories have), so a pod user can get to its volumes
-/// under a private state directory.
+/// Search (execute) permission for group and others: enough for a pod user
+/// to pass through to its volumes, not to list what else is there.
+const TRAVERSE_BITS: u32 = 0o011;
+
+/// Lets other users pass through `dir` (execute only, so a private state
+/// directory's listing stays private), so a pod's user can reach its
+/// volumes below it.
 pub fn make_traversable(dir: &Path) -> io::Result<()> {
     let mode = std::fs::metadata(dir)?.permissions().mode() & 0o7777;
-    if mode & 0o055 != 0o055 {
-        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(mode | 0o055))?;
+    if mode & TRAVERSE_BITS != TRAVERSE_BITS {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(mode | TRAVERSE_BITS))?;
     }
     Ok(())
 }
