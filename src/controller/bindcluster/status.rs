@@ -55,7 +55,27 @@ pub fn error_line(log_tail: &str) -> Option<String> {
                 .rev()
                 .find(|l| !GENERIC_NAMED_LINES.iter().any(|g| l.ends_with(g)))
         })
-        .map(|l| l.to_string())
+        .map(|l| redact_key_file_tokens(l))
+}
+
+/// Files whose lines may hold key material: named quotes the token it
+/// stumbled on, which there could be part of a secret.
+const KEY_FILES: [&str; 2] = [
+    crate::bind::layout::mount::KEYS_CONF,
+    crate::bind::layout::mount::RNDC_KEY,
+];
+
+/// A line about a key file with every quoted token replaced, so no part of
+/// a secret reaches the status.
+fn redact_key_file_tokens(line: &str) -> String {
+    if !KEY_FILES.iter().any(|f| line.contains(f)) {
+        return line.to_string();
+    }
+    line.split('\'')
+        .enumerate()
+        .map(|(i, part)| if i % 2 == 1 { "<redacted>" } else { part })
+        .collect::<Vec<_>>()
+        .join("'")
 }
 
 /// `03-Dec-2026 04:37:49.255 message` -> `message`.
@@ -247,6 +267,11 @@ mod tests {
             Some("entrypoint: BIND_DNS_PORT must be a port number")
         );
         assert_eq!(error_line("\n"), None);
+        // A key file's quoted token could be part of a secret.
+        assert_eq!(
+            error_line("/d/config/keys.conf:3: missing ';' before 'c2VjcmV0'\n").as_deref(),
+            Some("/d/config/keys.conf:3: missing '<redacted>' before '<redacted>'")
+        );
     }
 
     #[test]
