@@ -146,6 +146,7 @@ pub async fn run_scoped(
         statefulsets,
         configmaps,
         services,
+        pdbs,
         secrets,
     } = streams;
     let cluster_streams = bindcluster::ClusterStreams {
@@ -155,6 +156,7 @@ pub async fn run_scoped(
         statefulsets,
         configmaps,
         services,
+        pdbs,
         secrets,
     };
     let controllers: Vec<BoxFuture<'static, ()>> = vec![

@@ -21,6 +21,7 @@ use futures::{FutureExt as _, StreamExt as _, future};
 use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::api::PartialObjectMeta;
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt as _, watcher};
@@ -45,6 +46,7 @@ pub struct Stores {
     pub statefulsets: Store<StatefulSet>,
     pub configmaps: Store<ConfigMap>,
     pub services: Store<Service>,
+    pub pdbs: Store<PodDisruptionBudget>,
     /// Metadata of every Secret in scope (ours, and users' TSIG secrets).
     pub secrets: Store<PartialObjectMeta<Secret>>,
     /// The one future that polls the stores' readiness; every waiter
@@ -70,6 +72,7 @@ pub struct Streams {
     pub statefulsets: Trigger<StatefulSet>,
     pub configmaps: Trigger<ConfigMap>,
     pub services: Trigger<Service>,
+    pub pdbs: Trigger<PodDisruptionBudget>,
     pub secrets: Trigger<PartialObjectMeta<Secret>>,
 }
 
@@ -84,6 +87,7 @@ impl Streams {
             self.statefulsets.map(|_| ()).boxed(),
             self.configmaps.map(|_| ()).boxed(),
             self.services.map(|_| ()).boxed(),
+            self.pdbs.map(|_| ()).boxed(),
             self.secrets.map(|_| ()).boxed(),
         ]);
         all.for_each(|_| future::ready(())).await;
@@ -99,6 +103,7 @@ fn all_ready(
     statefulsets: Store<StatefulSet>,
     configmaps: Store<ConfigMap>,
     services: Store<Service>,
+    pdbs: Store<PodDisruptionBudget>,
     secrets: Store<PartialObjectMeta<Secret>>,
 ) -> Shared<BoxFuture<'static, ()>> {
     async move {
@@ -109,6 +114,7 @@ fn all_ready(
             statefulsets.wait_until_ready(),
             configmaps.wait_until_ready(),
             services.wait_until_ready(),
+            pdbs.wait_until_ready(),
             secrets.wait_until_ready(),
         );
     }
@@ -157,6 +163,7 @@ pub fn watch_scoped(client: &Client, scope: &Scope) -> (Stores, Streams) {
     let (statefulsets, sts_s) = reflected(client, scope, managed(), true);
     let (configmaps, cm_s) = reflected(client, scope, managed(), true);
     let (services, svc_s) = reflected(client, scope, managed(), true);
+    let (pdbs, pdbs_s) = reflected(client, scope, managed(), true);
     // Metadata only: `Api<PartialObjectMeta<_>>` asks for metadata, so no
     // key material is ever cached.
     let (secrets, secrets_s) = reflected::<PartialObjectMeta<Secret>>(client, scope, all(), true);
@@ -169,6 +176,7 @@ pub fn watch_scoped(client: &Client, scope: &Scope) -> (Stores, Streams) {
                 statefulsets.clone(),
                 configmaps.clone(),
                 services.clone(),
+                pdbs.clone(),
                 secrets.clone(),
             ),
             clusters,
@@ -177,6 +185,7 @@ pub fn watch_scoped(client: &Client, scope: &Scope) -> (Stores, Streams) {
             statefulsets,
             configmaps,
             services,
+            pdbs,
             secrets,
         },
         Streams {
@@ -186,6 +195,7 @@ pub fn watch_scoped(client: &Client, scope: &Scope) -> (Stores, Streams) {
             statefulsets: sts_s,
             configmaps: cm_s,
             services: svc_s,
+            pdbs: pdbs_s,
             secrets: secrets_s,
         },
     )

@@ -70,7 +70,8 @@ fn as_owner(cluster: &BindCluster) -> BindCluster {
 }
 
 /// Every child the controller applies for `cluster` with these rendered
-/// files, in apply order (Services, ConfigMap, Secrets, StatefulSet), as
+/// files, in apply order (Services, ConfigMap, Secrets, PodDisruptionBudget,
+/// StatefulSet), as
 /// one multi-document YAML with a header comment. Secrets are redacted.
 /// A child the controller gains belongs here too: the render_objects test
 /// compares this list with what the controller creates and fails until it
@@ -92,6 +93,9 @@ pub fn cluster_objects(cluster: &BindCluster, files: &RenderedFiles) -> String {
             k8s_openapi::ByteString(placeholder.base64().into_bytes()),
         )]);
         docs.push(doc(&redact(&build::transfer_secret(&owner, data))));
+    }
+    if cluster.spec.pod_disruption_budget_enabled() {
+        docs.push(doc(&build::pod_disruption_budget(&owner)));
     }
     docs.push(doc(&statefulset::statefulset(&owner, &files.entrypoint)));
 
