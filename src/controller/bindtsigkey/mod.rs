@@ -8,6 +8,7 @@
 //! cluster. Key material never reaches status, Events, logs or errors.
 
 pub mod material;
+pub mod names;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -42,6 +43,13 @@ pub const REASON_KEY_GENERATED: &str = "KeyGenerated";
 pub enum Error {
     #[error(transparent)]
     Material(#[from] MaterialError),
+    /// A reserved or duplicate keyName (see [`names`]); the message names
+    /// the other keys.
+    #[error("{message}")]
+    Name {
+        reason: &'static str,
+        message: String,
+    },
     #[error("failed to generate tsig key {key}: secret {secret} exists and is not owned by it")]
     SecretConflict { key: String, secret: String },
     #[error("failed to create secret {secret} for tsig key {key}: {source}")]
@@ -64,6 +72,7 @@ impl Categorized for Error {
         match self {
             Error::Material(e) => e.category(),
             Error::SecretConflict { .. } => REASON_SECRET_CONFLICT,
+            Error::Name { reason, .. } => reason,
             Error::CreateSecret { .. } | Error::Status { .. } => "KubeApiFailed",
         }
     }
@@ -71,7 +80,7 @@ impl Categorized for Error {
     fn is_transient(&self) -> bool {
         match self {
             Error::Material(e) => e.is_transient(),
-            Error::SecretConflict { .. } => false,
+            Error::SecretConflict { .. } | Error::Name { .. } => false,
             Error::CreateSecret { .. } | Error::Status { .. } => true,
         }
     }
@@ -87,10 +96,18 @@ pub fn controller(ctx: Arc<Context>, shutdown: Shutdown) -> impl Future<Output =
         watcher::Config::default(),
     );
     let keys = ctrl.store();
+    let peers = ctrl.store();
     ctrl.watches(
-        Api::<PartialObjectMeta<Secret>>::all(client),
+        Api::<PartialObjectMeta<Secret>>::all(client.clone()),
         watcher::Config::default(),
         move |secret| keys_using_secret(&keys, &secret),
+    )
+    // A key refused for a duplicate keyName is looked at again when one of
+    // the others changes or goes.
+    .watches(
+        Api::<BindTSIGKey>::all(client),
+        watcher::Config::default(),
+        move |key| keys_named_like(&peers, &key),
     )
     .graceful_shutdown_on(shutdown)
     .run(reconcile, error_policy::<BindTSIGKey, Error>, ctx)
@@ -107,6 +124,17 @@ pub fn keys_using_secret(
     keys.state()
         .iter()
         .filter(|k| k.namespace() == ns && material::secret_location(k).0 == name)
+        .map(|k| ObjectRef::from_obj(k.as_ref()))
+        .collect()
+}
+
+/// The other keys in the key's namespace with the same BIND key name.
+pub fn keys_named_like(keys: &Store<BindTSIGKey>, key: &BindTSIGKey) -> Vec<ObjectRef<BindTSIGKey>> {
+    let name = names::bind_name(key);
+    keys.state()
+        .iter()
+        .filter(|k| k.namespace() == key.namespace() && k.name_any() != key.name_any())
+        .filter(|k| names::bind_name(k) == name)
         .map(|k| ObjectRef::from_obj(k.as_ref()))
         .collect()
 }
@@ -207,6 +235,9 @@ pub fn desired_status(
 
 /// Checks the material, generating it first when the operator owns it.
 async fn ensure_material(key: &BindTSIGKey, ctx: &Context) -> Result<(), Error> {
+    if let Some((reason, message)) = names::name_problem(key, &ctx.stores.keys.state()) {
+        return Err(Error::Name { reason, message });
+    }
     if key.spec.secret_ref.is_some() {
         material::fetch(&ctx.client, key).await?;
         return Ok(());
