@@ -30,7 +30,7 @@ use super::error::{Categorized, error_policy, report};
 use super::names::{LABEL_MANAGED_BY, MANAGER};
 use crate::api::{
     BindTSIGKey, BindTSIGKeyStatus, CONDITION_READY, REASON_KEY_AVAILABLE, REASON_SECRET_CONFLICT,
-    new_condition, set_condition,
+    is_condition_true, new_condition, set_condition,
 };
 use crate::operator::Controller as MetricsController;
 use material::MaterialError;
@@ -128,13 +128,22 @@ pub fn keys_using_secret(
         .collect()
 }
 
-/// The other keys in the key's namespace with the same BIND key name.
-pub fn keys_named_like(keys: &Store<BindTSIGKey>, key: &BindTSIGKey) -> Vec<ObjectRef<BindTSIGKey>> {
+/// The other keys in the key's namespace with the same BIND key name, and
+/// those not Ready (a rename frees the name for a key it no longer shares).
+pub fn keys_named_like(
+    keys: &Store<BindTSIGKey>,
+    key: &BindTSIGKey,
+) -> Vec<ObjectRef<BindTSIGKey>> {
     let name = names::bind_name(key);
+    let failed = |k: &BindTSIGKey| {
+        !k.status
+            .as_ref()
+            .is_some_and(|s| is_condition_true(&s.conditions, CONDITION_READY))
+    };
     keys.state()
         .iter()
         .filter(|k| k.namespace() == key.namespace() && k.name_any() != key.name_any())
-        .filter(|k| names::bind_name(k) == name)
+        .filter(|k| names::bind_name(k) == name || failed(k))
         .map(|k| ObjectRef::from_obj(k.as_ref()))
         .collect()
 }

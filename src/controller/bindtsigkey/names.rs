@@ -157,8 +157,14 @@ mod tests {
         let all = vec![a.clone(), b.clone()];
         let (ra, ma) = name_problem(&a, &all).unwrap();
         let (rb, mb) = name_problem(&b, &all).unwrap();
-        assert_eq!((ra, rb), (REASON_DUPLICATE_KEY_NAME, REASON_DUPLICATE_KEY_NAME));
-        assert!(ma.contains("BindTSIGKey b") && mb.contains("BindTSIGKey a"), "{ma} / {mb}");
+        assert_eq!(
+            (ra, rb),
+            (REASON_DUPLICATE_KEY_NAME, REASON_DUPLICATE_KEY_NAME)
+        );
+        assert!(
+            ma.contains("BindTSIGKey b") && mb.contains("BindTSIGKey a"),
+            "{ma} / {mb}"
+        );
         // "b" in use: it keeps the name, "a" is refused naming it.
         let b = ready(&b);
         let all = vec![a.clone(), b.clone()];

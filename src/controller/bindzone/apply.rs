@@ -311,10 +311,9 @@ async fn blocked(
             }
             continue;
         }
-        let errored = r
-            .status
-            .as_ref()
-            .is_some_and(|s| s.phase == Some(Phase::Error));
+        let errored = r.status.as_ref().is_some_and(|s| {
+            s.phase == Some(Phase::Error) && s.reason.as_deref() != Some(REASON_ZONE_FAILED)
+        });
         if !errored {
             let message = format!("BindZone {}: {}", zone.name_any(), b.message);
             reports.push((

@@ -186,9 +186,7 @@ pub fn duplicate_of(ctx: &ZoneContext, zone: &BindZone) -> Option<Blocked> {
     let incumbent = others
         .iter()
         .filter(|z| serving(z))
-        .filter(|z| {
-            !serving(zone) || (z.metadata.creation_timestamp.clone(), z.name_any()) < me
-        })
+        .filter(|z| !serving(zone) || (z.metadata.creation_timestamp.clone(), z.name_any()) < me)
         .min_by_key(|z| (z.metadata.creation_timestamp.clone(), z.name_any()));
     let message = match incumbent {
         Some(z) => format!("BindZone {} already serves {on}", z.name_any()),

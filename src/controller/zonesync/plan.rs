@@ -266,7 +266,9 @@ fn serves(r: &DNSRecord, key: &RrKey) -> bool {
         return false;
     };
     let refused = s.phase == Some(Phase::Error)
-        && s.reason.as_deref().is_some_and(|x| PLAN_REFUSALS.contains(&x));
+        && s.reason
+            .as_deref()
+            .is_some_and(|x| PLAN_REFUSALS.contains(&x));
     !refused && status_key(r).as_ref() == Some(key)
 }
 

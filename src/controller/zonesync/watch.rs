@@ -258,9 +258,7 @@ async fn poll_pods(ctx: Arc<ZoneContext>, wake: mpsc::UnboundedSender<ObjectRef<
             );
             let zkey = (z.namespace().unwrap_or_default(), z.name_any());
             let peers = peers_of(&ctx, z);
-            let peers_changed = last_peers
-                .get(&zkey)
-                .is_some_and(|before| *before != peers);
+            let peers_changed = last_peers.get(&zkey).is_some_and(|before| *before != peers);
             now_peers.insert(zkey, peers);
             if last.get(&key) != now.get(&key) || peers_changed {
                 tracing::debug!(cluster = %key.1, zone = %z.name_any(), "cluster, pods, keys or duplicates changed; waking zone");

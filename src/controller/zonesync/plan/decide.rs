@@ -97,11 +97,7 @@ fn same_rrset(claims: Vec<Claim>, refused: &mut Vec<Refusal>) -> Vec<Claim> {
                     refused.push(refuse(
                         &c.owner,
                         REASON_CONFLICT,
-                        format!(
-                            "{} is already served for {}",
-                            key_text(&key),
-                            winner.owner
-                        ),
+                        format!("{} is already served for {}", key_text(&key), winner.owner),
                     ));
                 }
                 out.push(winner);

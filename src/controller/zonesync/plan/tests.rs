@@ -4,8 +4,8 @@ use std::sync::Arc;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::*;
-use crate::api::{REASON_CNAME_CONFLICT, REASON_DELEGATION_CONFLICT, REASON_OCCLUDED};
 use crate::api::{DNSRecordSpec, DNSRecordStatus, RecordType as ApiType, ZoneRecord};
+use crate::api::{REASON_CNAME_CONFLICT, REASON_DELEGATION_CONFLICT, REASON_OCCLUDED};
 use crate::bind::nsupdate::build_script;
 use crate::controller::zonesync::diff::{Served, ServedSet, diff};
 
@@ -187,7 +187,11 @@ fn inline_and_dnsrecord_claiming_one_rrset_conflict() {
     assert!(message.contains("spec.records[0]"), "{message}");
     assert_eq!(d.inline_errors.len(), 1);
     assert_eq!(d.inline_errors[0].0, REASON_CONFLICT);
-    assert!(d.inline_errors[0].1.contains("DNSRecord r"), "{:?}", d.inline_errors);
+    assert!(
+        d.inline_errors[0].1.contains("DNSRecord r"),
+        "{:?}",
+        d.inline_errors
+    );
     assert!(d.rrsets.is_empty());
     // The inline entry served before (applied annotation): it keeps it.
     f.applied_inline
@@ -232,7 +236,13 @@ fn cname_next_to_another_type_new_together_refuses_both_sides() {
             "app.example.com.",
             ApiType::A,
         ),
-        rec("alias", 1, "app", ApiType::CNAME, &["elsewhere.example.org."]),
+        rec(
+            "alias",
+            1,
+            "app",
+            ApiType::CNAME,
+            &["elsewhere.example.org."],
+        ),
     ]);
     assert!(matches!(d.verdicts["txt"], Verdict::Accepted(_)));
     assert_eq!(rejected(&d, "txt2").0, REASON_CNAME_CONFLICT);
