@@ -357,3 +357,56 @@ fn once_on_hostile_input_exits_one_promptly_naming_each_bad_object() {
         assert!(!verdict.contains(good), "{good} listed in:\n{verdict}");
     }
 }
+
+#[test]
+fn weak_but_valid_input_is_served_with_a_warning() {
+    use base64::Engine as _;
+    let f = Fixture::examples();
+    let three_bytes = base64::engine::general_purpose::STANDARD.encode([7u8; 3]);
+    f.write(
+        "weak.yaml",
+        &format!(
+            "apiVersion: v1\nkind: Secret\nmetadata:\n  name: weak-material\ntype: Opaque\ndata:\n  secret: {}\n---\napiVersion: bind.unkin.net/v1alpha1\nkind: BindTSIGKey\nmetadata:\n  name: short-key\nspec:\n  clusterRef: example\n  secretRef:\n    name: weak-material\n---\napiVersion: bind.unkin.net/v1alpha1\nkind: BindTSIGKey\nmetadata:\n  name: md5-key\nspec:\n  clusterRef: example\n  algorithm: hmac-md5\n---\napiVersion: bind.unkin.net/v1alpha1\nkind: BindZone\nmetadata:\n  name: tld\nspec:\n  clusterRef: example\n  zoneName: com\n  nameservers:\n    - ns.example.org.\n  updateKeyRef: update-key\n  records:\n    - name: www.google\n      type: A\n      values:\n        - 6.6.6.6\n",
+            base64::engine::general_purpose::STANDARD.encode(&three_bytes)
+        ),
+    );
+    f.write(
+        "mx.yaml",
+        &record("mx-rel", "mx", "MX", &["10 mail.example.com"]),
+    );
+    let local = f.start(&[]);
+    let warned = |s: &Snapshot, n: &str, reason: &str| {
+        row(s, n)
+            .is_some_and(|o| o.ready && o.reason == reason && o.message.starts_with("warning: "))
+    };
+    let s = local.wait_status_for("each weak object Ready with its warning", STARTUP, |s| {
+        warned(s, "short-key", "WeakKey")
+            && warned(s, "md5-key", "WeakKey")
+            && warned(s, "tld", "PublicSuffix")
+            && warned(s, "mx-rel", "RelativeTarget")
+            && ready(s, "www-example-com")
+    });
+    assert!(row(&s, "short-key").unwrap().message.contains("3 bytes"));
+    assert!(!row(&s, "short-key").unwrap().message.contains(&three_bytes));
+    assert!(
+        row(&s, "mx-rel")
+            .unwrap()
+            .message
+            .contains("mail.example.com.")
+    );
+    // Valid, so served as written: what the warning is about.
+    let ports = ports(&s);
+    for p in &ports {
+        wait_answer(
+            *p,
+            "mx.example.com.",
+            "MX",
+            &want(&["10 mail.example.com.example.com."]),
+            &local,
+        );
+        wait_answer(*p, "www.google.com.", "A", &want(&["6.6.6.6"]), &local);
+    }
+    // Objects without weak input carry no warning.
+    assert_eq!(row(&s, "update-key").unwrap().reason, "KeyAvailable");
+    assert!(local.stop().success());
+}

@@ -131,8 +131,6 @@ pub const REASON_PUBLIC_SUFFIX: &str = "PublicSuffix";
 /// Warning reason: a target that looks absolute but has no trailing dot
 /// (it is read relative to the zone).
 pub const REASON_RELATIVE_TARGET: &str = "RelativeTarget";
-/// Warning reason placeholder: nothing weak found.
-pub const REASON_NO_WARNINGS: &str = "NoWarnings";
 
 /// What a condition reason says about its object.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -194,7 +192,6 @@ pub const CONDITION_REASONS: &[(&str, ReasonKind)] = &[
     (REASON_WEAK_KEY, ReasonKind::Done),
     (REASON_PUBLIC_SUFFIX, ReasonKind::Done),
     (REASON_RELATIVE_TARGET, ReasonKind::Done),
-    (REASON_NO_WARNINGS, ReasonKind::Done),
 ];
 
 /// The kind of a reason in [`CONDITION_REASONS`]; None for a reason no

@@ -33,6 +33,7 @@ use crate::api::{
     is_condition_true, new_condition, set_condition,
 };
 use crate::operator::Controller as MetricsController;
+use crate::render::warnings::{key_warnings, set_warning_condition};
 use material::MaterialError;
 
 /// Event reason when the operator generated a key.
@@ -166,7 +167,7 @@ pub async fn reconcile(key: Arc<BindTSIGKey>, ctx: Arc<Context>) -> Result<Actio
 async fn settle(
     key: &BindTSIGKey,
     ctx: &Context,
-    outcome: Result<(), Error>,
+    outcome: Result<Option<usize>, Error>,
 ) -> Result<Action, Error> {
     let failure = match &outcome {
         Err(e) if e.is_transient() => {
@@ -177,10 +178,17 @@ async fn settle(
         Ok(_) => None,
     };
     let secret_name = material::secret_location(key).0;
-    let status = desired_status(
+    let secret_len = outcome.as_ref().ok().copied().flatten();
+    let mut status = desired_status(
         key,
         failure.map(|e| (e.category(), e.to_string())),
         &secret_name,
+    );
+    set_warning_condition(
+        &mut status.conditions,
+        &key_warnings(key.spec.algorithm, secret_len),
+        key.metadata.generation,
+        now(),
     );
     let changed = key.status.as_ref() != Some(&status);
     if changed {
@@ -243,13 +251,15 @@ pub fn desired_status(
 }
 
 /// Checks the material, generating it first when the operator owns it.
-async fn ensure_material(key: &BindTSIGKey, ctx: &Context) -> Result<(), Error> {
+/// Returns the key's length in bytes when it was read (a generated key is
+/// the algorithm's full size).
+async fn ensure_material(key: &BindTSIGKey, ctx: &Context) -> Result<Option<usize>, Error> {
     if let Some((reason, message)) = names::name_problem(key, &ctx.stores.keys.state()) {
         return Err(Error::Name { reason, message });
     }
     if key.spec.secret_ref.is_some() {
-        material::fetch(&ctx.client, key).await?;
-        return Ok(());
+        let k = material::fetch(&ctx.client, key).await?;
+        return Ok(Some(k.secret.byte_len()));
     }
     let ns = key.namespace().unwrap_or_default();
     let (secret_name, _) = material::secret_location(key);
@@ -275,8 +285,8 @@ async fn ensure_material(key: &BindTSIGKey, ctx: &Context) -> Result<(), Error> 
             });
         }
         // Never rotated: an existing Secret is used as it is.
-        material::from_secret(key, &secret)?;
-        return Ok(());
+        let k = material::from_secret(key, &secret)?;
+        return Ok(Some(k.secret.byte_len()));
     }
     let secret = Secret {
         metadata: ObjectMeta {
@@ -315,5 +325,5 @@ async fn ensure_material(key: &BindTSIGKey, ctx: &Context) -> Result<(), Error> 
         ),
     )
     .await;
-    Ok(())
+    Ok(None)
 }

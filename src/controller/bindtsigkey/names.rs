@@ -143,7 +143,7 @@ mod tests {
     #[test]
     fn reserved_names_are_refused() {
         let k = key("k", Some("RNDC-KEY."), None);
-        let (reason, message) = name_problem(&k, &[k.clone()]).unwrap();
+        let (reason, message) = name_problem(&k, std::slice::from_ref(&k)).unwrap();
         assert_eq!(reason, REASON_RESERVED_KEY_NAME);
         assert!(message.contains("rndc-key"), "{message}");
         let t = key("bind-operator-transfer", None, Some("c"));
