@@ -4,6 +4,11 @@
 //! before and must now remove (a deleted DNSRecord, a renamed one, a removed
 //! `spec.records` entry).
 //!
+//! Conflicts (one RRset claimed twice, a CNAME beside other data, an RRset
+//! hidden by a delegation) are decided by [`decide`]: the claimant the
+//! servers already serve keeps the name, claimants new together are all
+//! refused; names and creation times never pick a winner.
+//!
 //! Pure: it reads the objects it is handed and touches nothing. It never
 //! lets an RRset nobody owns into the remove set: only keys named by a
 //! DNSRecord's status or spec, or by the zone's own applied-inline list,
