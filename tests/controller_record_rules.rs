@@ -186,12 +186,14 @@ async fn zone_qualified_apex_ns_is_refused_and_records_wait_for_their_zone() {
         &["192.0.2.6"],
     ))
     .await;
+    // ClusterNotFound is a failure (reason table), so the zone is in Error
+    // and its records say the zone failed rather than "not ready" (#14).
     assert_eq!(
-        reason(&env.record_phase("lost", Phase::Pending).await),
-        "ZoneNotReady"
+        reason(&env.record_phase("lost", Phase::Error).await),
+        "ZoneFailed"
     );
     assert_eq!(
-        env.zone_phase("orphan", Phase::Pending)
+        env.zone_phase("orphan", Phase::Error)
             .await
             .status
             .unwrap()

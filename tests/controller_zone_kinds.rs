@@ -119,7 +119,8 @@ async fn a_second_bindzone_for_the_same_zone_waits_and_never_deletes_it() {
     env.create(support::zone("first", "dup.test")).await;
     env.zone_phase("first", Phase::Ready).await;
     env.create(support::zone("second", "DUP.test.")).await;
-    let second = env.zone_phase("second", Phase::Pending).await;
+    // A failure until one of them goes (#14): Error, not "in progress".
+    let second = env.zone_phase("second", Phase::Error).await;
     let cond = &second.status.unwrap().conditions[0];
     assert_eq!(cond.reason, "DuplicateZone");
     assert!(cond.message.contains("BindZone first"), "{}", cond.message);

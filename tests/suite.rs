@@ -50,6 +50,7 @@ mod controller_zone_named;
 mod controller_zone_repair;
 mod e2e_config;
 mod e2e_examples;
+mod e2e_hostile;
 mod e2e_kubeconfig;
 mod e2e_records;
 mod e2e_restart;

@@ -106,6 +106,43 @@ pub const REASON_SIGNING: &str = "Signing";
 pub const REASON_UNSIGNING: &str = "Unsigning";
 /// Reason: named refused the zone's dnssec-policy (e.g. not defined).
 pub const REASON_DNSSEC_POLICY_REFUSED: &str = "DnssecPolicyRefused";
+/// DNSRecord reason: its BindZone failed (the zone's status says why); the
+/// record waits for the zone to be fixed.
+pub const REASON_ZONE_FAILED: &str = "ZoneFailed";
+/// Zone reason: a key the zone names (updateKeyRef, a primary's keyRef) is
+/// not a BindTSIGKey its cluster loads.
+pub const REASON_KEY_NOT_FOUND: &str = "KeyNotFound";
+/// Zone reason: a key the zone names exists but failed (its own status
+/// says why: bad Secret, duplicate or reserved keyName).
+pub const REASON_KEY_FAILED: &str = "KeyFailed";
+/// Zone reason: the cluster has not generated its transfer key yet.
+pub const REASON_TRANSFER_KEY_NOT_READY: &str = "TransferKeyNotReady";
+/// Zone reason: the cluster's generated transfer key Secret is unusable.
+pub const REASON_TRANSFER_KEY_INVALID: &str = "TransferKeyInvalid";
+/// BindTSIGKey reason: another key loaded by the same cluster has the same
+/// keyName (every party of the clash shows it).
+pub const REASON_DUPLICATE_KEY_NAME: &str = "DuplicateKeyName";
+/// BindTSIGKey reason: the keyName is one the operator uses itself (the
+/// rndc key, the generated transfer key).
+pub const REASON_RESERVED_KEY_NAME: &str = "ReservedKeyName";
+/// BindZone reason: the zoneName is the cluster's catalog zone.
+pub const REASON_RESERVED_ZONE_NAME: &str = "ReservedZoneName";
+/// Reason: the record set lies at or below a delegation (an NS RRset below
+/// the apex), so resolvers get a referral instead of it.
+pub const REASON_OCCLUDED: &str = "Occluded";
+/// Reason: an NS record set below the apex would hide record sets that
+/// are already served under it.
+pub const REASON_DELEGATION_CONFLICT: &str = "DelegationConflict";
+/// Condition type for weak but valid input (status True while it applies).
+pub const CONDITION_WARNING: &str = "Warning";
+/// Warning reason: a TSIG key shorter than its algorithm's output, or
+/// hmac-md5 / hmac-sha1.
+pub const REASON_WEAK_KEY: &str = "WeakKey";
+/// Warning reason: a zone at a top-level domain or public suffix.
+pub const REASON_PUBLIC_SUFFIX: &str = "PublicSuffix";
+/// Warning reason: a target that looks absolute but has no trailing dot
+/// (it is read relative to the zone).
+pub const REASON_RELATIVE_TARGET: &str = "RelativeTarget";
 
 /// What a condition reason says about its object.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -160,6 +197,19 @@ pub const CONDITION_REASONS: &[(&str, ReasonKind)] = &[
     (REASON_SIGNING, ReasonKind::InProgress),
     (REASON_UNSIGNING, ReasonKind::InProgress),
     (REASON_DNSSEC_POLICY_REFUSED, ReasonKind::Failed),
+    (REASON_ZONE_FAILED, ReasonKind::Failed),
+    (REASON_KEY_NOT_FOUND, ReasonKind::Failed),
+    (REASON_KEY_FAILED, ReasonKind::Failed),
+    (REASON_TRANSFER_KEY_NOT_READY, ReasonKind::InProgress),
+    (REASON_TRANSFER_KEY_INVALID, ReasonKind::Failed),
+    (REASON_DUPLICATE_KEY_NAME, ReasonKind::Failed),
+    (REASON_RESERVED_KEY_NAME, ReasonKind::Failed),
+    (REASON_RESERVED_ZONE_NAME, ReasonKind::Failed),
+    (REASON_OCCLUDED, ReasonKind::Failed),
+    (REASON_DELEGATION_CONFLICT, ReasonKind::Failed),
+    (REASON_WEAK_KEY, ReasonKind::Done),
+    (REASON_PUBLIC_SUFFIX, ReasonKind::Done),
+    (REASON_RELATIVE_TARGET, ReasonKind::Done),
 ];
 
 /// The kind of a reason in [`CONDITION_REASONS`]; None for a reason no

@@ -199,6 +199,15 @@ impl TsigSecret {
         ))
     }
 
+    /// The key's length in bytes (for the weak-key warning; reveals
+    /// nothing of the material).
+    pub fn byte_len(&self) -> usize {
+        base64::engine::general_purpose::STANDARD
+            .decode(&self.0)
+            .map(|b| b.len())
+            .unwrap_or(0)
+    }
+
     /// The base64 text. Only for writing BIND files and nsupdate stdin.
     pub fn expose_base64(&self) -> &str {
         &self.0

@@ -32,7 +32,8 @@ use super::manifests::{ManifestError, ManifestKind, Problem};
 use super::memapi::MemApi;
 pub use super::runtime::{PodEndpoint, PodRole};
 use crate::api::{
-    CONDITION_CONFIG_APPLIED, CONDITION_READY, Phase, STATUS_TRUE, is_terminal_failure,
+    CONDITION_CONFIG_APPLIED, CONDITION_READY, CONDITION_WARNING, Phase, STATUS_TRUE,
+    is_terminal_failure,
 };
 
 /// Reason of a row that stands for a bad manifest.
@@ -183,6 +184,13 @@ pub fn classify(kind: ManifestKind, object: &Value) -> ObjectStatus {
         }
     };
     let status_ready = phase == Phase::Ready.as_str();
+    // A Ready object with a warning (weak but valid input) shows it.
+    let (reason, message) = match condition(object, CONDITION_WARNING) {
+        Some(w) if status_ready && w.status == STATUS_TRUE => {
+            (w.reason.to_owned(), format!("warning: {}", w.message))
+        }
+        _ => (reason, message),
+    };
     ObjectStatus {
         kind: kind.as_str().to_owned(),
         namespace: text(object, "/metadata/namespace").to_owned(),

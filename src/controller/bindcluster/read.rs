@@ -21,7 +21,7 @@ use super::build::{
 };
 use crate::api::{BindCluster, BindTSIGKey};
 use crate::bind::TsigKey;
-use crate::controller::bindtsigkey::material;
+use crate::controller::bindtsigkey::{material, names};
 use crate::controller::context::Context;
 use crate::controller::names::{LABEL_CLUSTER, rndc_secret_name, transfer_secret_name};
 use crate::render::validate::LoadedKey;
@@ -249,14 +249,34 @@ pub async fn generated_transfer_key(
         .ok_or(Error::TransferSecretInvalid { secret: name })
 }
 
-/// Resolves every key the cluster loads (one Secret read each), and its
+/// Resolves every usable key the cluster loads (one Secret read each; a
+/// key with a bad Secret or a reserved or duplicate name is left out), and its
 /// generated transfer key when it names none (one more read). Public for
 /// the zone reconcilers, which sign with these keys.
 pub async fn cluster_keys(ctx: &Context, cluster: &BindCluster) -> Result<ClusterKeys, Error> {
     let mut loaded = Vec::new();
+    let all = ctx.stores.keys.state();
     for key in loaded_keys(&ctx.stores.keys, cluster) {
-        let resolved = material::fetch(&ctx.client, &key).await?;
-        loaded.push((key, resolved));
+        // A bad key fails alone (its own status says why): keys.conf leaves
+        // it out and the cluster's other changes still render. Only the
+        // transfer key is needed by the cluster itself.
+        let transfer = cluster.transfer_key_ref() == Some(key.name_any().as_str());
+        if let Some((reason, message)) = names::name_problem(&key, &all) {
+            if transfer {
+                return Err(Error::InvalidSpec {
+                    message: format!("spec.catalog.transferKeyRef: {message}"),
+                });
+            }
+            tracing::warn!(key = %key.name_any(), reason, "leaving the key out of keys.conf");
+            continue;
+        }
+        match material::fetch(&ctx.client, &key).await {
+            Ok(resolved) => loaded.push((key, resolved)),
+            Err(e) if transfer || e.is_transient() => return Err(e.into()),
+            Err(e) => {
+                tracing::warn!(key = %key.name_any(), reason = e.category(), "leaving the key out of keys.conf");
+            }
+        }
     }
     let generated_transfer = match cluster.transfer_key_ref() {
         Some(_) => None,

@@ -8,6 +8,7 @@
 //! cluster. Key material never reaches status, Events, logs or errors.
 
 pub mod material;
+pub mod names;
 
 use crate::controller::error::KubeMessage;
 use std::future::Future;
@@ -30,9 +31,10 @@ use super::error::{Categorized, error_policy, report};
 use super::names::{LABEL_MANAGED_BY, MANAGER};
 use crate::api::{
     BindTSIGKey, BindTSIGKeyStatus, CONDITION_READY, REASON_KEY_AVAILABLE, REASON_SECRET_CONFLICT,
-    new_condition, set_condition,
+    is_condition_true, new_condition, set_condition,
 };
 use crate::operator::Controller as MetricsController;
+use crate::render::warnings::{key_warnings, set_warning_condition};
 use material::MaterialError;
 
 /// Event reason when the operator generated a key.
@@ -43,6 +45,13 @@ pub const REASON_KEY_GENERATED: &str = "KeyGenerated";
 pub enum Error {
     #[error(transparent)]
     Material(#[from] MaterialError),
+    /// A reserved or duplicate keyName (see [`names`]); the message names
+    /// the other keys.
+    #[error("{message}")]
+    Name {
+        reason: &'static str,
+        message: String,
+    },
     #[error("failed to generate tsig key {key}: secret {secret} exists and is not owned by it")]
     SecretConflict { key: String, secret: String },
     #[error(
@@ -68,6 +77,7 @@ impl Categorized for Error {
         match self {
             Error::Material(e) => e.category(),
             Error::SecretConflict { .. } => REASON_SECRET_CONFLICT,
+            Error::Name { reason, .. } => reason,
             Error::CreateSecret { .. } | Error::Status { .. } => "KubeApiFailed",
         }
     }
@@ -75,7 +85,7 @@ impl Categorized for Error {
     fn is_transient(&self) -> bool {
         match self {
             Error::Material(e) => e.is_transient(),
-            Error::SecretConflict { .. } => false,
+            Error::SecretConflict { .. } | Error::Name { .. } => false,
             Error::CreateSecret { .. } | Error::Status { .. } => true,
         }
     }
@@ -96,11 +106,19 @@ pub fn controller(ctx: Arc<Context>, shutdown: Shutdown) -> impl Future<Output =
         .scope
         .watch::<PartialObjectMeta<Secret>>(&client, watcher::Config::default())
         .touched_objects();
+    // A key refused for a duplicate keyName is looked at again when one of
+    // the others changes or goes.
+    let peer_events = ctx
+        .scope
+        .watch::<BindTSIGKey>(&client, watcher::Config::default())
+        .touched_objects();
     let mapper_keys = keys.clone();
+    let peers = keys.clone();
     Controller::for_stream(key_events, keys)
         .watches_stream(secrets, move |secret| {
             keys_using_secret(&mapper_keys, &secret)
         })
+        .watches_stream(peer_events, move |key| keys_named_like(&peers, &key))
         .graceful_shutdown_on(shutdown)
         .run(reconcile, error_policy::<BindTSIGKey, Error>, ctx)
         .for_each(|_| futures::future::ready(()))
@@ -116,6 +134,26 @@ pub fn keys_using_secret(
     keys.state()
         .iter()
         .filter(|k| k.namespace() == ns && material::secret_location(k).0 == name)
+        .map(|k| ObjectRef::from_obj(k.as_ref()))
+        .collect()
+}
+
+/// The other keys in the key's namespace with the same BIND key name, and
+/// those not Ready (a rename frees the name for a key it no longer shares).
+pub fn keys_named_like(
+    keys: &Store<BindTSIGKey>,
+    key: &BindTSIGKey,
+) -> Vec<ObjectRef<BindTSIGKey>> {
+    let name = names::bind_name(key);
+    let failed = |k: &BindTSIGKey| {
+        !k.status
+            .as_ref()
+            .is_some_and(|s| is_condition_true(&s.conditions, CONDITION_READY))
+    };
+    keys.state()
+        .iter()
+        .filter(|k| k.namespace() == key.namespace() && k.name_any() != key.name_any())
+        .filter(|k| names::bind_name(k) == name || failed(k))
         .map(|k| ObjectRef::from_obj(k.as_ref()))
         .collect()
 }
@@ -138,7 +176,7 @@ pub async fn reconcile(key: Arc<BindTSIGKey>, ctx: Arc<Context>) -> Result<Actio
 async fn settle(
     key: &BindTSIGKey,
     ctx: &Context,
-    outcome: Result<(), Error>,
+    outcome: Result<Option<usize>, Error>,
 ) -> Result<Action, Error> {
     let failure = match &outcome {
         Err(e) if e.is_transient() => {
@@ -149,10 +187,17 @@ async fn settle(
         Ok(_) => None,
     };
     let secret_name = material::secret_location(key).0;
-    let status = desired_status(
+    let secret_len = outcome.as_ref().ok().copied().flatten();
+    let mut status = desired_status(
         key,
         failure.map(|e| (e.category(), e.to_string())),
         &secret_name,
+    );
+    set_warning_condition(
+        &mut status.conditions,
+        &key_warnings(key.spec.algorithm, secret_len),
+        key.metadata.generation,
+        now(),
     );
     let changed = key.status.as_ref() != Some(&status);
     if changed {
@@ -215,10 +260,15 @@ pub fn desired_status(
 }
 
 /// Checks the material, generating it first when the operator owns it.
-async fn ensure_material(key: &BindTSIGKey, ctx: &Context) -> Result<(), Error> {
+/// Returns the key's length in bytes when it was read (a generated key is
+/// the algorithm's full size).
+async fn ensure_material(key: &BindTSIGKey, ctx: &Context) -> Result<Option<usize>, Error> {
+    if let Some((reason, message)) = names::name_problem(key, &ctx.stores.keys.state()) {
+        return Err(Error::Name { reason, message });
+    }
     if key.spec.secret_ref.is_some() {
-        material::fetch(&ctx.client, key).await?;
-        return Ok(());
+        let k = material::fetch(&ctx.client, key).await?;
+        return Ok(Some(k.secret.byte_len()));
     }
     let ns = key.namespace().unwrap_or_default();
     let (secret_name, _) = material::secret_location(key);
@@ -244,8 +294,8 @@ async fn ensure_material(key: &BindTSIGKey, ctx: &Context) -> Result<(), Error> 
             });
         }
         // Never rotated: an existing Secret is used as it is.
-        material::from_secret(key, &secret)?;
-        return Ok(());
+        let k = material::from_secret(key, &secret)?;
+        return Ok(Some(k.secret.byte_len()));
     }
     let secret = Secret {
         metadata: ObjectMeta {
@@ -284,5 +334,5 @@ async fn ensure_material(key: &BindTSIGKey, ctx: &Context) -> Result<(), Error> 
         ),
     )
     .await;
-    Ok(())
+    Ok(None)
 }

@@ -29,7 +29,11 @@ use super::primary::Failure;
 use super::read::{self, Blocked, Inputs};
 use super::{Error, dnssec, primary, secondary};
 
-use crate::api::{REASON_CLUSTER_NOT_FOUND, REASON_SECONDARY_ZONE, REASON_SERVED};
+use crate::api::{
+    REASON_CLUSTER_NOT_FOUND, REASON_SECONDARY_ZONE, REASON_SERVED, REASON_ZONE_FAILED,
+    is_terminal_failure,
+};
+use crate::controller::zonesync::state::backoff;
 
 /// Requeue of a zone waiting for something that does not wake it (a key
 /// Secret being generated); pod and cluster changes wake it sooner.
@@ -326,12 +330,12 @@ async fn blocked(
     b: Blocked,
 ) -> Result<Action, Error> {
     tracing::debug!(zone = %zone.name_any(), reason = b.reason, message = %b.message, "zone blocked");
+    // A failure only a change can fix (a duplicate, a missing key) is an
+    // Error, and its records say the zone failed rather than "not ready":
+    // nothing here is on its way.
+    let failed = b.permanent || is_terminal_failure(b.reason);
     let report = ZoneReport {
-        phase: if b.permanent {
-            Phase::Error
-        } else {
-            Phase::Pending
-        },
+        phase: if failed { Phase::Error } else { Phase::Pending },
         reason: b.reason,
         message: b.message.clone(),
         serial: None,
@@ -339,7 +343,7 @@ async fn blocked(
         servers: None,
         dnssec: None,
     };
-    if write_zone_status(&ctx.base.client, zone, &report).await? && b.permanent {
+    if write_zone_status(&ctx.base.client, zone, &report).await? && failed {
         ctx.base
             .publish_event(
                 zone,
@@ -360,16 +364,23 @@ async fn blocked(
             }
             continue;
         }
-        let errored = r
-            .status
-            .as_ref()
-            .is_some_and(|s| s.phase == Some(Phase::Error));
+        let errored = r.status.as_ref().is_some_and(|s| {
+            s.phase == Some(Phase::Error) && s.reason.as_deref() != Some(REASON_ZONE_FAILED)
+        });
         if !errored {
+            let message = format!("BindZone {}: {}", zone.name_any(), b.message);
             reports.push((
                 r.clone(),
-                RecordReport::Pending {
-                    reason: crate::api::REASON_ZONE_NOT_READY,
-                    message: format!("BindZone {}: {}", zone.name_any(), b.message),
+                if failed {
+                    RecordReport::Error {
+                        reason: REASON_ZONE_FAILED,
+                        message,
+                    }
+                } else {
+                    RecordReport::Pending {
+                        reason: crate::api::REASON_ZONE_NOT_READY,
+                        message,
+                    }
                 },
             ));
         }
@@ -378,6 +389,13 @@ async fn blocked(
     release_records(&ctx.base.client, release).await?;
     Ok(if b.permanent {
         Action::await_change()
+    } else if failed {
+        // What it waits for (a key, a duplicate's removal) wakes it
+        // through the pod poller; the retry is a fallback and backs off.
+        let failures = ctx.state.failed(&zone_key(zone));
+        Action::requeue(
+            backoff(failures, ctx.settings.retry_base, ctx.settings.retry_max).max(WAIT_REQUEUE),
+        )
     } else {
         Action::requeue(WAIT_REQUEUE)
     })

@@ -38,8 +38,10 @@ pub async fn cleanup(zone: &Arc<BindZone>, ctx: &ZoneContext) -> Result<Action, 
     let records = records_of(ctx, zone);
     // A duplicate that never applied anything leaves the zone to its owner.
     let owned_by_other = Applied::of(zone).type_.is_none() && read::zone_shared(ctx, zone);
-    if owned_by_other {
-        tracing::info!(zone = %zone.spec.zone_name, "zone served by another BindZone; not removing it");
+    // The cluster's catalog zone is the operator's, never a BindZone's.
+    let reserved = cluster_of(ctx, zone).is_some_and(|c| read::is_catalog_zone(zone, &c));
+    if owned_by_other || reserved {
+        tracing::info!(zone = %zone.spec.zone_name, "zone served by another BindZone or the catalog; not removing it");
     } else if let (Some(cluster), Ok(zname)) =
         (cluster_of(ctx, zone), ZoneName::parse(&zone.spec.zone_name))
     {

@@ -130,43 +130,77 @@ pub fn primary(inputs: &Inputs) -> Result<&PodInfo, Blocked> {
     })
 }
 
-use crate::api::REASON_DUPLICATE_ZONE;
+use crate::api::{REASON_DUPLICATE_ZONE, REASON_RESERVED_ZONE_NAME};
+
+fn norm(s: &str) -> String {
+    s.trim_end_matches('.').to_ascii_lowercase()
+}
 
 /// Other live BindZones naming the same zone in the same view of the same
-/// cluster, with whether each is older (by creation, then name).
-fn same_zone(ctx: &ZoneContext, zone: &BindZone) -> Vec<(String, bool)> {
-    let norm = |s: &str| s.trim_end_matches('.').to_ascii_lowercase();
-    let me = (zone.metadata.creation_timestamp.clone(), zone.name_any());
-    ctx.zones
+/// cluster.
+fn same_zone(ctx: &ZoneContext, zone: &BindZone) -> Vec<Arc<BindZone>> {
+    let mut out: Vec<_> = ctx
+        .zones
         .state()
         .into_iter()
         .filter(|z| z.namespace() == zone.namespace() && z.name_any() != zone.name_any())
         .filter(|z| z.spec.cluster_ref == zone.spec.cluster_ref && z.spec.view == zone.spec.view)
         .filter(|z| norm(&z.spec.zone_name) == norm(&zone.spec.zone_name))
         .filter(|z| z.metadata.deletion_timestamp.is_none())
-        .map(|z| {
-            let older = (z.metadata.creation_timestamp.clone(), z.name_any()) < me;
-            (z.name_any(), older)
-        })
-        .collect()
+        .collect();
+    out.sort_by_key(|z| z.name_any());
+    out
 }
 
-/// The older BindZone serving the same zone, as a reason to wait: two
-/// objects writing one zone would undo each other, so the younger one
-/// waits (and takes over if the older one goes).
+/// Whether the servers hold the zone for this BindZone: its applied
+/// annotation (written after the first successful apply, kept across
+/// operator restarts) says it was placed.
+fn serving(zone: &BindZone) -> bool {
+    super::applied::Applied::of(zone).type_.is_some()
+}
+
+/// Why this BindZone must not write a zone another BindZone also names.
+/// Two objects writing one zone would undo each other. The one the servers
+/// hold the zone for keeps it; the others wait. When none of them served
+/// it yet (applied together), all wait, each naming the others: neither
+/// names nor creation times pick a winner, since an attacker picks the
+/// name and objects applied together share a creation second. Only two
+/// BindZones that both served it (state from an older operator) fall back
+/// to creation time, then name.
 pub fn duplicate_of(ctx: &ZoneContext, zone: &BindZone) -> Option<Blocked> {
-    let older = same_zone(ctx, zone)
-        .into_iter()
-        .filter(|(_, older)| *older)
-        .map(|(n, _)| n)
-        .min()?;
-    Some(Blocked::waiting(
-        REASON_DUPLICATE_ZONE,
-        format!(
-            "BindZone {older} already serves zone {} on this cluster",
-            zone.spec.zone_name
+    let others = same_zone(ctx, zone);
+    if others.is_empty() {
+        return None;
+    }
+    let on = format!(
+        "zone {} on BindCluster {}{}",
+        zone.spec.zone_name,
+        zone.spec.cluster_ref,
+        zone.spec
+            .view
+            .as_deref()
+            .map(|v| format!(" (view {v})"))
+            .unwrap_or_default()
+    );
+    let me = (zone.metadata.creation_timestamp.clone(), zone.name_any());
+    let incumbent = others
+        .iter()
+        .filter(|z| serving(z))
+        .filter(|z| !serving(zone) || (z.metadata.creation_timestamp.clone(), z.name_any()) < me)
+        .min_by_key(|z| (z.metadata.creation_timestamp.clone(), z.name_any()));
+    let message = match incumbent {
+        Some(z) => format!("BindZone {} already serves {on}", z.name_any()),
+        None if serving(zone) => return None,
+        None => format!(
+            "BindZone {} also names {on} and none of them served it before; none is served until all but one are removed",
+            others
+                .iter()
+                .map(|z| z.name_any())
+                .collect::<Vec<_>>()
+                .join(", ")
         ),
-    ))
+    };
+    Some(Blocked::waiting(REASON_DUPLICATE_ZONE, message))
 }
 
 /// Whether another live BindZone names the same zone (a duplicate that
@@ -175,13 +209,35 @@ pub fn zone_shared(ctx: &ZoneContext, zone: &BindZone) -> bool {
     !same_zone(ctx, zone).is_empty()
 }
 
+/// Whether the zone's name is its cluster's catalog zone: the operator
+/// owns that zone (its members are every zone of the cluster), so no
+/// BindZone may write or delete it.
+pub fn is_catalog_zone(zone: &BindZone, cluster: &BindCluster) -> bool {
+    norm(&zone.spec.zone_name) == norm(&cluster.catalog_zone_name())
+}
+
 /// Validates the zone. Inline records are validated one by one by the
 /// plan (a bad entry must not block the rest), so they are left out here.
 pub fn validate(zone: &BindZone, inputs: &Inputs) -> Result<ZoneConfig, Blocked> {
+    if is_catalog_zone(zone, &inputs.cluster) {
+        return Err(Blocked {
+            reason: REASON_RESERVED_ZONE_NAME,
+            message: format!(
+                "zone {} is the catalog zone of BindCluster {}; the operator manages it (pick another zoneName, or set spec.catalog.zoneName on the cluster)",
+                zone.spec.zone_name,
+                inputs.cluster.name_any()
+            ),
+            permanent: true,
+        });
+    }
     let mut bare = zone.clone();
     bare.spec.records.clear();
     zone_config(&bare, &inputs.keys.as_loaded(), &inputs.keys.transfer.name).map_err(|e| match e {
-        ConfigError::ZoneKeyNotLoaded { .. } => Blocked::waiting("KeyNotFound", e.to_string()),
+        ConfigError::ZoneKeyNotLoaded { .. } => Blocked {
+            reason: crate::api::REASON_KEY_NOT_FOUND,
+            message: e.to_string(),
+            permanent: true,
+        },
         other => Blocked {
             reason: REASON_INVALID_SPEC,
             message: other.to_string(),

@@ -17,6 +17,7 @@ use crate::bind::viewkey::view_key;
 use crate::bind::{TsigKey, ViewName};
 use crate::controller::bindcluster::read::{generated_transfer_key, loads};
 use crate::controller::bindtsigkey::material::{self, MaterialError};
+use crate::controller::bindtsigkey::names;
 use crate::render::validate::LoadedKey;
 
 use super::ZoneContext;
@@ -32,6 +33,8 @@ pub enum KeyError {
     Generated(#[source] crate::controller::bindcluster::Error),
     #[error("failed to find BindTSIGKey {key} loaded by the cluster")]
     NotLoaded { key: String },
+    #[error("failed to use BindTSIGKey {key}: {reason} (see its status)")]
+    Refused { key: String, reason: &'static str },
     #[error("failed to derive the key of view {view}: {reason}")]
     ViewKey { view: String, reason: String },
     #[error(transparent)]
@@ -42,9 +45,10 @@ impl KeyError {
     /// Static category (condition reason).
     pub fn category(&self) -> &'static str {
         match self {
-            KeyError::NoTransferKey { .. } => "TransferKeyNotReady",
-            KeyError::Generated(_) => "TransferKeyInvalid",
-            KeyError::NotLoaded { .. } => "KeyNotFound",
+            KeyError::NoTransferKey { .. } => crate::api::REASON_TRANSFER_KEY_NOT_READY,
+            KeyError::Generated(_) => crate::api::REASON_TRANSFER_KEY_INVALID,
+            KeyError::NotLoaded { .. } => crate::api::REASON_KEY_NOT_FOUND,
+            KeyError::Refused { .. } => crate::api::REASON_KEY_FAILED,
             KeyError::ViewKey { .. } => crate::api::REASON_INVALID_SPEC,
             KeyError::Material(e) => e.category(),
         }
@@ -125,6 +129,12 @@ pub async fn resolve(
         let Some(obj) = found else {
             continue;
         };
+        if let Some((reason, _)) = names::name_problem(&obj, &ctx.base.stores.keys.state()) {
+            return Err(KeyError::Refused {
+                key: obj.name_any(),
+                reason,
+            });
+        }
         let key = material::fetch(&ctx.base.client, &obj).await?;
         loaded.push((obj, key));
     }

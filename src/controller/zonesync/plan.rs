@@ -4,6 +4,11 @@
 //! before and must now remove (a deleted DNSRecord, a renamed one, a removed
 //! `spec.records` entry).
 //!
+//! Conflicts (one RRset claimed twice, a CNAME beside other data, an RRset
+//! hidden by a delegation) are decided by [`decide`]: the claimant the
+//! servers already serve keeps the name, claimants new together are all
+//! refused; names and creation times never pick a winner.
+//!
 //! Pure: it reads the objects it is handed and touches nothing. It never
 //! lets an RRset nobody owns into the remove set: only keys named by a
 //! DNSRecord's status or spec, or by the zone's own applied-inline list,
@@ -26,7 +31,6 @@ use crate::bind::{
 use super::RECORD_FINALIZER;
 
 use crate::api::REASON_APEX_NS_UNSUPPORTED;
-use crate::api::REASON_CNAME_CONFLICT;
 use crate::api::REASON_CONFLICT;
 use crate::api::REASON_INVALID_RECORD;
 use crate::api::REASON_TOO_MANY_VALUES;
@@ -239,17 +243,44 @@ pub fn status_key(r: &DNSRecord) -> Option<RrKey> {
 
 struct Claimant<'a> {
     created: Option<&'a Time>,
-    /// Sorts first among equal timestamps (second granularity): the
-    /// claimant already serving this RRset keeps it against a newcomer.
-    newcomer: bool,
+    /// The servers hold this RRset for this claimant (see [`decide`]).
+    incumbent: bool,
     name: &'a str,
     index: usize,
     owner: Owner,
     result: Result<Candidate, (&'static str, String)>,
 }
 
+/// Reasons the plan refuses a record with: a record refused this way is
+/// not served, whatever its status still names.
+const PLAN_REFUSALS: &[&str] = &[
+    REASON_CONFLICT,
+    crate::api::REASON_CNAME_CONFLICT,
+    crate::api::REASON_OCCLUDED,
+    crate::api::REASON_DELEGATION_CONFLICT,
+    REASON_INVALID_RECORD,
+    REASON_TOO_MANY_VALUES,
+    REASON_APEX_NS_UNSUPPORTED,
+];
+
+/// Whether the DNSRecord's status says the servers hold `key` for it: the
+/// status names the RRset only once it was served (and keeps naming it
+/// while the record waits for its zone), unless the plan refused it since.
+fn serves(r: &DNSRecord, key: &RrKey) -> bool {
+    let Some(s) = r.status.as_ref() else {
+        return false;
+    };
+    let refused = s.phase == Some(Phase::Error)
+        && s.reason
+            .as_deref()
+            .is_some_and(|x| PLAN_REFUSALS.contains(&x));
+    !refused && status_key(r).as_ref() == Some(key)
+}
+
 /// Computes the zone's desired owned contents. `records` are the DNSRecords
-/// whose zoneRef names this zone (any order).
+/// whose zoneRef names this zone (any order). Conflicts are decided by
+/// [`decide`]: the claimant already serving keeps a name; new claimants
+/// that clash are all refused.
 pub fn plan(z: &ZoneInputs<'_>, records: &[Arc<DNSRecord>]) -> Desired {
     let mut inline_errors = Vec::new();
     let mut verdicts = BTreeMap::new();
@@ -261,20 +292,23 @@ pub fn plan(z: &ZoneInputs<'_>, records: &[Arc<DNSRecord>]) -> Desired {
             inline_apex.push((i, r));
             continue;
         }
+        let result = validate(
+            z.zone,
+            &r.name,
+            r.type_.as_str(),
+            r.ttl,
+            z.default_ttl,
+            &r.values,
+        );
         claimants.push(Claimant {
             created: z.created,
-            newcomer: false,
+            incumbent: result
+                .as_ref()
+                .is_ok_and(|c| z.applied_inline.contains(&c.key)),
             name: z.object_name,
             index: i,
             owner: Owner::Inline(i),
-            result: validate(
-                z.zone,
-                &r.name,
-                r.type_.as_str(),
-                r.ttl,
-                z.default_ttl,
-                &r.values,
-            ),
+            result,
         });
     }
 
@@ -302,16 +336,9 @@ pub fn plan(z: &ZoneInputs<'_>, records: &[Arc<DNSRecord>]) -> Desired {
             verdicts.insert(name, Verdict::Deleting);
             continue;
         }
-        let serving = r
-            .status
-            .as_ref()
-            .is_some_and(|s| s.phase == Some(Phase::Ready))
-            && result
-                .as_ref()
-                .is_ok_and(|c| status_key(r).as_ref() == Some(&c.key));
         claimants.push(Claimant {
             created: r.metadata.creation_timestamp.as_ref(),
-            newcomer: !serving,
+            incumbent: result.as_ref().is_ok_and(|c| serves(r, &c.key)),
             name: r.metadata.name.as_deref().unwrap_or_default(),
             index: 0,
             owner: Owner::Record(name),
@@ -319,74 +346,53 @@ pub fn plan(z: &ZoneInputs<'_>, records: &[Arc<DNSRecord>]) -> Desired {
         });
     }
 
-    // First claimant (oldest, then the one already serving, then by name,
-    // then entry order) keeps an RRset.
-    claimants.sort_by(|a, b| {
-        (a.created, a.newcomer, a.name, a.index).cmp(&(b.created, b.newcomer, b.name, b.index))
-    });
-    let mut rrsets: BTreeMap<RrKey, WantedRrset> = BTreeMap::new();
-    let mut types_at: BTreeMap<DomainName, BTreeSet<RecordType>> = BTreeMap::new();
+    // The legacy order only breaks ties between two incumbents.
+    claimants.sort_by(|a, b| (a.created, a.name, a.index).cmp(&(b.created, b.name, b.index)));
     let mut inline_ok = true;
-    for c in claimants {
-        let decided = c.result.and_then(|cand| {
-            if let Some(w) = rrsets.get(&cand.key) {
-                return Err((
-                    REASON_CONFLICT,
-                    format!("{} is already owned by {}", key_text(&cand.key), w.owner),
-                ));
-            }
-            let types = types_at.get(&cand.key.0);
-            let clash = types.is_some_and(|t| {
-                if cand.key.1 == RecordType::Cname {
-                    !t.is_empty()
-                } else {
-                    t.contains(&RecordType::Cname)
-                }
-            });
-            if clash {
-                return Err((
-                    REASON_CNAME_CONFLICT,
-                    format!(
-                        "{} cannot hold a CNAME and other record types; an earlier claimant already has {}",
-                        cand.key.0.fqdn(),
-                        types
-                            .into_iter()
-                            .flatten()
-                            .map(|t| t.as_str())
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ),
-                ));
-            }
-            Ok(cand)
-        });
-        match (decided, c.owner) {
-            (Ok(cand), owner) => {
-                types_at
-                    .entry(cand.key.0.clone())
-                    .or_default()
-                    .insert(cand.key.1);
-                if let Owner::Record(n) = &owner {
-                    verdicts.insert(n.clone(), Verdict::Accepted(cand.key.clone()));
-                }
-                rrsets.insert(
-                    cand.key,
-                    WantedRrset {
-                        ttl: cand.ttl,
-                        values: cand.values,
-                        owner,
-                    },
-                );
-            }
-            (Err((reason, message)), Owner::Record(n)) => {
-                verdicts.insert(n, Verdict::Rejected { reason, message });
-            }
-            (Err((reason, message)), Owner::Inline(i)) => {
-                inline_ok = false;
-                inline_errors.push((reason, format!("spec.records[{i}]: {message}")));
-            }
+    let mut refuse = |owner: Owner,
+                      reason: &'static str,
+                      message: String,
+                      verdicts: &mut BTreeMap<String, Verdict>| match owner {
+        Owner::Record(n) => {
+            verdicts.insert(n, Verdict::Rejected { reason, message });
+        }
+        Owner::Inline(i) => {
+            inline_ok = false;
+            inline_errors.push((reason, format!("spec.records[{i}]: {message}")));
+        }
+    };
+    let mut claims = Vec::new();
+    for (rank, c) in claimants.into_iter().enumerate() {
+        match c.result {
+            Ok(cand) => claims.push(decide::Claim {
+                owner: c.owner,
+                incumbent: c.incumbent,
+                rank,
+                cand,
+            }),
+            Err((reason, message)) => refuse(c.owner, reason, message, &mut verdicts),
         }
     }
+    let (accepted, refused) = decide::decide(claims);
+    for r in refused {
+        refuse(r.owner, r.reason, r.message, &mut verdicts);
+    }
+    let mut rrsets: BTreeMap<RrKey, WantedRrset> = BTreeMap::new();
+    for c in accepted {
+        if let Owner::Record(n) = &c.owner {
+            verdicts.insert(n.clone(), Verdict::Accepted(c.cand.key.clone()));
+        }
+        rrsets.insert(
+            c.cand.key,
+            WantedRrset {
+                ttl: c.cand.ttl,
+                values: c.cand.values,
+                owner: c.owner,
+            },
+        );
+    }
+    // Entries reported in `spec.records` order.
+    inline_errors.sort_by_key(|(_, m)| inline_index(m));
 
     let apex_ns = apex_wanted(z, &inline_apex, &mut inline_errors);
 
@@ -488,11 +494,21 @@ fn apex_wanted(
     }
 }
 
+/// `spec.records[i]: ...` -> i (messages are built that way above).
+fn inline_index(message: &str) -> usize {
+    message
+        .strip_prefix("spec.records[")
+        .and_then(|m| m.split(']').next())
+        .and_then(|i| i.parse().ok())
+        .unwrap_or(usize::MAX)
+}
+
 fn dedup(mut v: Vec<DomainName>) -> Vec<DomainName> {
     v.sort();
     v.dedup();
     v
 }
 
+mod decide;
 #[cfg(test)]
 mod tests;

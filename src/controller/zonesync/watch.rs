@@ -13,10 +13,12 @@
 //!   or two zone flushes, not 1,000.
 //! - The same DNSRecord changes wake the DNSRecord controller (finalizer,
 //!   zone-not-found status).
-//! - The pod poller compares each cluster's pods and object on every tick
-//!   (cache reads only) and wakes the cluster's zones when they change: a
-//!   primary restarted on an empty volume is repaired at once, new
-//!   secondaries get their secondary zones.
+//! - The pod poller compares each cluster's pods, object and loaded keys
+//!   (with their readiness) on every tick (cache reads only) and wakes the
+//!   cluster's zones when they change: a primary restarted on an empty
+//!   volume is repaired at once, new secondaries get their secondary zones,
+//!   a zone waiting for a key goes on. It also wakes a zone when the set of
+//!   BindZones naming the same zone changes (a duplicate removed).
 //!
 //! Touches the cluster (list/watch of BindZones and DNSRecords).
 
@@ -32,7 +34,8 @@ use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt as _, watcher};
 use kube::{Resource, ResourceExt as _};
 
-use crate::api::{BindCluster, BindZone, DNSRecord};
+use crate::api::{BindCluster, BindZone, CONDITION_READY, DNSRecord, is_condition_true};
+use crate::controller::bindcluster::read::loaded_keys;
 use crate::controller::context::Context;
 use crate::controller::{Shutdown, bindzone, dnsrecord};
 
@@ -123,11 +126,26 @@ fn cluster_fingerprint(ctx: &ZoneContext, key: &ObjKey) -> u64 {
         return 0;
     };
     let applied = c.status.as_ref().map(|s| &s.applied_config);
+    // The keys it loads: a zone waiting for a key (or blocked by a failed
+    // one) goes on once the key is there and Ready.
+    let keys: Vec<_> = loaded_keys(&ctx.base.stores.keys, &c)
+        .iter()
+        .map(|k| {
+            (
+                k.metadata.uid.clone(),
+                k.metadata.generation,
+                k.status
+                    .as_ref()
+                    .map(|s| is_condition_true(&s.conditions, CONDITION_READY)),
+            )
+        })
+        .collect();
     hash_of(&(
         &c.metadata.uid,
         c.metadata.generation,
         applied,
         pods_fingerprint(&cluster_pods(ctx, &c)),
+        keys,
     ))
 }
 
@@ -176,16 +194,52 @@ async fn coalesce(
     }
 }
 
+/// Namespace, cluster, view and normalised zone name: BindZones with the
+/// same key name one zone.
+type GroupKey = (Option<String>, String, Option<String>, String);
+
+fn group_key(z: &BindZone) -> GroupKey {
+    (
+        z.namespace(),
+        z.spec.cluster_ref.clone(),
+        z.spec.view.clone(),
+        z.spec.zone_name.trim_end_matches('.').to_ascii_lowercase(),
+    )
+}
+
+/// The live BindZones of each group, by name (one pass, not zones x zones).
+fn zone_groups(zones: &[Arc<BindZone>]) -> HashMap<GroupKey, Vec<String>> {
+    let mut out: HashMap<GroupKey, Vec<String>> = HashMap::new();
+    for z in zones
+        .iter()
+        .filter(|z| z.metadata.deletion_timestamp.is_none())
+    {
+        out.entry(group_key(z)).or_default().push(z.name_any());
+    }
+    for names in out.values_mut() {
+        names.sort();
+    }
+    out
+}
+
 /// Wakes the zones of a cluster whose pods or object changed. A cluster
 /// seen for the first time wakes its zones too: a restart that happened
 /// before the first look must not go unnoticed (a zone that is current
 /// answers from memory, with no exec).
 async fn poll_pods(ctx: Arc<ZoneContext>, wake: mpsc::UnboundedSender<ObjectRef<BindZone>>) {
     let mut last: HashMap<ObjKey, u64> = HashMap::new();
+    // Zone -> the other BindZones naming the same zone: a duplicate waiting
+    // for the others to go is woken when one goes.
+    let mut last_peers: HashMap<ObjKey, Vec<String>> = HashMap::new();
     loop {
         tokio::time::sleep(ctx.settings.pod_poll).await;
         let zones = ctx.zones.state();
         let mut now: HashMap<ObjKey, u64> = HashMap::new();
+        let mut now_peers: HashMap<ObjKey, Vec<String>> = HashMap::new();
+        let groups = zone_groups(&zones);
+        let peers_of = |_: &Arc<ZoneContext>, z: &Arc<BindZone>| -> Vec<String> {
+            groups.get(&group_key(z)).cloned().unwrap_or_default()
+        };
         for z in &zones {
             let key = (
                 z.namespace().unwrap_or_default(),
@@ -201,12 +255,17 @@ async fn poll_pods(ctx: Arc<ZoneContext>, wake: mpsc::UnboundedSender<ObjectRef<
                 z.namespace().unwrap_or_default(),
                 z.spec.cluster_ref.clone(),
             );
-            if last.get(&key) != now.get(&key) {
-                tracing::debug!(cluster = %key.1, zone = %z.name_any(), "cluster or pods changed; waking zone");
+            let zkey = (z.namespace().unwrap_or_default(), z.name_any());
+            let peers = peers_of(&ctx, z);
+            let peers_changed = last_peers.get(&zkey).is_some_and(|before| *before != peers);
+            now_peers.insert(zkey, peers);
+            if last.get(&key) != now.get(&key) || peers_changed {
+                tracing::debug!(cluster = %key.1, zone = %z.name_any(), "cluster, pods, keys or duplicates changed; waking zone");
                 let _ = wake.unbounded_send(ObjectRef::from_obj(z.as_ref()));
             }
         }
         last = now;
+        last_peers = now_peers;
     }
 }
 

@@ -7,6 +7,7 @@
 //! Touches the cluster (patches). Nothing written here holds key material.
 
 use crate::controller::error::KubeMessage;
+use crate::render::warnings::{record_warnings, set_warning_condition, zone_warnings};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -140,6 +141,12 @@ pub fn record_status(record: &DNSRecord, report: &RecordReport) -> DNSRecordStat
         }
     };
     set_condition(&mut s.conditions, cond);
+    set_warning_condition(
+        &mut s.conditions,
+        &record_warnings(record),
+        generation,
+        now(),
+    );
     s
 }
 
@@ -218,6 +225,7 @@ pub fn zone_status(zone: &BindZone, report: &ZoneReport) -> BindZoneStatus {
             now(),
         ),
     );
+    set_warning_condition(&mut s.conditions, &zone_warnings(zone), generation, now());
     s
 }
 

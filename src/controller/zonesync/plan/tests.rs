@@ -5,6 +5,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::*;
 use crate::api::{DNSRecordSpec, DNSRecordStatus, RecordType as ApiType, ZoneRecord};
+use crate::api::{REASON_CNAME_CONFLICT, REASON_DELEGATION_CONFLICT, REASON_OCCLUDED};
 use crate::bind::nsupdate::build_script;
 use crate::controller::zonesync::diff::{Served, ServedSet, diff};
 
@@ -99,31 +100,75 @@ fn rejected(d: &Desired, name: &str) -> (&'static str, String) {
     }
 }
 
+fn serving(r: DNSRecord, fqdn: &str, rtype: ApiType) -> DNSRecord {
+    let mut r = with_status(r, fqdn, rtype);
+    r.status.as_mut().unwrap().phase = Some(crate::api::Phase::Ready);
+    r
+}
+
 #[test]
-fn first_claimant_keeps_the_rrset() {
+fn new_claimants_of_one_rrset_are_all_refused_whatever_their_age_or_name() {
     let f = Fixture::new();
-    // "b" is older, so it wins although "a" sorts first by name.
     let d = f.plan(vec![
         rec("a", 20, "www", ApiType::A, &["192.0.2.1"]),
         rec("b", 10, "www", ApiType::A, &["192.0.2.2"]),
     ]);
+    let (ra, ma) = rejected(&d, "a");
+    let (rb, mb) = rejected(&d, "b");
+    assert_eq!((ra, rb), (REASON_CONFLICT, REASON_CONFLICT));
+    assert!(ma.contains("DNSRecord b"), "{ma}");
+    assert!(mb.contains("DNSRecord a"), "{mb}");
+    assert!(d.rrsets.is_empty(), "nothing of them is served");
+}
+
+#[test]
+fn the_serving_claimant_keeps_the_rrset_against_older_and_lower_named_ones() {
+    let f = Fixture::new();
+    let d = f.plan(vec![
+        rec("a", 5, "www", ApiType::A, &["6.6.6.6"]),
+        serving(
+            rec("www", 10, "www", ApiType::A, &["192.0.2.2"]),
+            "www.example.com.",
+            ApiType::A,
+        ),
+    ]);
     assert_eq!(
-        d.verdicts["b"],
+        d.verdicts["www"],
         Verdict::Accepted(key("www.example.com", RecordType::A))
     );
     let (reason, message) = rejected(&d, "a");
     assert_eq!(reason, REASON_CONFLICT);
-    assert!(message.contains("DNSRecord b"), "{message}");
+    assert!(message.contains("DNSRecord www"), "{message}");
     let w = &d.rrsets[&key("www.example.com", RecordType::A)];
-    assert_eq!(w.owner, Owner::Record("b".into()));
-    assert_eq!(w.values.len(), 1);
-    // Equal timestamps: the name decides.
+    assert_eq!(w.owner, Owner::Record("www".into()));
+    // Still serving while its zone is blocked (status Pending): keeps it.
+    let mut waiting = serving(
+        rec("www", 10, "www", ApiType::A, &["192.0.2.2"]),
+        "www.example.com.",
+        ApiType::A,
+    );
+    waiting.status.as_mut().unwrap().phase = Some(crate::api::Phase::Pending);
+    let d = f.plan(vec![rec("a", 5, "www", ApiType::A, &["6.6.6.6"]), waiting]);
+    assert!(matches!(d.verdicts["www"], Verdict::Accepted(_)));
+    // Refused before: its stale fqdn does not make it an incumbent.
+    let mut lost = serving(
+        rec("a", 5, "www", ApiType::A, &["6.6.6.6"]),
+        "www.example.com.",
+        ApiType::A,
+    );
+    let st = lost.status.as_mut().unwrap();
+    st.phase = Some(crate::api::Phase::Error);
+    st.reason = Some(REASON_CONFLICT.into());
     let d = f.plan(vec![
-        rec("y", 10, "www", ApiType::A, &["192.0.2.1"]),
-        rec("x", 10, "www", ApiType::A, &["192.0.2.2"]),
+        lost,
+        serving(
+            rec("www", 10, "www", ApiType::A, &["192.0.2.2"]),
+            "www.example.com.",
+            ApiType::A,
+        ),
     ]);
-    assert!(matches!(d.verdicts["x"], Verdict::Accepted(_)));
-    assert_eq!(rejected(&d, "y").0, REASON_CONFLICT);
+    assert!(matches!(d.verdicts["www"], Verdict::Accepted(_)));
+    assert_eq!(rejected(&d, "a").0, REASON_CONFLICT);
 }
 
 #[test]
@@ -135,15 +180,33 @@ fn inline_and_dnsrecord_claiming_one_rrset_conflict() {
         ttl: None,
         values: vec!["192.0.2.9".into()],
     });
-    // The zone (created at 1) is older than the record.
+    // New together: both refused, each naming the other.
     let d = f.plan(vec![rec("r", 50, "www", ApiType::A, &["192.0.2.1"])]);
     let (reason, message) = rejected(&d, "r");
     assert_eq!(reason, REASON_CONFLICT);
     assert!(message.contains("spec.records[0]"), "{message}");
+    assert_eq!(d.inline_errors.len(), 1);
+    assert_eq!(d.inline_errors[0].0, REASON_CONFLICT);
+    assert!(
+        d.inline_errors[0].1.contains("DNSRecord r"),
+        "{:?}",
+        d.inline_errors
+    );
+    assert!(d.rrsets.is_empty());
+    // The inline entry served before (applied annotation): it keeps it.
+    f.applied_inline
+        .insert(key("www.example.com", RecordType::A));
+    let d = f.plan(vec![rec("r", 50, "www", ApiType::A, &["192.0.2.1"])]);
+    assert!(rejected(&d, "r").1.contains("spec.records[0]"));
+    assert!(d.inline_errors.is_empty());
+    assert_eq!(
+        d.rrsets[&key("www.example.com", RecordType::A)].owner,
+        Owner::Inline(0)
+    );
 }
 
 #[test]
-fn cname_next_to_another_type_loses() {
+fn cname_next_to_another_type_new_together_refuses_both_sides() {
     let f = Fixture::new();
     let d = f.plan(vec![
         rec("addr", 10, "app", ApiType::A, &["192.0.2.1"]),
@@ -154,14 +217,82 @@ fn cname_next_to_another_type_loses() {
             ApiType::CNAME,
             &["elsewhere.example.org."],
         ),
-        rec("txt", 30, "other", ApiType::CNAME, &["x.example.org."]),
-        rec("txt2", 40, "other", ApiType::TXT, &["\"hi\""]),
     ]);
     assert_eq!(rejected(&d, "alias").0, REASON_CNAME_CONFLICT);
+    let (reason, message) = rejected(&d, "addr");
+    assert_eq!(reason, REASON_CNAME_CONFLICT);
+    assert!(message.contains("DNSRecord alias"), "{message}");
+    assert!(d.rrsets.is_empty());
+    // A serving CNAME keeps its name against new data, and the other way.
+    let d = f.plan(vec![
+        serving(
+            rec("txt", 30, "other", ApiType::CNAME, &["x.example.org."]),
+            "other.example.com.",
+            ApiType::CNAME,
+        ),
+        rec("txt2", 1, "other", ApiType::TXT, &["\"hi\""]),
+        serving(
+            rec("addr", 40, "app", ApiType::A, &["192.0.2.1"]),
+            "app.example.com.",
+            ApiType::A,
+        ),
+        rec(
+            "alias",
+            1,
+            "app",
+            ApiType::CNAME,
+            &["elsewhere.example.org."],
+        ),
+    ]);
+    assert!(matches!(d.verdicts["txt"], Verdict::Accepted(_)));
     assert_eq!(rejected(&d, "txt2").0, REASON_CNAME_CONFLICT);
     assert!(matches!(d.verdicts["addr"], Verdict::Accepted(_)));
-    assert!(matches!(d.verdicts["txt"], Verdict::Accepted(_)));
+    assert_eq!(rejected(&d, "alias").0, REASON_CNAME_CONFLICT);
     assert_eq!(d.rrsets.len(), 2);
+}
+
+#[test]
+fn records_under_a_delegation_are_occluded_and_a_delegation_over_served_records_is_refused() {
+    let f = Fixture::new();
+    // A served delegation: a new record below it is Occluded; its glue and
+    // its DS are fine.
+    let d = f.plan(vec![
+        serving(
+            rec("sub", 10, "sub", ApiType::NS, &["ns1.sub.example.com."]),
+            "sub.example.com.",
+            ApiType::NS,
+        ),
+        rec("glue", 20, "ns1.sub", ApiType::A, &["192.0.2.53"]),
+        rec("hidden", 20, "www.sub", ApiType::A, &["192.0.2.80"]),
+        rec("at-cut", 20, "sub", ApiType::TXT, &["\"x\""]),
+    ]);
+    assert!(matches!(d.verdicts["sub"], Verdict::Accepted(_)));
+    assert!(matches!(d.verdicts["glue"], Verdict::Accepted(_)));
+    let (reason, message) = rejected(&d, "hidden");
+    assert_eq!(reason, REASON_OCCLUDED);
+    assert!(message.contains("sub.example.com. NS"), "{message}");
+    assert_eq!(rejected(&d, "at-cut").0, REASON_OCCLUDED);
+    // A new NS at www over a served www A: the NS is refused.
+    let d = f.plan(vec![
+        serving(
+            rec("www", 10, "www", ApiType::A, &["192.0.2.1"]),
+            "www.example.com.",
+            ApiType::A,
+        ),
+        rec("evil", 1, "www", ApiType::NS, &["ns.evil.example.org."]),
+    ]);
+    assert!(matches!(d.verdicts["www"], Verdict::Accepted(_)));
+    let (reason, message) = rejected(&d, "evil");
+    assert_eq!(reason, REASON_DELEGATION_CONFLICT);
+    assert!(message.contains("DNSRecord www"), "{message}");
+    // New together: both refused.
+    let d = f.plan(vec![
+        rec("www", 10, "www", ApiType::A, &["192.0.2.1"]),
+        rec("evil", 10, "www", ApiType::NS, &["ns.evil.example.org."]),
+    ]);
+    assert_eq!(rejected(&d, "www").0, REASON_OCCLUDED);
+    assert_eq!(rejected(&d, "evil").0, REASON_DELEGATION_CONFLICT);
+    assert!(d.rrsets.is_empty());
 }
 
 #[test]
