@@ -19,7 +19,10 @@ use crate::local::runtime::volume::Payload;
 
 impl Worker {
     pub(super) fn mount(&mut self, payload: Payload) -> bool {
-        let writer = AtomicWriter::new(&self.dirs.config);
+        let mut writer = AtomicWriter::new(&self.dirs.config);
+        if self.shared.config.private_files {
+            writer = writer.private();
+        }
         match writer.write(&payload) {
             Ok(changed) => {
                 if changed {
@@ -104,6 +107,10 @@ impl Worker {
             cwd: self.dirs.data.clone(),
             env,
             log: self.dirs.log.clone(),
+            pid_file: self
+                .dirs
+                .root
+                .join(crate::local::runtime::container::PID_FILE),
         };
         let header = format!(
             "{} pod {}/{} uid {} restart {}",
