@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use bind_operator::local::command::{Backend, LocalConfig, LocalMode};
-use bind_operator::local::memapi::MemApi;
+use bind_operator::local::memapi::{MemApi, Verb};
 use bind_operator::local::session::register_kinds;
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::Pod;
@@ -141,6 +141,16 @@ async fn kubeconfig_mode_serves_the_api_servers_bind_pods_only() {
         .collect();
     assert_eq!(ready.get("Ready").map(String::as_str), Some("True"));
 
+    // The report watches the API server: it does not LIST our kinds per
+    // report (it did every 0.7 s while not converged, #10 item 4).
+    api.reset_counts();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let lists: u64 = ["bindclusters", "bindtsigkeys", "bindzones", "dnsrecords"]
+        .into_iter()
+        .map(|r| api.count(Verb::List, r))
+        .sum();
+    assert_eq!(lists, 0, "LISTs of our kinds in 3 s");
+
     stop.cancel();
     kcm.await.unwrap();
     tokio::time::timeout(Duration::from_secs(20), serving)
@@ -148,4 +158,13 @@ async fn kubeconfig_mode_serves_the_api_servers_bind_pods_only() {
         .expect("local mode stops")
         .unwrap();
     assert!(support::named_under(&f.state).is_empty());
+    // Nothing runs them any more: they are not left Running/Ready in the
+    // API (deleted; a real StatefulSet controller re-creates them Pending).
+    for name in ["example-0", "example-1"] {
+        assert!(
+            pods.get_opt(name).await.unwrap().is_none(),
+            "{name} left in the API after exit"
+        );
+    }
+    assert!(pods.get_opt("unrelated").await.unwrap().is_some());
 }

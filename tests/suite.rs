@@ -48,6 +48,7 @@ mod controller_zone_repair;
 mod e2e_config;
 mod e2e_examples;
 mod e2e_kubeconfig;
+mod e2e_localcli;
 mod e2e_records;
 mod e2e_restart;
 mod e2e_tsig;

@@ -272,6 +272,9 @@ pub struct DirWatch {
         notify::RecommendedWatcher,
         tokio::sync::mpsc::UnboundedReceiver<()>,
     )>,
+    /// An event arrived and the directory has not been reported changed
+    /// since.
+    pending: bool,
 }
 
 impl DirWatch {
@@ -295,11 +298,15 @@ impl DirWatch {
         match watcher {
             Ok(w) => Self {
                 events: Some((w, rx)),
+                pending: false,
             },
             Err(e) => {
                 tracing::warn!(dir = %root.display(), error = %e, interval = ?FALLBACK_POLL,
                     "failed to watch the manifest directory; polling it instead");
-                Self { events: None }
+                Self {
+                    events: None,
+                    pending: false,
+                }
             }
         }
     }
@@ -317,11 +324,18 @@ impl DirWatch {
             tokio::time::sleep(FALLBACK_POLL).await;
             return;
         };
-        if rx.recv().await.is_none() {
-            // The watcher thread is gone: poll from now on.
-            self.events = None;
-            return;
+        // Remembered across a cancelled call (a select! that took another
+        // branch while we waited for quiet): an event once received is never
+        // lost.
+        if !self.pending {
+            if rx.recv().await.is_none() {
+                // The watcher thread is gone: poll from now on.
+                self.events = None;
+                return;
+            }
+            self.pending = true;
         }
         while let Ok(Some(())) = tokio::time::timeout(SETTLE_EVENTS, rx.recv()).await {}
+        self.pending = false;
     }
 }
