@@ -47,7 +47,7 @@ use super::report::{
 };
 use super::serving;
 use super::sync::{ManifestSync, RETRY_INTERVAL, SyncReport};
-use crate::api::{BindCluster, BindTSIGKey, BindZone, DNSRecord};
+use crate::api::{BindCluster, BindTSIGKey, BindZone, DNSRecord, Phase};
 
 /// Shortest gap between two reports, so a burst of API writes (thousands
 /// of records) costs one snapshot per gap rather than one per write.
@@ -576,30 +576,44 @@ impl Printer {
         let mut lines = Vec::new();
         let mut rows = BTreeMap::new();
         for o in &s.objects {
-            let mut who = describe(&ObjectStatus {
+            let who = describe(&ObjectStatus {
                 reason: String::new(),
                 ..o.clone()
             });
-            if o.kind.is_empty() {
-                // Documents that name no object: told apart by message.
-                who = format!("{who} {}", one_line(&o.message));
-            }
+            // Documents that name no object are told apart by message.
+            let key = if o.kind.is_empty() {
+                format!("{who} {}", o.message)
+            } else {
+                who.clone()
+            };
             let now = (o.phase.clone(), o.reason.clone(), o.message.clone());
-            let before = self.rows.get(&who);
+            let before = self.rows.get(&key);
             if before != Some(&now) {
                 let from = before.map_or("(new)", |b| b.0.as_str());
-                let why = match (o.reason.is_empty(), o.message.is_empty()) {
+                // An error's location is often at the end of its message:
+                // never cut it.
+                let message = if o.phase == Phase::Error.as_str() {
+                    o.message.split_whitespace().collect::<Vec<_>>().join(" ")
+                } else {
+                    one_line(&o.message)
+                };
+                let why = match (o.reason.is_empty(), message.is_empty()) {
                     (true, true) => String::new(),
                     (false, true) => format!(" ({})", o.reason),
-                    (true, false) => format!(" ({})", one_line(&o.message)),
-                    (false, false) => format!(" ({}: {})", o.reason, one_line(&o.message)),
+                    (true, false) => format!(" ({message})"),
+                    (false, false) => format!(" ({}: {message})", o.reason),
                 };
                 lines.push(format!("{who}: {from} -> {}{why}", o.phase));
             }
-            rows.insert(who, now);
+            rows.insert(key, now);
         }
-        for gone in self.rows.keys().filter(|k| !rows.contains_key(*k)) {
-            lines.push(format!("{gone}: {} -> (gone)", self.rows[gone].0));
+        for (gone, before) in self.rows.iter().filter(|(k, _)| !rows.contains_key(*k)) {
+            let who = if gone.starts_with("manifest ") {
+                format!("manifest ({})", one_line(&before.2))
+            } else {
+                gone.clone()
+            };
+            lines.push(format!("{who}: {} -> (gone)", before.0));
         }
         self.rows = rows;
 
