@@ -337,7 +337,12 @@ pub async fn run(opts: Options) -> Result<u8, LocalError> {
     let state_dir = match &opts.state_dir {
         Some(d) => {
             create_private_dir(d)?;
-            d.clone()
+            // Pods run with their data directory as working directory: a
+            // relative path would not resolve there.
+            std::path::absolute(d).map_err(|source| LocalError::StateDir {
+                path: d.clone(),
+                source,
+            })?
         }
         None => {
             temp = tempfile::Builder::new()
