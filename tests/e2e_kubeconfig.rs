@@ -168,3 +168,70 @@ async fn kubeconfig_mode_serves_the_api_servers_bind_pods_only() {
     }
     assert!(pods.get_opt("unrelated").await.unwrap().is_some());
 }
+
+/// #10 item 4: a second run against an API server that still holds the
+/// objects with their Ready statuses from the first run must not say
+/// "converged" from those: at its first converged status the secondary
+/// (a new, empty pod) already answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_on_existing_objects_converges_only_once_the_secondary_answers() {
+    let api = MemApi::new();
+    register_kinds(&api);
+    let client = api.client();
+    let f = Fixture::examples();
+    for run in 0..2 {
+        let mode = LocalMode::start(
+            LocalConfig {
+                dir: f.dir.clone(),
+                state_dir: f.state.clone(),
+                base_port: base_port(),
+            },
+            Backend::Cluster(client.clone()),
+            |c| c.stop_grace = Duration::from_secs(3),
+        )
+        .await
+        .unwrap()
+        .with_output(std::io::sink());
+        let _ = std::fs::remove_file(f.state.join("status.json"));
+        let stop = CancellationToken::new();
+        let serving = tokio::spawn(mode.serve(stop.clone().cancelled_owned()));
+        let kcm = tokio::spawn(statefulset_controller(client.clone(), stop.clone()));
+        let state = f.state.clone();
+        let answer = tokio::task::spawn_blocking(move || {
+            let deadline = std::time::Instant::now() + support::STARTUP;
+            let first = loop {
+                if let Some(s) = read_status(&state).filter(|s| s.converged) {
+                    break s;
+                }
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "run {run} never converged: {:?}",
+                    read_status(&state)
+                );
+                std::thread::sleep(Duration::from_millis(20));
+            };
+            let secondary = first
+                .pods
+                .iter()
+                .find(|p| p.role == bind_operator::local::report::PodRole::Secondary)
+                .expect("a secondary pod")
+                .dns
+                .port();
+            support::dig(secondary, "www.example.com", "A")
+        })
+        .await
+        .unwrap();
+        assert_eq!(
+            answer,
+            ["192.0.2.10", "192.0.2.11"],
+            "run {run}: converged while the secondary answers {answer:?}"
+        );
+        stop.cancel();
+        kcm.await.unwrap();
+        tokio::time::timeout(Duration::from_secs(20), serving)
+            .await
+            .expect("local mode stops")
+            .unwrap();
+        println!("run {run}: the first converged status came with the secondary answering");
+    }
+}

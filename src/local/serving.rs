@@ -1,5 +1,6 @@
-//! Whether every pod serves what the objects say it should: for each Ready
-//! primary BindZone (no view), the cluster's primary pod answers its SOA
+//! Whether every pod serves what the objects say it should: every
+//! BindCluster has `spec.replicas` ready pods in this run's pod table, and
+//! for each Ready primary BindZone (no view), the cluster's primary pod answers its SOA
 //! authoritatively, and every ready secondary pod answers the same serial
 //! when the zone is in the catalog. A BindZone turns Ready once the primary
 //! holds it; the secondaries follow through the catalog and a transfer
@@ -18,6 +19,7 @@ use tokio::net::UdpSocket;
 
 use super::report::{PodEndpoint, PodRole};
 use crate::api::Phase;
+use crate::api::bindcluster::DEFAULT_REPLICAS;
 
 /// How long one SOA query may take.
 const QUERY_TIMEOUT: Duration = Duration::from_millis(500);
@@ -59,6 +61,38 @@ pub fn duties<'a>(zones: impl IntoIterator<Item = &'a Value>) -> Vec<ZoneDuty> {
             })
         })
         .collect()
+}
+
+/// What the pod table lacks for the clusters among `clusters` (BindCluster
+/// objects as stored): each must have `spec.replicas` pods ready. A status
+/// left Ready by an earlier run (a real API server keeps it) says nothing
+/// about the pods this run has started.
+pub fn missing_pods<'a>(
+    clusters: impl IntoIterator<Item = &'a Value>,
+    pods: &[PodEndpoint],
+) -> Vec<String> {
+    let mut out = Vec::new();
+    for c in clusters {
+        if c.pointer("/metadata/deletionTimestamp").is_some() {
+            continue;
+        }
+        let s = |p: &str| c.pointer(p).and_then(Value::as_str).unwrap_or_default();
+        let (ns, name) = (s("/metadata/namespace"), s("/metadata/name"));
+        let want = c
+            .pointer("/spec/replicas")
+            .and_then(Value::as_u64)
+            .unwrap_or(DEFAULT_REPLICAS.unsigned_abs().into());
+        let ready = pods
+            .iter()
+            .filter(|p| p.namespace == ns && p.cluster == name && p.ready)
+            .count() as u64;
+        if ready < want {
+            out.push(format!(
+                "BindCluster {ns}/{name} to run {want} ready pods ({ready} so far)"
+            ));
+        }
+    }
+    out
 }
 
 /// What a pod answered for a zone's SOA.

@@ -170,13 +170,13 @@ impl Objects {
         }
     }
 
-    fn zones(&self) -> Vec<Value> {
+    fn of(&self, kind: ManifestKind) -> Vec<Value> {
         match self {
             Objects::Memory(mem) => {
-                let r = ManifestKind::BindZone.api_resource();
+                let r = kind.api_resource();
                 mem.raw_list(&r.api_version, &r.plural)
             }
-            Objects::Watched(w) => w.objects(ManifestKind::BindZone),
+            Objects::Watched(w) => w.objects(kind),
         }
     }
 
@@ -373,8 +373,11 @@ impl LocalSession {
         if !self.check_serving || !snapshot.converged {
             return snapshot;
         }
-        let duties = serving::duties(&self.objects.zones());
-        let waiting = serving::unserved(&duties, pods).await;
+        let mut waiting = serving::missing_pods(&self.objects.of(ManifestKind::BindCluster), pods);
+        if waiting.is_empty() {
+            let duties = serving::duties(&self.objects.of(ManifestKind::BindZone));
+            waiting = serving::unserved(&duties, pods).await;
+        }
         snapshot.waiting_for(waiting)
     }
 
