@@ -289,7 +289,7 @@ fn converged_means_every_pod_answers_and_the_status_never_contradicts_itself() {
                 "round {round} never converged\n{}",
                 local.diagnostics()
             );
-            std::thread::sleep(Duration::from_millis(20));
+            std::thread::sleep(Duration::from_millis(50));
         }
     }
     println!(
