@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use bind_operator::local::command::{Backend, LocalConfig, LocalMode};
-use bind_operator::local::memapi::MemApi;
+use bind_operator::local::memapi::{MemApi, Verb};
 use bind_operator::local::session::register_kinds;
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::Pod;
@@ -141,6 +141,16 @@ async fn kubeconfig_mode_serves_the_api_servers_bind_pods_only() {
         .collect();
     assert_eq!(ready.get("Ready").map(String::as_str), Some("True"));
 
+    // The report watches the API server: it does not LIST our kinds per
+    // report (it did every 0.7 s while not converged, #10 item 4).
+    api.reset_counts();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let lists: u64 = ["bindclusters", "bindtsigkeys", "bindzones", "dnsrecords"]
+        .into_iter()
+        .map(|r| api.count(Verb::List, r))
+        .sum();
+    assert_eq!(lists, 0, "LISTs of our kinds in 3 s");
+
     stop.cancel();
     kcm.await.unwrap();
     tokio::time::timeout(Duration::from_secs(20), serving)
@@ -148,4 +158,80 @@ async fn kubeconfig_mode_serves_the_api_servers_bind_pods_only() {
         .expect("local mode stops")
         .unwrap();
     assert!(support::named_under(&f.state).is_empty());
+    // Nothing runs them any more: they are not left Running/Ready in the
+    // API (deleted; a real StatefulSet controller re-creates them Pending).
+    for name in ["example-0", "example-1"] {
+        assert!(
+            pods.get_opt(name).await.unwrap().is_none(),
+            "{name} left in the API after exit"
+        );
+    }
+    assert!(pods.get_opt("unrelated").await.unwrap().is_some());
+}
+
+/// #10 item 4: a second run against an API server that still holds the
+/// objects with their Ready statuses from the first run must not say
+/// "converged" from those: at its first converged status the secondary
+/// (a new, empty pod) already answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_on_existing_objects_converges_only_once_the_secondary_answers() {
+    let api = MemApi::new();
+    register_kinds(&api);
+    let client = api.client();
+    let f = Fixture::examples();
+    for run in 0..2 {
+        let mode = LocalMode::start(
+            LocalConfig {
+                dir: f.dir.clone(),
+                state_dir: f.state.clone(),
+                base_port: base_port(),
+            },
+            Backend::Cluster(client.clone()),
+            |c| c.stop_grace = Duration::from_secs(3),
+        )
+        .await
+        .unwrap()
+        .with_output(std::io::sink());
+        let _ = std::fs::remove_file(f.state.join("status.json"));
+        let stop = CancellationToken::new();
+        let serving = tokio::spawn(mode.serve(stop.clone().cancelled_owned()));
+        let kcm = tokio::spawn(statefulset_controller(client.clone(), stop.clone()));
+        let state = f.state.clone();
+        let answer = tokio::task::spawn_blocking(move || {
+            let deadline = std::time::Instant::now() + support::STARTUP;
+            let first = loop {
+                if let Some(s) = read_status(&state).filter(|s| s.converged) {
+                    break s;
+                }
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "run {run} never converged: {:?}",
+                    read_status(&state)
+                );
+                std::thread::sleep(Duration::from_millis(20));
+            };
+            let secondary = first
+                .pods
+                .iter()
+                .find(|p| p.role == bind_operator::local::report::PodRole::Secondary)
+                .expect("a secondary pod")
+                .dns
+                .port();
+            support::dig(secondary, "www.example.com", "A")
+        })
+        .await
+        .unwrap();
+        assert_eq!(
+            answer,
+            ["192.0.2.10", "192.0.2.11"],
+            "run {run}: converged while the secondary answers {answer:?}"
+        );
+        stop.cancel();
+        kcm.await.unwrap();
+        tokio::time::timeout(Duration::from_secs(20), serving)
+            .await
+            .expect("local mode stops")
+            .unwrap();
+        println!("run {run}: the first converged status came with the secondary answering");
+    }
 }

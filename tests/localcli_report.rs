@@ -354,8 +354,11 @@ fn status_json_has_exactly_the_documented_shape() {
             .into_iter()
             .collect()
     };
-    assert_eq!(keys(&v), ["converged", "objects", "pods"]);
+    assert_eq!(keys(&v), ["converged", "objects", "pods", "ready"]);
     assert_eq!(v["converged"], true);
+    // Converged with bad manifests: nothing more happens on its own, but
+    // not everything is Ready.
+    assert_eq!(v["ready"], false);
     for p in v["pods"].as_array().unwrap() {
         assert_eq!(
             keys(p),
@@ -417,7 +420,7 @@ fn status_json_has_exactly_the_documented_shape() {
 #[test]
 fn table_rendering_is_stable() {
     let expected = "\
-3/6 objects ready, 3 pods, converged
+3/6 objects ready, 3 pods, converged; not ready
 
 NAMESPACE  CLUSTER  POD         ROLE       DNS              READY  RESTARTS
 default    example  example-0   primary    127.0.0.1:15300  yes    0
@@ -431,6 +434,11 @@ DNSRecord    default    apex         no     Error  InvalidManifest  records.yaml
 DNSRecord    default    mail         no     Error  InvalidManifest  records.yaml document 2 (line 1): update refused: spec.zoneRef: immutable
 DNSRecord    default    www          yes    Ready  -                -
 -            -          -            no     Error  InvalidManifest  broken.yaml document 1 (line 1): failed to parse YAML: bad indentation
+
+Errors:
+  DNSRecord default/apex (InvalidManifest): records.yaml document 3 (line 1): spec: use BindZone.spec.nameservers
+  DNSRecord default/mail (InvalidManifest): records.yaml document 2 (line 1): update refused: spec.zoneRef: immutable
+  manifest (InvalidManifest): broken.yaml document 1 (line 1): failed to parse YAML: bad indentation
 ";
     assert_eq!(render_table(&sample()), expected);
 
@@ -455,7 +463,7 @@ fn big_tables_show_only_what_is_not_ready() {
     objects[7].phase = "Pending".into();
     let table = render_table(&build_snapshot(objects, &[], &[], false));
     assert!(
-        table.starts_with("149/150 objects ready, 0 pods, converged\n"),
+        table.starts_with("149/150 objects ready, 0 pods, converged; not ready\n"),
         "{table}"
     );
     assert!(

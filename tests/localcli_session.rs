@@ -106,7 +106,11 @@ fn pods() -> (
             dns: port,
             control: port + 1000,
         };
-        PodEndpoint::new("default", name, "example", ordinal, ports, PathBuf::new())
+        let mut p = PodEndpoint::new("default", name, "example", ordinal, ports, PathBuf::new());
+        // Ready, as the fake controller's Ready BindCluster says: a cluster
+        // Ready beside pods that are not is shown as still reconciling.
+        p.ready = true;
+        p
     };
     watch::channel(vec![pod("example-0", 0, 15300), pod("example-1", 1, 15301)])
 }
@@ -291,8 +295,22 @@ async fn a_running_session_follows_the_directory_until_shutdown() {
         text.contains("7/7 objects ready, 2 pods, converged"),
         "{text}"
     );
+    // Quiet: one table per settling, the rest are change lines.
+    assert_eq!(
+        text.matches("objects ready, ").count(),
+        2,
+        "one table at start, one after the new record:\n{text}"
+    );
     assert!(
-        text.contains("6/6 objects ready, 1 pods, converged"),
+        text.contains("DNSRecord default/mx-example-com: (new) -> Pending"),
+        "{text}"
+    );
+    assert!(
+        text.contains("pod default/example-1 (secondary, dns 127.0.0.1:15301): ready -> (gone)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("DNSRecord default/mx-example-com: Ready -> (gone)"),
         "{text}"
     );
 }

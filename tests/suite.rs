@@ -52,6 +52,7 @@ mod e2e_config;
 mod e2e_examples;
 mod e2e_hostile;
 mod e2e_kubeconfig;
+mod e2e_localcli;
 mod e2e_records;
 mod e2e_restart;
 mod e2e_tsig;

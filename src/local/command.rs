@@ -129,6 +129,7 @@ pub fn cluster_pod_selector() -> String {
 /// runtime kills every named it started.
 pub struct LocalMode {
     session: LocalSession,
+    mem: Option<MemApi>,
     pods: watch::Receiver<Vec<PodEndpoint>>,
     services: Services,
     state_dir: PathBuf,
@@ -166,14 +167,18 @@ impl LocalMode {
             Backend::Cluster(client) => {
                 runtime_config.run_statefulsets = false;
                 runtime_config.pod_selector = Some(cluster_pod_selector());
+                runtime_config.delete_pods_on_shutdown = true;
                 (client, None)
             }
         };
         tweak(&mut runtime_config);
-        let session = match mem {
-            Some(mem) => LocalSession::new(mem, client.clone(), &config.dir, &config.state_dir)?,
+        let session = match &mem {
+            Some(mem) => {
+                LocalSession::new(mem.clone(), client.clone(), &config.dir, &config.state_dir)?
+            }
             None => LocalSession::with_client(client.clone(), &config.dir, &config.state_dir)?,
-        };
+        }
+        .with_serving_check();
         let runtime = Arc::new(LocalRuntime::start(client.clone(), runtime_config).await?);
         let (pods, feed) = feed_pods(runtime.clone());
 
@@ -186,6 +191,7 @@ impl LocalMode {
         ));
         Ok(LocalMode {
             session,
+            mem,
             pods,
             services: Services {
                 runtime,
@@ -202,6 +208,18 @@ impl LocalMode {
     /// runtime can be shut down gracefully.
     pub fn runtime(&self) -> Arc<LocalRuntime> {
         self.services.runtime.clone()
+    }
+
+    /// The in-memory API, when local mode runs one (tests count its
+    /// requests).
+    pub fn memapi(&self) -> Option<&MemApi> {
+        self.mem.as_ref()
+    }
+
+    /// Prints the full table whenever the process receives SIGUSR1.
+    pub fn with_table_on_sigusr1(mut self) -> Self {
+        self.session = self.session.with_table_on_sigusr1();
+        self
     }
 
     pub fn state_dir(&self) -> &Path {
@@ -304,7 +322,13 @@ pub fn run_blocking(opts: Options) -> Result<u8, LocalError> {
 pub async fn run(opts: Options) -> Result<u8, LocalError> {
     // Installed before anything starts, so a signal during startup still
     // stops the pods cleanly.
-    let shutdown = crate::operator::shutdown_signal()?.shared();
+    let shutdown = shutdown_signal()?.shared();
+    // Everything local mode and its named processes write (keys, zone
+    // files, status.json) is for the invoking user only.
+    // SAFETY: umask(2) cannot fail and touches no memory.
+    unsafe {
+        libc::umask(PRIVATE_UMASK);
+    }
     let backend = match &opts.kubeconfig {
         None => Backend::InMemory,
         Some(path) => Backend::Cluster(cluster_client(path.as_deref()).await?),
@@ -313,13 +337,19 @@ pub async fn run(opts: Options) -> Result<u8, LocalError> {
     let state_dir = match &opts.state_dir {
         Some(d) => {
             create_private_dir(d)?;
-            d.clone()
+            // Pods run with their data directory as working directory: a
+            // relative path would not resolve there.
+            std::path::absolute(d).map_err(|source| LocalError::StateDir {
+                path: d.clone(),
+                source,
+            })?
         }
         None => {
             temp = tempfile::Builder::new()
                 .prefix("bind-operator-local-")
                 .tempdir()
                 .map_err(LocalError::TempDir)?;
+            create_private_dir(temp.path())?;
             temp.path().to_owned()
         }
     };
@@ -332,7 +362,8 @@ pub async fn run(opts: Options) -> Result<u8, LocalError> {
         backend,
         |_| {},
     )
-    .await?;
+    .await?
+    .with_table_on_sigusr1();
     let kept = if opts.state_dir.is_some() {
         "kept after exit"
     } else {
@@ -363,21 +394,47 @@ pub async fn run(opts: Options) -> Result<u8, LocalError> {
     }
 }
 
+/// The umask of local mode: no bits for group and others.
+const PRIVATE_UMASK: libc::mode_t = 0o077;
+/// Mode of the state directory (it holds keys).
+const PRIVATE_DIR_MODE: u32 = 0o700;
+
+/// SIGTERM, SIGINT and SIGHUP (the terminal closed) all stop local mode
+/// cleanly: its named processes go with it.
+fn shutdown_signal() -> Result<impl Future<Output = ()>, LocalError> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let listen =
+        |kind| signal(kind).map_err(|e| LocalError::Signal(crate::operator::ServeError::Signal(e)));
+    let mut term = listen(SignalKind::terminate())?;
+    let mut interrupt = listen(SignalKind::interrupt())?;
+    let mut hangup = listen(SignalKind::hangup())?;
+    Ok(async move {
+        let name = tokio::select! {
+            _ = term.recv() => "SIGTERM",
+            _ = interrupt.recv() => "SIGINT",
+            _ = hangup.recv() => "SIGHUP",
+        };
+        tracing::info!(signal = name, "shutting down");
+    })
+}
+
 /// Creates the state directory readable by the owner only (it will hold
-/// keys); an existing directory is used as it is.
+/// keys); an existing one is made owner-only too, since what this run
+/// writes there is as secret.
 fn create_private_dir(path: &Path) -> Result<(), LocalError> {
-    use std::os::unix::fs::DirBuilderExt as _;
-    if path.is_dir() {
-        return Ok(());
-    }
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(path)
-        .map_err(|source| LocalError::StateDir {
-            path: path.to_owned(),
-            source,
-        })
+    use std::os::unix::fs::{DirBuilderExt as _, PermissionsExt as _};
+    let result = if path.is_dir() {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(PRIVATE_DIR_MODE))
+    } else {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(PRIVATE_DIR_MODE)
+            .create(path)
+    };
+    result.map_err(|source| LocalError::StateDir {
+        path: path.to_owned(),
+        source,
+    })
 }
 
 /// A client for the API server of `path`, or of the inferred config.
@@ -417,9 +474,12 @@ fn init_logging(filter: &str) -> Result<(), LocalError> {
             filter: filter.clone(),
             message: e.to_string(),
         })?;
+    use std::io::IsTerminal as _;
     let _ = tracing_subscriber::fmt()
         .with_env_filter(env_filter)
         .with_writer(std::io::stderr)
+        // Colour codes only for a person at a terminal, never in a file.
+        .with_ansi(std::io::stderr().is_terminal())
         .try_init();
     Ok(())
 }

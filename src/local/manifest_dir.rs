@@ -2,8 +2,9 @@
 //! under it (recursively, in sorted path order, so the result and the
 //! "first definition wins" rule for duplicates are deterministic), parsed
 //! into documents by `manifests`. Files are re-parsed only when their
-//! content hash changes, so polling a large directory costs a read and a
-//! hash per file.
+//! content hash changes, so a scan of a large directory costs a read and a
+//! hash per file; [`DirWatch`] says when a scan is due (file-system events),
+//! so an idle directory is not read at all.
 //!
 //! Skipped: names starting with `.` (editor swap and lock files, `.git`) and
 //! `kustomization.yaml`/`.yml` (kustomize input, not an object).
@@ -253,4 +254,88 @@ fn duplicate(m: &Manifest, first: &DocRef) -> ManifestError {
 /// Loads `dir` once (no cache kept); see [`ManifestDir::load`].
 pub fn load_dir(dir: impl Into<PathBuf>) -> Loaded {
     ManifestDir::new(dir).load()
+}
+
+/// Quiet time after the last file-system event before the directory is
+/// read: editors and `git checkout` write a file in several steps.
+pub const SETTLE_EVENTS: std::time::Duration = std::time::Duration::from_millis(100);
+/// How often the directory is read when the kernel cannot watch it (no
+/// inotify instances left, a file system without events).
+pub const FALLBACK_POLL: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// Tells when a manifest directory may have changed: file-system events
+/// (inotify through `notify`, recursive) when the kernel offers them, a
+/// timer otherwise. Idle, it costs nothing: no reads, no wake-ups. Our own
+/// reads of the files (access events) are not changes.
+pub struct DirWatch {
+    events: Option<(
+        notify::RecommendedWatcher,
+        tokio::sync::mpsc::UnboundedReceiver<()>,
+    )>,
+    /// An event arrived and the directory has not been reported changed
+    /// since.
+    pending: bool,
+}
+
+impl DirWatch {
+    /// Starts watching `root`; falls back to polling (with a warning) when
+    /// it cannot be watched.
+    pub fn new(root: &Path) -> Self {
+        use notify::{EventKind, RecursiveMode, Watcher as _};
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let handler = move |event: notify::Result<notify::Event>| {
+            let relevant = match &event {
+                Ok(e) => !matches!(e.kind, EventKind::Access(_)),
+                // Overflowed queue and the like: read to be sure.
+                Err(_) => true,
+            };
+            if relevant {
+                let _ = tx.send(());
+            }
+        };
+        let watcher = notify::recommended_watcher(handler)
+            .and_then(|mut w| w.watch(root, RecursiveMode::Recursive).map(|()| w));
+        match watcher {
+            Ok(w) => Self {
+                events: Some((w, rx)),
+                pending: false,
+            },
+            Err(e) => {
+                tracing::warn!(dir = %root.display(), error = %e, interval = ?FALLBACK_POLL,
+                    "failed to watch the manifest directory; polling it instead");
+                Self {
+                    events: None,
+                    pending: false,
+                }
+            }
+        }
+    }
+
+    /// Whether changes arrive as events (false: polling).
+    pub fn is_event_driven(&self) -> bool {
+        self.events.is_some()
+    }
+
+    /// Returns once the directory may have changed and has been quiet for
+    /// [`SETTLE_EVENTS`] (or after [`FALLBACK_POLL`] without events).
+    /// Cancel-safe.
+    pub async fn changed(&mut self) {
+        let Some((_, rx)) = &mut self.events else {
+            tokio::time::sleep(FALLBACK_POLL).await;
+            return;
+        };
+        // Remembered across a cancelled call (a select! that took another
+        // branch while we waited for quiet): an event once received is never
+        // lost.
+        if !self.pending {
+            if rx.recv().await.is_none() {
+                // The watcher thread is gone: poll from now on.
+                self.events = None;
+                return;
+            }
+            self.pending = true;
+        }
+        while let Ok(Some(())) = tokio::time::timeout(SETTLE_EVENTS, rx.recv()).await {}
+        self.pending = false;
+    }
 }

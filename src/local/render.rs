@@ -1,5 +1,6 @@
-//! How a [`Snapshot`] is shown: the readable table printed whenever it
-//! changes, and `status.json` in the state directory, replaced atomically
+//! How a [`Snapshot`] is shown: the readable table (printed when the
+//! session settles or is asked; failed objects listed under it with their
+//! whole message), and `status.json` in the state directory, replaced atomically
 //! (written to a temporary file, then renamed) so a reader never sees half
 //! a file.
 //!
@@ -27,14 +28,18 @@ pub fn render_table(snapshot: &Snapshot) -> String {
     let total = snapshot.objects.len();
     let ready = snapshot.objects.iter().filter(|o| o.ready).count();
     let mut out = format!(
-        "{ready}/{total} objects ready, {} pods, {}\n",
+        "{ready}/{total} objects ready, {} pods, {}; {}\n",
         snapshot.pods.len(),
         if snapshot.converged {
             "converged"
         } else {
             "converging"
-        }
+        },
+        if snapshot.ready { "ready" } else { "not ready" },
     );
+    for what in &snapshot.waiting_for {
+        let _ = writeln!(out, "waiting for: {what}");
+    }
 
     if !snapshot.pods.is_empty() {
         out.push('\n');
@@ -115,11 +120,49 @@ pub fn render_table(snapshot: &Snapshot) -> String {
             total - shown.len()
         );
     }
+    let errors: Vec<&ObjectStatus> = snapshot
+        .objects
+        .iter()
+        .filter(|o| o.phase == ERROR_PHASE)
+        .collect();
+    if !errors.is_empty() {
+        // The table cuts messages; where the problem is (file, line,
+        // column) is often at their end.
+        let _ = writeln!(out, "\nErrors:");
+        for o in errors.iter().take(MAX_TABLE_OBJECTS) {
+            let _ = writeln!(out, "  {}: {}", describe(o), o.message.trim());
+        }
+        if errors.len() > MAX_TABLE_OBJECTS {
+            let _ = writeln!(
+                out,
+                "  ({} more errors; all are in {STATUS_FILE})",
+                errors.len() - MAX_TABLE_OBJECTS
+            );
+        }
+    }
     out
 }
 
+/// Phase of a failed row.
+const ERROR_PHASE: &str = "Error";
+
+/// `Kind namespace/name (Reason)`, or `manifest (Reason)` for a document
+/// that names no object.
+pub fn describe(o: &ObjectStatus) -> String {
+    let who = match (o.kind.is_empty(), o.namespace.is_empty()) {
+        (true, _) => "manifest".to_owned(),
+        (false, true) => format!("{} {}", o.kind, o.name),
+        (false, false) => format!("{} {}/{}", o.kind, o.namespace, o.name),
+    };
+    if o.reason.is_empty() {
+        who
+    } else {
+        format!("{who} ({})", o.reason)
+    }
+}
+
 /// Message squeezed onto one line and cut to [`MAX_MESSAGE_CHARS`].
-fn one_line(message: &str) -> String {
+pub fn one_line(message: &str) -> String {
     let flat = message.split_whitespace().collect::<Vec<_>>().join(" ");
     if flat.chars().count() <= MAX_MESSAGE_CHARS {
         return flat;

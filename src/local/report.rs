@@ -17,7 +17,17 @@
 //! condition with a failure reason (BindCluster, BindTSIGKey); a bad
 //! manifest (reason [`REASON_INVALID_MANIFEST`]) or a refused write
 //! ([`REASON_APPLY_FAILED`]). Anything else (no status yet, Pending,
-//! Propagating, ...) is still moving.
+//! Propagating, ...) is still moving. The session adds what rows cannot
+//! show: every pod must serve what it should ([`Snapshot::waiting_for`]).
+//! `ready` is separate: converged with a broken file is converged, not
+//! ready.
+//!
+//! # Consistent
+//! A row never contradicts itself or the pod table: a Ready status of a
+//! generation its controller has not handled yet, a zone waiting for a
+//! primary the table shows ready, a cluster Ready beside a pod that is not
+//! (or the reverse) are shown as Pending / [`REASON_RECONCILING`], and are
+//! not settled.
 //!
 //! Pure apart from reading objects ([`observe_memapi`] from the in-memory
 //! store, [`observe`] through a client); writes nothing anywhere. Rendering
@@ -32,8 +42,8 @@ use super::manifests::{ManifestError, ManifestKind, Problem};
 use super::memapi::MemApi;
 pub use super::runtime::{PodEndpoint, PodRole};
 use crate::api::{
-    CONDITION_CONFIG_APPLIED, CONDITION_READY, CONDITION_WARNING, Phase, STATUS_TRUE,
-    is_terminal_failure,
+    CONDITION_CONFIG_APPLIED, CONDITION_READY, CONDITION_WARNING, Phase, REASON_PODS_NOT_READY,
+    REASON_PRIMARY_NOT_READY, STATUS_TRUE, is_terminal_failure,
 };
 
 /// Reason of a row that stands for a bad manifest.
@@ -56,6 +66,10 @@ const REPORTED_KINDS: [ManifestKind; 4] = [
 ];
 /// Phase shown for an object whose deletion waits for its finalizer.
 const PHASE_DELETING: &str = "Deleting";
+/// Reason of a row whose status is older than what can be seen elsewhere
+/// (a generation not yet handled, a pod that changed since): its controller
+/// has work left, so the row says so rather than repeat the stale status.
+pub const REASON_RECONCILING: &str = "Reconciling";
 
 /// One row of the objects table / `status.json`.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
@@ -76,9 +90,19 @@ pub struct ObjectStatus {
 /// Everything a session reports at one moment.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 pub struct Snapshot {
+    /// Nothing more will happen on its own: the directory is applied, every
+    /// object has settled (Ready or failed for good) and every pod serves
+    /// what it should. Says nothing about success: see `ready`.
     pub converged: bool,
+    /// Every object is Ready and every pod is ready.
+    #[serde(default)]
+    pub ready: bool,
     pub pods: Vec<PodEndpoint>,
     pub objects: Vec<ObjectStatus>,
+    /// What convergence still waits for beyond the rows (e.g. a secondary
+    /// that does not yet serve a zone).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub waiting_for: Vec<String>,
 }
 
 /// One condition as far as the report cares.
@@ -191,6 +215,20 @@ pub fn classify(kind: ManifestKind, object: &Value) -> ObjectStatus {
         }
         _ => (reason, message),
     };
+    if status_ready && !observed && !deleting {
+        // A Ready status of an older generation: the row must not say
+        // Ready while READY says no.
+        return ObjectStatus {
+            kind: kind.as_str().to_owned(),
+            namespace: text(object, "/metadata/namespace").to_owned(),
+            name: text(object, "/metadata/name").to_owned(),
+            ready: false,
+            phase: Phase::Pending.as_str().to_owned(),
+            reason: REASON_RECONCILING.to_owned(),
+            message: format!("generation {generation} is not yet handled by its controller"),
+            settled: false,
+        };
+    }
     ObjectStatus {
         kind: kind.as_str().to_owned(),
         namespace: text(object, "/metadata/namespace").to_owned(),
@@ -321,10 +359,75 @@ pub fn build_snapshot(
             &b.name,
         ))
     });
+    for o in &mut objects {
+        if let Some(why) = contradicted_by_pods(o, &pods) {
+            o.ready = false;
+            o.settled = false;
+            o.phase = Phase::Pending.as_str().to_owned();
+            o.reason = REASON_RECONCILING.to_owned();
+            o.message = why;
+        }
+    }
     Snapshot {
         converged: !sync_pending && objects.iter().all(|o| o.settled),
+        ready: objects.iter().all(|o| o.ready) && pods.iter().all(|p| p.ready),
         pods,
         objects,
+        waiting_for: Vec::new(),
+    }
+}
+
+/// Why a row's status is older than the pod table beside it, if it is: a
+/// controller reads pods from the API after the runtime saw them change, so
+/// for a moment the two disagree. The row then says that its controller has
+/// yet to catch up, instead of contradicting the table.
+fn contradicted_by_pods(o: &ObjectStatus, pods: &[PodEndpoint]) -> Option<String> {
+    if o.kind == ManifestKind::BindZone.as_str() && o.reason == REASON_PRIMARY_NOT_READY {
+        // "pod <name> of BindCluster <cluster> is not Ready"
+        let pod = o.message.strip_prefix("pod ")?.split_whitespace().next()?;
+        let p = pods
+            .iter()
+            .find(|p| p.namespace == o.namespace && p.name == pod && p.ready)?;
+        return Some(format!(
+            "pod {} is ready now; waiting for the zone to be reconciled",
+            p.name
+        ));
+    }
+    if o.kind == ManifestKind::BindCluster.as_str() && o.phase != PHASE_DELETING {
+        let mine: Vec<&PodEndpoint> = pods
+            .iter()
+            .filter(|p| p.namespace == o.namespace && p.cluster == o.name)
+            .collect();
+        if mine.is_empty() {
+            return None;
+        }
+        if o.ready
+            && let Some(p) = mine.iter().find(|p| !p.ready)
+        {
+            return Some(format!(
+                "pod {} is not ready; waiting for the cluster status to follow",
+                p.name
+            ));
+        }
+        if o.reason == REASON_PODS_NOT_READY && mine.iter().all(|p| p.ready) {
+            return Some(format!(
+                "all {} pods are ready now; waiting for the cluster status to follow",
+                mine.len()
+            ));
+        }
+    }
+    None
+}
+
+impl Snapshot {
+    /// Not converged until every entry of `waiting` is done (see
+    /// [`Snapshot::waiting_for`]).
+    pub fn waiting_for(mut self, waiting: Vec<String>) -> Self {
+        if !waiting.is_empty() {
+            self.converged = false;
+        }
+        self.waiting_for = waiting;
+        self
     }
 }
 

@@ -9,9 +9,11 @@
 //! apply itself, nor one whose source it could not read or parse this time
 //! (a typo in a file must not take a serving record down), and never
 //! deletes a namespace that objects of the directory still live in.
-//! Objects are re-applied only when their document changed, plus a full
-//! re-apply every [`RESYNC_INTERVAL`] that repairs drift (a no-op apply
-//! writes nothing).
+//! Objects are re-applied only when their document changed; a pass over an
+//! unchanged directory makes no request at all. A periodic full re-apply
+//! that repairs drift can be asked for ([`ManifestSync::with_resync_interval`]);
+//! local mode does not: it owns its API and the controllers repair
+//! children, so a resync would only cost requests while idle.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
@@ -24,7 +26,7 @@ use kube::Client;
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::Value;
 
-use super::manifest_dir::{Loaded, ManifestDir};
+use super::manifest_dir::{DirWatch, Loaded, ManifestDir};
 use super::manifests::{
     DocRef, Manifest, ManifestError, ManifestKind, ObjectKey, Problem, admission_message,
 };
@@ -32,11 +34,8 @@ use crate::api::admission::admit;
 
 /// Field manager of every apply made from the manifest directory.
 pub const FIELD_MANAGER: &str = "bind-operator-local";
-/// How often the directory is checked for changes.
-pub const POLL_INTERVAL: Duration = Duration::from_millis(500);
-/// How often every object is applied again even though its file did not
-/// change (puts back what was changed or deleted behind the files' back).
-pub const RESYNC_INTERVAL: Duration = Duration::from_secs(30);
+/// How soon a pass whose writes failed transiently is retried.
+pub const RETRY_INTERVAL: Duration = Duration::from_secs(1);
 /// Requests in flight at once while applying or deleting one kind.
 const CONCURRENCY: usize = 8;
 
@@ -82,7 +81,8 @@ pub struct ManifestSync {
     rejected: BTreeMap<ObjectKey, (String, ManifestError)>,
     /// Namespaces known to exist.
     namespaces: BTreeSet<String>,
-    resync_interval: Duration,
+    /// None: never re-apply unchanged documents.
+    resync_interval: Option<Duration>,
     last_resync: Option<Instant>,
     retry: bool,
     errors: Vec<ManifestError>,
@@ -95,17 +95,23 @@ impl ManifestSync {
             tracked: BTreeMap::new(),
             rejected: BTreeMap::new(),
             namespaces: BTreeSet::new(),
-            resync_interval: RESYNC_INTERVAL,
+            resync_interval: None,
             last_resync: None,
             retry: true,
             errors: Vec::new(),
         }
     }
 
-    /// Overrides [`RESYNC_INTERVAL`] (tests).
+    /// Re-applies every document at most this often, even unchanged
+    /// (puts back what was changed or deleted behind the files' back).
     pub fn with_resync_interval(mut self, interval: Duration) -> Self {
-        self.resync_interval = interval;
+        self.resync_interval = Some(interval);
         self
+    }
+
+    /// Where the document of an applied object was last seen.
+    pub fn location(&self, key: &ObjectKey) -> Option<&DocRef> {
+        self.tracked.get(key).map(|t| &t.at)
     }
 
     pub fn dir(&self) -> &Path {
@@ -132,8 +138,8 @@ impl ManifestSync {
     pub async fn sync_once(&mut self, client: &Client) -> SyncReport {
         let loaded = self.dir.load();
         let resync = self
-            .last_resync
-            .is_none_or(|t| t.elapsed() >= self.resync_interval);
+            .resync_interval
+            .is_some_and(|interval| self.last_resync.is_none_or(|t| t.elapsed() >= interval));
         if !loaded.changed && !resync && !self.retry {
             return SyncReport {
                 unchanged: self.tracked.len(),
@@ -187,25 +193,32 @@ impl ManifestSync {
         report
     }
 
-    /// Runs [`Self::sync_once`] every [`POLL_INTERVAL`] until `shutdown`
-    /// resolves, handing every report to `on_report`.
+    /// Runs [`Self::sync_once`] now and whenever the directory changes (or
+    /// a transient failure is due for a retry) until `shutdown` resolves,
+    /// handing every report to `on_report`.
     pub async fn run(
         &mut self,
         client: &Client,
         shutdown: impl Future<Output = ()>,
         mut on_report: impl FnMut(&SyncReport),
     ) {
-        let mut tick = tokio::time::interval(POLL_INTERVAL);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut watch = DirWatch::new(self.dir());
         tokio::pin!(shutdown);
         loop {
+            let report = self.sync_once(client).await;
+            on_report(&report);
+            let retry = async {
+                if self.retry {
+                    tokio::time::sleep(RETRY_INTERVAL).await;
+                } else {
+                    std::future::pending::<()>().await;
+                }
+            };
             tokio::select! {
                 biased;
                 () = &mut shutdown => return,
-                _ = tick.tick() => {
-                    let report = self.sync_once(client).await;
-                    on_report(&report);
-                }
+                () = watch.changed() => {}
+                () = retry => {}
             }
         }
     }

@@ -29,15 +29,57 @@ use super::volume::{FileContent, Payload};
 pub const DATA_DIR_LINK: &str = "..data";
 const DATA_DIR_TMP_LINK: &str = "..data_tmp";
 
+/// Permission bits a file may keep by default (all of them).
+const ALL_BITS: u32 = 0o7777;
+/// Permission bits an owner-only volume keeps.
+const OWNER_BITS: u32 = 0o700;
+/// Group permission bits.
+const GROUP_BITS: u32 = 0o070;
+/// Mode of a payload directory (kubelet's).
+const PAYLOAD_DIR_MODE: u32 = 0o755;
+
 /// Writes payloads into one volume directory.
 #[derive(Debug, Clone)]
 pub struct AtomicWriter {
     dir: PathBuf,
+    /// Permission bits kept from the payload's modes.
+    keep: u32,
 }
 
 impl AtomicWriter {
     pub fn new(dir: impl Into<PathBuf>) -> Self {
-        AtomicWriter { dir: dir.into() }
+        AtomicWriter {
+            dir: dir.into(),
+            keep: ALL_BITS,
+        }
+    }
+
+    /// Owner-only: group and other bits are dropped from every file and
+    /// directory (local mode, where the volume holds keys on a shared
+    /// machine rather than inside a container).
+    pub fn private(mut self) -> Self {
+        self.keep = OWNER_BITS;
+        self
+    }
+
+    /// Owner and group only: [`Self::private`] for a volume whose reader is
+    /// the pod's fsGroup rather than the runtime's user.
+    pub fn private_to_group(mut self) -> Self {
+        self.keep = OWNER_BITS | GROUP_BITS;
+        self
+    }
+
+    fn masked(&self, payload: &Payload) -> Payload {
+        payload
+            .iter()
+            .map(|(rel, c)| {
+                let content = FileContent {
+                    bytes: c.bytes.clone(),
+                    mode: c.mode & self.keep,
+                };
+                (rel.clone(), content)
+            })
+            .collect()
     }
 
     pub fn dir(&self) -> &Path {
@@ -58,6 +100,7 @@ impl AtomicWriter {
     /// Makes the volume hold exactly `payload`. Returns whether anything
     /// changed (an equal payload is left alone, `..data` and all).
     pub fn write(&self, payload: &Payload) -> io::Result<bool> {
+        let payload = &self.masked(payload);
         if self.current()?.as_ref() == Some(payload) {
             return Ok(false);
         }
@@ -70,7 +113,10 @@ impl AtomicWriter {
         for (rel, content) in payload {
             write_file(&ts_dir.join(rel), content)?;
         }
-        fs::set_permissions(&ts_dir, fs::Permissions::from_mode(0o755))?;
+        fs::set_permissions(
+            &ts_dir,
+            fs::Permissions::from_mode(PAYLOAD_DIR_MODE & self.keep),
+        )?;
 
         let tmp = self.dir.join(DATA_DIR_TMP_LINK);
         let _ = fs::remove_file(&tmp);

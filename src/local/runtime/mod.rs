@@ -26,8 +26,10 @@
 //!   listens on 127.0.0.1 with ports from [`ports::PortAllocator`], stable
 //!   for the runtime's life; [`LocalNetwork`] says where pods and primaries
 //!   are, [`LocalExecutor`] runs pod commands as local processes.
-//! - Every named it starts is stopped by [`LocalRuntime::shutdown`], and
-//!   killed when the runtime is dropped: no process outlives it.
+//! - Every named it starts is stopped by [`LocalRuntime::shutdown`], killed
+//!   when the runtime is dropped, and killed by the kernel when the process
+//!   dies (parent-death signal): no process outlives it. A start on a state
+//!   directory first stops what an earlier run left there (pid files).
 //!
 //! - Users: run as root, it runs each pod's processes (named and every
 //!   exec'd command) as the pod's runAsUser / runAsGroup with its fsGroup,
@@ -130,6 +132,16 @@ pub struct RuntimeConfig {
     pub exec_timeout: Duration,
     /// The named binary (default: found on PATH or in the sbin dirs).
     pub named: Option<PathBuf>,
+    /// Volumes are written owner-only (they hold keys); pod directories
+    /// are created 0700 either way.
+    pub private_files: bool,
+    /// [`LocalRuntime::shutdown`] deletes the Pods it ran from the API. For
+    /// a real API server: no kubelet runs them afterwards, so left alone
+    /// they would stay Running and Ready there. Deleted, the StatefulSet
+    /// controller re-creates them Pending and unscheduled, which is the
+    /// truth, and a later run starts them afresh. (Marking them Failed
+    /// would make the StatefulSet controller do the same, one step later.)
+    pub delete_pods_on_shutdown: bool,
 }
 
 impl RuntimeConfig {
@@ -150,6 +162,8 @@ impl RuntimeConfig {
             max_restart_backoff: Duration::from_secs(10),
             exec_timeout: crate::controller::exec::EXEC_TIMEOUT,
             named: None,
+            private_files: true,
+            delete_pods_on_shutdown: false,
         }
     }
 }
@@ -227,18 +241,37 @@ impl LocalRuntime {
     /// Starts watching `client` and running pods. Must be called inside a
     /// Tokio runtime.
     pub async fn start(client: kube::Client, config: RuntimeConfig) -> Result<Self, RuntimeError> {
-        std::fs::create_dir_all(&config.state_dir).map_err(|source| RuntimeError::StateDir {
-            path: config.state_dir.clone(),
-            source,
-        })?;
-        if identity::is_root() {
-            // Pods may run as other users: they must reach their volumes.
-            identity::make_traversable(&config.state_dir).map_err(|source| {
-                RuntimeError::StateDir {
-                    path: config.state_dir.clone(),
-                    source,
+        std::fs::create_dir_all(&config.state_dir)
+            .and_then(|()| {
+                if !config.private_files {
+                    return Ok(());
                 }
+                // Nobody else may even look inside: pods' volumes hold keys.
+                use std::os::unix::fs::PermissionsExt as _;
+                std::fs::set_permissions(&config.state_dir, std::fs::Permissions::from_mode(0o700))
+            })
+            .and_then(|()| {
+                if identity::is_root() {
+                    // Pods may run as other users: they must reach their
+                    // volumes (search only: nobody else can list them).
+                    identity::make_traversable(&config.state_dir)?;
+                }
+                Ok(())
+            })
+            .map_err(|source| RuntimeError::StateDir {
+                path: config.state_dir.clone(),
+                source,
             })?;
+        // A run on a state directory that an earlier run left named
+        // processes in (it was SIGKILLed before the kernel's death signal
+        // existed here, or a pod's pid was reused): stop them first, they
+        // hold the ports and files this run is about to use.
+        let dir = config.state_dir.clone();
+        let stale = tokio::task::spawn_blocking(move || container::stop_stale(&dir))
+            .await
+            .unwrap_or_default();
+        if stale > 0 {
+            tracing::warn!(count = stale, "stopped named processes of an earlier run");
         }
         let named = config
             .named
@@ -263,6 +296,7 @@ impl LocalRuntime {
     /// Stops every pod (SIGTERM, then SIGKILL after the grace period) and
     /// every watch; returns when no named started here is left.
     pub async fn shutdown(mut self) {
+        let ran = self.shared.table.list();
         self.shared.cancel.cancel();
         for t in self.tasks.drain(..) {
             let _ = t.await;
@@ -274,6 +308,9 @@ impl LocalRuntime {
             let _ = w.join.await;
         }
         self.shared.pids.kill_all();
+        if self.shared.config.delete_pods_on_shutdown {
+            delete_pods(&self.shared.client, &ran).await;
+        }
     }
 
     /// Runs pod commands against the local pods.
@@ -352,6 +389,27 @@ impl LocalRuntime {
     /// named processes started and not yet reaped.
     pub fn running_processes(&self) -> usize {
         self.shared.pids.len()
+    }
+}
+
+/// Deletes `pods` from the API at once (nothing runs them any more).
+async fn delete_pods(client: &kube::Client, pods: &[PodEndpoint]) {
+    use k8s_openapi::api::core::v1::Pod;
+    use kube::api::{Api, DeleteParams};
+    for p in pods {
+        let api: Api<Pod> = Api::namespaced(client.clone(), &p.namespace);
+        match api
+            .delete(&p.name, &DeleteParams::default().grace_period(0))
+            .await
+        {
+            Ok(_) => {
+                tracing::info!(pod = %p.name, namespace = %p.namespace, "deleted pod: local mode no longer runs it")
+            }
+            Err(kube::Error::Api(s)) if s.code == 404 => {}
+            Err(e) => {
+                tracing::warn!(pod = %p.name, namespace = %p.namespace, error = %e, "failed to delete pod at exit; it may still show Ready")
+            }
+        }
     }
 }
 

@@ -292,3 +292,36 @@ pub fn nsupdate(port: u16, key: &str, lines: &[&str]) -> Result<(), String> {
         ))
     }
 }
+
+/// pids of every process whose working directory or command line is under
+/// `dir` (named, its `sh`, or anything else local mode left there).
+pub fn processes_under(dir: &Path) -> Vec<(u32, String)> {
+    let needle = dir.to_string_lossy().into_owned();
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let cmd = std::fs::read(entry.path().join("cmdline"))
+            .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+            .unwrap_or_default();
+        let cwd = std::fs::read_link(entry.path().join("cwd")).unwrap_or_default();
+        if cwd.starts_with(dir) || cmd.contains(&needle) {
+            out.push((pid, cmd));
+        }
+    }
+    out
+}
+
+/// Waits until no process is left under `dir`; returns what is left at
+/// the deadline.
+pub fn wait_no_processes_under(dir: &Path, limit: Duration) -> Vec<(u32, String)> {
+    let deadline = Instant::now() + limit;
+    loop {
+        let left = processes_under(dir);
+        if left.is_empty() || Instant::now() > deadline {
+            return left;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}

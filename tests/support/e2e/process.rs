@@ -127,6 +127,25 @@ impl Local {
             .expect("process not yet waited for")
     }
 
+    /// What the process printed on stderr so far (its log).
+    pub fn stderr(&self) -> String {
+        std::fs::read_to_string(&self.stderr).unwrap_or_default()
+    }
+
+    /// Sends `sig` to the process.
+    pub fn signal(&self, sig: libc::c_int) {
+        if let Some(child) = self.child.lock().unwrap().as_ref() {
+            signal(child.id(), sig);
+        }
+    }
+
+    /// Waits up to `limit` for the process to exit (whatever made it);
+    /// unlike [`Local::wait_exit`], asserts nothing about what is left.
+    pub fn exit_status(&self, limit: Duration) -> Option<ExitStatus> {
+        let mut child = self.child.lock().unwrap();
+        wait_child(child.as_mut()?, limit)
+    }
+
     /// Whether the process is still running.
     pub fn running(&self) -> bool {
         self.child.lock().unwrap().is_some() && self.exited().is_none()

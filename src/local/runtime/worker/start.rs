@@ -53,7 +53,15 @@ impl Worker {
     }
 
     pub(super) fn mount(&mut self, payload: Payload) -> bool {
-        let writer = AtomicWriter::new(&self.dirs.config);
+        let mut writer = AtomicWriter::new(&self.dirs.config);
+        if self.shared.config.private_files {
+            // Owner-only; a pod of another user reads through its fsGroup.
+            writer = if self.pod.run_as.is_empty() {
+                writer.private()
+            } else {
+                writer.private_to_group()
+            };
+        }
         // On disk as kubelet writes it for the pod's fsGroup.
         let on_disk = self.pod.run_as.config_payload(&payload);
         let written = writer.write(&on_disk).and_then(|changed| {
@@ -158,6 +166,10 @@ impl Worker {
             env,
             log: self.dirs.log.clone(),
             run_as: self.pod.run_as.clone(),
+            pid_file: self
+                .dirs
+                .root
+                .join(crate::local::runtime::container::PID_FILE),
         };
         let header = format!(
             "{} pod {}/{} uid {} restart {} user {}",
