@@ -10,6 +10,9 @@ use crate::support_realapi as support;
 use support::{Operator, WAIT, wait_for};
 
 const REPLICAS: usize = 2;
+/// Only the lane's processes listen in its network namespace, and one
+/// operator test runs at a time.
+const HEALTH_PORT: u16 = 18_082;
 
 #[test]
 fn realapi_restricted_namespace_gets_its_bind_pods() {
@@ -26,14 +29,21 @@ fn realapi_restricted_namespace_gets_its_bind_pods() {
         ],
     );
     let ns = ns.name.as_str();
+    let tmp = tempfile::tempdir().unwrap();
+    let mut op = Operator::run(
+        &lane.kubeconfig,
+        &tmp.path().join("operator.log"),
+        HEALTH_PORT,
+    );
+    op.wait_ready(WAIT);
+    // Created after start: what this test is about is admission, not the
+    // operator picking up objects that existed before it (realapi_run).
     lane.apply(
         ns,
         &format!(
             "apiVersion: bind.unkin.net/v1alpha1\nkind: BindCluster\nmetadata:\n  name: strict\nspec:\n  replicas: {REPLICAS}\n"
         ),
     );
-    let tmp = tempfile::tempdir().unwrap();
-    let op = Operator::run(&lane.kubeconfig, &tmp.path().join("operator.log"), 0);
 
     let failed_create = || {
         lane.list(ns, "events")

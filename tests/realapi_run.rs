@@ -22,6 +22,10 @@ use support::{Lane, Operator, WAIT, wait_for};
 const EXIT_LIMIT: Duration = Duration::from_secs(25);
 
 /// The kinds every BindCluster gets as children.
+/// Only the lane's processes listen in its network namespace, and one
+/// operator test runs at a time.
+const HEALTH_PORT: u16 = 18_081;
+
 const CHILD_KINDS: [&str; 4] = ["ConfigMap", "Secret", "Service", "StatefulSet"];
 
 fn uid(obj: &Value) -> String {
@@ -118,7 +122,7 @@ fn realapi_run_as_the_deploy_service_account() {
         "system:serviceaccount:bind-operator-system:bind-operator"
     );
     let log = tmp.path().join("operator.log");
-    let mut op = Operator::run(&kubeconfig, &log, 0);
+    let mut op = Operator::run(&kubeconfig, &log, HEALTH_PORT);
 
     let before = wait_reconciled(&lane, ns, "example", &op);
     support::say(&format!(
@@ -135,7 +139,8 @@ fn realapi_run_as_the_deploy_service_account() {
         || lane.ok(&["get", "events", "-n", ns]),
     );
 
-    // After start.
+    // After start (the caches are synced).
+    op.wait_ready(WAIT);
     lane.apply(
         ns,
         "apiVersion: bind.unkin.net/v1alpha1\nkind: BindCluster\nmetadata:\n  name: after\nspec:\n  replicas: 1\n",
@@ -179,7 +184,7 @@ fn realapi_run_as_the_deploy_service_account() {
     lane.ok(&["delete", "service", &svc, "-n", ns]);
 
     // A restart reconciles everything that exists.
-    let mut op = Operator::run(&kubeconfig, &log, 0);
+    let mut op = Operator::run(&kubeconfig, &log, HEALTH_PORT);
     let down = wait_reconciled(&lane, ns, "while-down", &op);
     support::say(&format!(
         "realapi: created while stopped, reconciled after restart: {down:?}"

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 pub struct Operator {
     child: Option<Child>,
     pub log: PathBuf,
+    health_port: u16,
 }
 
 impl Operator {
@@ -22,6 +23,8 @@ impl Operator {
             .unwrap();
         let child = Command::new(env!("CARGO_BIN_EXE_bind-operator"))
             .arg("run")
+            // JSON lines: no terminal colour codes in the log a test prints.
+            .arg("--log-json")
             .arg("--health-addr")
             .arg(format!("127.0.0.1:{health_port}"))
             .env("KUBECONFIG", kubeconfig)
@@ -35,7 +38,41 @@ impl Operator {
         Operator {
             child: Some(child),
             log: log.to_owned(),
+            health_port,
         }
+    }
+
+    /// Waits until GET /readyz answers 200 (caches synced): objects created
+    /// after this are "created after start".
+    pub fn wait_ready(&mut self, limit: Duration) {
+        let deadline = Instant::now() + limit;
+        loop {
+            if self.readyz() {
+                return;
+            }
+            assert!(self.running(), "bind-operator run exited\n{}", self.log());
+            assert!(
+                Instant::now() < deadline,
+                "bind-operator run not ready after {limit:?}\n{}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    fn readyz(&self) -> bool {
+        use std::io::{Read as _, Write as _};
+        let Ok(mut conn) = std::net::TcpStream::connect(("127.0.0.1", self.health_port)) else {
+            return false;
+        };
+        let _ = conn.set_read_timeout(Some(Duration::from_secs(2)));
+        let request = "GET /readyz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n";
+        if conn.write_all(request.as_bytes()).is_err() {
+            return false;
+        }
+        let mut answer = String::new();
+        let _ = conn.read_to_string(&mut answer);
+        answer.starts_with("HTTP/1.1 200")
     }
 
     /// Everything it logged so far (all runs appended to one file).
