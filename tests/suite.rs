@@ -39,6 +39,7 @@ mod controller_reconfig;
 mod controller_record_batching;
 mod controller_record_delete;
 mod controller_record_rules;
+mod controller_restart;
 mod controller_run;
 mod controller_secrets;
 mod controller_transfer;

@@ -15,8 +15,8 @@ use super::common::{MAX_TTL, Phase};
 use super::dnsrecord::RecordType;
 use super::validation::{
     DNS_NAME_PATTERN, IP_PATTERN, K8S_NAME_PATTERN, MAX_DNS_NAME_LEN, MAX_INLINE_RECORDS,
-    MAX_IP_LEN, MAX_K8S_NAME_LEN, MAX_NAMESERVERS, MAX_VALUE_LEN, MAX_VALUES, MAX_VIEW_NAME_LEN,
-    MSG_A_IS_IPV4, MSG_AAAA_IS_IPV6, MSG_CNAME_SINGLE, MSG_PRIMARY_ADDRESS_IP,
+    MAX_INLINE_VALUE_LEN, MAX_INLINE_VALUES, MAX_IP_LEN, MAX_K8S_NAME_LEN, MAX_NAMESERVERS,
+    MAX_VIEW_NAME_LEN, MSG_A_IS_IPV4, MSG_AAAA_IS_IPV6, MSG_CNAME_SINGLE, MSG_PRIMARY_ADDRESS_IP,
     MSG_SECONDARY_PRIMARIES, MSG_ZONE_NAME_IMMUTABLE, OWNER_NAME_PATTERN, RULE_A_IS_IPV4,
     RULE_AAAA_IS_IPV6, RULE_CNAME_SINGLE, RULE_IMMUTABLE, RULE_IS_IP, RULE_SECONDARY_PRIMARIES,
     VALUE_PATTERN, VIEW_NAME_PATTERN,
@@ -140,8 +140,12 @@ pub struct BindZoneSpec {
     #[schemars(range(max = MAX_TTL))]
     pub default_ttl: u32,
 
-    /// Record sets managed inline with the zone (larger zones: use DNSRecord
-    /// objects). Each entry owns its (name, type) RRset like a DNSRecord.
+    /// Record sets managed inline with the zone. Each entry owns its (name,
+    /// type) RRset like a DNSRecord. At most 256 sets of at most 16 values
+    /// of at most 2048 characters: the API server prices the A/AAAA address
+    /// rules by these bounds and refuses larger ones. Larger zones, wider
+    /// sets and longer values use DNSRecord objects (100 values of 4096
+    /// characters each).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = MAX_INLINE_RECORDS))]
     pub records: Vec<ZoneRecord>,
@@ -275,8 +279,10 @@ pub struct ZoneRecord {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(max = MAX_TTL))]
     pub ttl: Option<u32>,
-    /// Record data in presentation format, one entry per record of the set.
-    #[schemars(length(min = 1, max = MAX_VALUES), inner(length(min = 1, max = MAX_VALUE_LEN), regex(pattern = VALUE_PATTERN)))]
+    /// Record data in presentation format, one entry per record of the set:
+    /// at most 16 values of at most 2048 characters inline (a DNSRecord takes
+    /// 100 of 4096).
+    #[schemars(length(min = 1, max = MAX_INLINE_VALUES), inner(length(min = 1, max = MAX_INLINE_VALUE_LEN), regex(pattern = VALUE_PATTERN)))]
     pub values: Vec<String>,
 }
 

@@ -37,7 +37,8 @@ pub struct GeneratedCrd {
 pub const ALL_IN_ONE_FILE: &str = "all.yaml";
 
 /// The four CRDs in a fixed order (keys and clusters first, so `kubectl
-/// apply -f crds/all.yaml` reads in dependency order).
+/// apply -f crds/all.yaml` reads in dependency order), with only formats
+/// the API server knows.
 pub fn crds() -> Vec<CustomResourceDefinition> {
     vec![
         BindTSIGKey::crd(),
@@ -45,6 +46,69 @@ pub fn crds() -> Vec<CustomResourceDefinition> {
         BindZone::crd(),
         DNSRecord::crd(),
     ]
+    .into_iter()
+    .map(known_formats_only)
+    .collect()
+}
+
+/// The `format`s a kube-apiserver recognises (apiextensions' supported
+/// formats). schemars writes `uint32`/`uint16` for unsigned integers, which
+/// the server accepts but warns about ("unrecognized format") on every
+/// apply; the bounds those types need are explicit `minimum`s anyway.
+const KNOWN_FORMATS: &[&str] = &[
+    "bsonobjectid",
+    "uri",
+    "email",
+    "hostname",
+    "ipv4",
+    "ipv6",
+    "cidr",
+    "mac",
+    "uuid",
+    "uuid3",
+    "uuid4",
+    "uuid5",
+    "isbn",
+    "isbn10",
+    "isbn13",
+    "creditcard",
+    "ssn",
+    "hexcolor",
+    "rgbcolor",
+    "byte",
+    "password",
+    "date",
+    "duration",
+    "datetime",
+    "date-time",
+    "int32",
+    "int64",
+    "float",
+    "double",
+];
+
+fn known_formats_only(crd: CustomResourceDefinition) -> CustomResourceDefinition {
+    fn strip(node: &mut serde_json::Value) {
+        match node {
+            serde_json::Value::Object(map) => {
+                let unknown = map
+                    .get("format")
+                    .and_then(|f| f.as_str())
+                    .is_some_and(|f| !KNOWN_FORMATS.contains(&f));
+                if unknown {
+                    map.remove("format");
+                }
+                map.values_mut().for_each(strip);
+            }
+            serde_json::Value::Array(items) => items.iter_mut().for_each(strip),
+            _ => {}
+        }
+    }
+    let mut value = serde_json::to_value(&crd).expect("a CRD serialises");
+    if let Some(versions) = value.pointer_mut("/spec/versions") {
+        strip(versions);
+    }
+    serde_json::from_value(value).expect("a CRD without formats is still a CRD")
 }
 
 /// The four CRDs paired with their `crds/` file names (`<plural>.<group>.yaml`).
@@ -95,8 +159,13 @@ pub enum CrdWriteError {
 }
 
 /// Directory of the committed CRDs, relative to the repository root: one
-/// file per kind plus [`ALL_IN_ONE_FILE`].
+/// file per kind plus [`ALL_IN_ONE_FILE`]; nothing else (`kubectl apply -f
+/// crds/` applies every file in it).
 pub const CRD_DIR: &str = "crds";
+/// The kustomize copy, one file per kind, beside its hand-written
+/// kustomization.yaml: kustomize refuses plain files outside a
+/// kustomization's root, so the base cannot list the files of [`CRD_DIR`].
+pub const KUSTOMIZE_CRD_DIR: &str = "deploy/kustomize/crds";
 /// The Helm chart's copy, relative to the repository root: one file per kind
 /// only (Helm installs every file in a chart's crds/, so an all-in-one copy
 /// would install each CRD twice).
@@ -104,7 +173,7 @@ pub const CHART_CRD_DIR: &str = "deploy/helm/bind-operator/crds";
 
 /// The files one CRD directory holds, as (file name, content): one per kind,
 /// plus [`ALL_IN_ONE_FILE`] when `all_in_one`. Other files in the directory
-/// (such as a kustomization.yaml) are not generated and left alone.
+/// (the kustomize copy's kustomization.yaml) are not generated and left alone.
 pub fn files(all_in_one: bool) -> Result<Vec<(String, String)>, CrdGenError> {
     let mut files = generated()
         .into_iter()
@@ -117,10 +186,14 @@ pub fn files(all_in_one: bool) -> Result<Vec<(String, String)>, CrdGenError> {
 }
 
 /// Every generated file under the repository root, as (relative path,
-/// content): [`CRD_DIR`] and [`CHART_CRD_DIR`].
+/// content): [`CRD_DIR`], [`CHART_CRD_DIR`] and [`KUSTOMIZE_CRD_DIR`].
 pub fn repo_files() -> Result<Vec<(std::path::PathBuf, String)>, CrdGenError> {
     let mut out = Vec::new();
-    for (dir, all_in_one) in [(CRD_DIR, true), (CHART_CRD_DIR, false)] {
+    for (dir, all_in_one) in [
+        (CRD_DIR, true),
+        (CHART_CRD_DIR, false),
+        (KUSTOMIZE_CRD_DIR, false),
+    ] {
         for (name, content) in files(all_in_one)? {
             out.push((std::path::Path::new(dir).join(name), content));
         }

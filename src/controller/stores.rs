@@ -4,11 +4,20 @@
 //! triggers the controller (`for_stream`, `owns_stream`, `watches_stream`),
 //! so a reconcile woken by a change always sees that change in the store.
 //!
+//! Readiness ("every store has seen its initial list") is one shared
+//! future built here: a kube store's own `wait_until_ready` is a oneshot
+//! that keeps a single waker, so when several tasks await it (the readiness
+//! probe, the zone controllers, each BindCluster reconcile) only the last
+//! one is woken and the others wait forever. That lost wake-up is what left
+//! objects existing at start unreconciled on a real API server. Nothing may
+//! await a store of [`Stores`] directly; use [`Stores::wait_until_ready`].
+//!
 //! Touches the cluster (list/watch). Holds Secret *metadata* only: key
 //! material is read on demand and never cached here.
 
+use futures::future::{BoxFuture, Shared};
 use futures::stream::BoxStream;
-use futures::{StreamExt as _, future};
+use futures::{FutureExt as _, StreamExt as _, future};
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service};
 use kube::api::{Api, PartialObjectMeta};
@@ -36,22 +45,17 @@ pub struct Stores {
     pub services: Store<Service>,
     /// Metadata of every Secret in scope (ours, and users' TSIG secrets).
     pub secrets: Store<PartialObjectMeta<Secret>>,
-    // Issue 6: BindZone / DNSRecord stores go here.
+    /// The one future that polls the stores' readiness; every waiter
+    /// clones it (a `Shared` wakes all of them).
+    ready: Shared<BoxFuture<'static, ()>>,
 }
 
 impl Stores {
     /// Waits until every store has seen its initial list, so a reconcile
     /// never renders from a half-filled cache (e.g. keys.conf without keys).
+    /// Any number of tasks may wait at once; each is woken.
     pub async fn wait_until_ready(&self) {
-        let _ = futures::join!(
-            self.clusters.wait_until_ready(),
-            self.keys.wait_until_ready(),
-            self.pods.wait_until_ready(),
-            self.statefulsets.wait_until_ready(),
-            self.configmaps.wait_until_ready(),
-            self.services.wait_until_ready(),
-            self.secrets.wait_until_ready(),
-        );
+        self.ready.clone().await;
     }
 }
 
@@ -82,6 +86,32 @@ impl Streams {
         ]);
         all.for_each(|_| future::ready(())).await;
     }
+}
+
+/// Resolves once every store is ready. It must be the only poller of
+/// each store's readiness (see the module docs).
+fn all_ready(
+    clusters: Store<BindCluster>,
+    keys: Store<BindTSIGKey>,
+    pods: Store<Pod>,
+    statefulsets: Store<StatefulSet>,
+    configmaps: Store<ConfigMap>,
+    services: Store<Service>,
+    secrets: Store<PartialObjectMeta<Secret>>,
+) -> Shared<BoxFuture<'static, ()>> {
+    async move {
+        let _ = futures::join!(
+            clusters.wait_until_ready(),
+            keys.wait_until_ready(),
+            pods.wait_until_ready(),
+            statefulsets.wait_until_ready(),
+            configmaps.wait_until_ready(),
+            services.wait_until_ready(),
+            secrets.wait_until_ready(),
+        );
+    }
+    .boxed()
+    .shared()
 }
 
 fn reflected<K>(api: Api<K>, config: watcher::Config, deletes: bool) -> (Store<K>, Trigger<K>)
@@ -124,6 +154,15 @@ pub fn watch_all(client: &Client) -> (Stores, Streams) {
     );
     (
         Stores {
+            ready: all_ready(
+                clusters.clone(),
+                keys.clone(),
+                pods.clone(),
+                statefulsets.clone(),
+                configmaps.clone(),
+                services.clone(),
+                secrets.clone(),
+            ),
             clusters,
             keys,
             pods,

@@ -23,6 +23,7 @@ pub mod secondary;
 pub mod serials;
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use kube::ResourceExt as _;
 use kube::api::Api;
@@ -36,6 +37,7 @@ use crate::controller::zonesync::server::ServerError;
 use crate::controller::zonesync::state::backoff;
 use crate::controller::zonesync::writes::WriteError;
 use crate::controller::zonesync::{ZONE_FINALIZER, ZoneContext};
+use crate::operator::Controller as MetricsController;
 
 /// A failed BindZone reconcile. Server failures come back here after the
 /// statuses that report them were written, so `error_policy` backs off.
@@ -72,12 +74,7 @@ impl Categorized for Error {
             Error::Keys(e) => e.category(),
             Error::Server { source, .. } => source.category(),
             Error::Blocked { reason, .. } => reason,
-            Error::Finalizer { source, .. } => match source.as_ref() {
-                finalizer::Error::ApplyFailed(e) | finalizer::Error::CleanupFailed(e) => {
-                    e.category()
-                }
-                _ => "FinalizerFailed",
-            },
+            Error::Finalizer { .. } => "FinalizerFailed",
         }
     }
 
@@ -86,8 +83,19 @@ impl Categorized for Error {
     }
 }
 
-/// Reconciles one BindZone behind the zone finalizer.
+/// Reconciles one BindZone behind the zone finalizer; counted in the
+/// reconcile metrics with the failure's category.
 pub async fn reconcile(zone: Arc<BindZone>, ctx: Arc<ZoneContext>) -> Result<Action, Error> {
+    let started = Instant::now();
+    let result = converge(zone, &ctx).await;
+    let problem = result.as_ref().err().map(Categorized::category);
+    ctx.base
+        .metrics
+        .reconcile(MetricsController::BindZone, started.elapsed(), problem);
+    result
+}
+
+async fn converge(zone: Arc<BindZone>, ctx: &ZoneContext) -> Result<Action, Error> {
     let api: Api<BindZone> = Api::namespaced(
         ctx.base.client.clone(),
         &zone.namespace().unwrap_or_default(),
@@ -95,14 +103,19 @@ pub async fn reconcile(zone: Arc<BindZone>, ctx: Arc<ZoneContext>) -> Result<Act
     let name = zone.name_any();
     finalizer(&api, ZONE_FINALIZER, zone, |event| async {
         match event {
-            Event::Apply(z) => apply::apply(&z, &ctx).await,
-            Event::Cleanup(z) => cleanup::cleanup(&z, &ctx).await,
+            Event::Apply(z) => apply::apply(&z, ctx).await,
+            Event::Cleanup(z) => cleanup::cleanup(&z, ctx).await,
         }
     })
     .await
-    .map_err(|e| Error::Finalizer {
-        zone: name,
-        source: Box::new(e),
+    .map_err(|e| match e {
+        // The step's own error names the step; only a failure of the
+        // finalizer bookkeeping itself is reported as one.
+        finalizer::Error::ApplyFailed(e) | finalizer::Error::CleanupFailed(e) => e,
+        e => Error::Finalizer {
+            zone: name,
+            source: Box::new(e),
+        },
     })
 }
 

@@ -9,6 +9,7 @@
 //! Touches the cluster (finalizer and status writes); never a BIND pod.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use kube::ResourceExt as _;
 use kube::runtime::controller::Action;
@@ -23,6 +24,7 @@ use crate::controller::zonesync::writes::{
 };
 
 use crate::api::REASON_ZONE_NOT_FOUND;
+use crate::operator::Controller as MetricsController;
 
 /// A failed DNSRecord reconcile (only API writes can fail here).
 #[derive(Debug, thiserror::Error)]
@@ -46,19 +48,29 @@ fn zone_of(ctx: &ZoneContext, r: &DNSRecord) -> Option<Arc<BindZone>> {
 }
 
 /// Reconciles one DNSRecord (see the module docs for what it leaves to the
-/// zone).
+/// zone); counted in the reconcile metrics with the failure's category.
 pub async fn reconcile(record: Arc<DNSRecord>, ctx: Arc<ZoneContext>) -> Result<Action, Error> {
+    let started = Instant::now();
+    let result = settle(&record, &ctx).await;
+    let problem = result.as_ref().err().map(Categorized::category);
+    ctx.base
+        .metrics
+        .reconcile(MetricsController::DNSRecord, started.elapsed(), problem);
+    result
+}
+
+async fn settle(record: &Arc<DNSRecord>, ctx: &ZoneContext) -> Result<Action, Error> {
     let client = &ctx.base.client;
-    let zone = zone_of(&ctx, &record);
+    let zone = zone_of(ctx, record);
     if record.metadata.deletion_timestamp.is_some() {
         // With its zone present, the zone removes the RRset, then releases.
         if zone.is_none() {
-            release_record(client, &record).await?;
+            release_record(client, record).await?;
         }
         return Ok(Action::await_change());
     }
     if !has_record_finalizer(&record) {
-        add_record_finalizer(client, &record).await?;
+        add_record_finalizer(client, record).await?;
         return Ok(Action::await_change());
     }
     if zone.is_none() {
