@@ -11,11 +11,12 @@
 # no control plane beside the clone.
 #
 # Env: CP_NETNS (default bindop-lane), CP_DIR (default /tmp/bindop-lane),
-# KUBE_LANE_FILTER (default realapi_).
+# KUBE_LANE_FILTER (default realapi_), KUBE_LANE_CONTROL_PLANE (default
+# ../shared/kube/control-plane: where CI lays shared/ beside the clone).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$(pwd)
-CONTROL_PLANE=$REPO/../shared/kube/control-plane
+CONTROL_PLANE=${KUBE_LANE_CONTROL_PLANE:-$REPO/../shared/kube/control-plane}
 export CP_NETNS=${CP_NETNS:-bindop-lane}
 export CP_DIR=${CP_DIR:-/tmp/bindop-lane}
 FILTER=${KUBE_LANE_FILTER:-realapi_}
@@ -69,7 +70,7 @@ cleanup() {
   local rc=$?
   if [ "$rc" -ne 0 ] && [ -d "$CP_DIR/logs" ]; then
     for f in kube-apiserver kube-controller-manager etcd; do
-      echo "--- $f.log (tail)"; tail -n 15 "$CP_DIR/logs/$f.log" 2>/dev/null || true
+      echo "--- $f.log (tail)"; tail -n 5 "$CP_DIR/logs/$f.log" 2>/dev/null | cut -c1-300 || true
     done
   fi
   "$CONTROL_PLANE" wipe >/dev/null 2>&1 || true

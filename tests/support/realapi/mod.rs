@@ -303,6 +303,12 @@ impl Drop for Namespace {
                 r#"{"metadata":{"finalizers":null}}"#,
             ]);
         }
+        // Gone before the next test's operator starts, which would
+        // otherwise reconcile (and fail to write into) what is left here.
+        let name = format!("namespace/{ns}");
+        let _ = self
+            .lane
+            .kubectl(&["wait", "--for=delete", &name, "--timeout=60s"]);
     }
 }
 
