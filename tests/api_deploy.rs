@@ -169,6 +169,12 @@ fn kustomize_base_renders_a_complete_install() {
         "statefulsets",
         &["get", "list", "watch", "create", "patch", "delete"],
     );
+    grants(
+        &perms,
+        "policy",
+        "poddisruptionbudgets",
+        &["get", "list", "watch", "create", "patch", "delete"],
+    );
     grants(&perms, "", "pods", &["get", "list", "watch"]);
     grants(&perms, "", "pods/exec", &["create"]);
     grants(&perms, "", "events", &["create", "patch"]);

@@ -8,7 +8,8 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{
-    Affinity, LocalObjectReference, ResourceRequirements, Toleration,
+    Affinity, LocalObjectReference, PodSecurityContext, ResourceRequirements, SecurityContext,
+    Toleration,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
@@ -115,6 +116,28 @@ pub struct BindClusterSpec {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub pod_annotations: BTreeMap<String, String>,
 
+    /// Pod-level security settings, laid over the operator's defaults (which
+    /// pass the Pod Security "restricted" profile): runAsNonRoot, runAsUser,
+    /// runAsGroup and fsGroup 53 (the `bind` user of ISC's image),
+    /// fsGroupChangePolicy OnRootMismatch, seccompProfile RuntimeDefault.
+    /// A field set here replaces the default of that field; unset fields keep
+    /// theirs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod_security_context: Option<PodSecurityContext>,
+
+    /// Security settings of the named container, laid over the operator's
+    /// defaults the same way: runAsNonRoot, allowPrivilegeEscalation false,
+    /// capabilities drop ALL, readOnlyRootFilesystem, seccompProfile
+    /// RuntimeDefault. named listens on unprivileged ports, so it needs no
+    /// capability.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub security_context: Option<SecurityContext>,
+
+    /// The PodDisruptionBudget that lets voluntary disruptions (node drains)
+    /// take at most one BIND pod at a time. On unless `enabled: false`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod_disruption_budget: Option<PodDisruptionBudgetSpec>,
+
     /// The DNS Service in front of all pods (53/UDP and 53/TCP).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub service: Option<DnsServiceSpec>,
@@ -193,6 +216,9 @@ impl Default for BindClusterSpec {
             tolerations: Vec::new(),
             affinity: None,
             pod_annotations: BTreeMap::new(),
+            pod_security_context: None,
+            security_context: None,
+            pod_disruption_budget: None,
             service: None,
             storage: None,
             recursion: false,
@@ -337,6 +363,29 @@ pub struct DnsServiceSpec {
     /// the receiving node (Local, keeps client IPs for ACLs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub external_traffic_policy: Option<ExternalTrafficPolicy>,
+}
+
+/// The cluster's PodDisruptionBudget.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PodDisruptionBudgetSpec {
+    /// Whether the operator keeps a PodDisruptionBudget (maxUnavailable 1)
+    /// for the cluster's pods. `false` deletes the one it made.
+    #[serde(default = "default_true")]
+    pub enabled: bool,
+}
+
+fn default_true() -> bool {
+    true
+}
+
+impl BindClusterSpec {
+    /// Whether the cluster gets a PodDisruptionBudget (the default).
+    pub fn pod_disruption_budget_enabled(&self) -> bool {
+        self.pod_disruption_budget
+            .as_ref()
+            .is_none_or(|p| p.enabled)
+    }
 }
 
 /// Persistent storage for the primary's zone data.

@@ -33,6 +33,11 @@ const ENTRYPOINT: &str = r#"#!/bin/sh
 # Rendered by bind-operator. Starts named for one BindCluster pod: StatefulSet
 # ordinal 0 is the primary, every other ordinal a secondary.
 #
+# named runs as whatever user the pod runs as (uid 53 by default), so no
+# `-u`: every file it writes lives under $DATA, a writable volume whose group
+# is the pod's fsGroup; the root filesystem may be read-only. Its ports are
+# unprivileged (the Services map 53 to them), so it needs no capability.
+#
 # named.conf is a symlink into the mounted config directory, never a copy, so
 # `rndc reconfig` re-reads what kubelet keeps current. Everything that differs
 # per pod (ports, listen address) goes into small files written here, which
@@ -41,8 +46,8 @@ set -eu
 
 DATA="${BIND_DATA_DIR:-/var/lib/bind}"
 CONF="${BIND_CONFIG_DIR:-/etc/bind/operator}"
-DNS_PORT="${BIND_DNS_PORT:-53}"
-CONTROL_PORT="${BIND_CONTROL_PORT:-953}"
+DNS_PORT="${BIND_DNS_PORT:-5353}"
+CONTROL_PORT="${BIND_CONTROL_PORT:-8953}"
 LISTEN="${BIND_LISTEN_ADDRESS:-any}"
 ORDINAL="${POD_ORDINAL:-${HOSTNAME##*-}}"
 

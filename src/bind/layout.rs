@@ -68,10 +68,21 @@ pub mod defaults {
     pub const DATA_DIR: &str = "/var/lib/bind";
     /// Mounted config directory (`BIND_CONFIG_DIR`).
     pub const CONFIG_DIR: &str = "/etc/bind/operator";
-    /// DNS port (`BIND_DNS_PORT`).
-    pub const DNS_PORT: u16 = 53;
-    /// rndc control port (`BIND_CONTROL_PORT`), always on 127.0.0.1.
-    pub const CONTROL_PORT: u16 = 953;
+    /// Scratch directory (an emptyDir: the root filesystem is read-only).
+    pub const TMP_DIR: &str = "/tmp";
+    /// The container's DNS port (`BIND_DNS_PORT`). Unprivileged, so named
+    /// needs no capability to bind it; the Services keep
+    /// [`SERVICE_DNS_PORT`] for clients.
+    pub const DNS_PORT: u16 = 5353;
+    /// The port clients use: the Services map it to [`DNS_PORT`].
+    pub const SERVICE_DNS_PORT: u16 = 53;
+    /// rndc control port (`BIND_CONTROL_PORT`), always on 127.0.0.1;
+    /// unprivileged for the same reason as [`DNS_PORT`].
+    pub const CONTROL_PORT: u16 = 8953;
+    /// The user and group named runs as unless the BindCluster says
+    /// otherwise: `bind` in ISC's image. Numeric, so no passwd entry is
+    /// needed.
+    pub const BIND_UID: i64 = 53;
 }
 
 /// The environment variables the entrypoint reads (all optional).

@@ -122,6 +122,7 @@ pub async fn run_with(
         statefulsets,
         configmaps,
         services,
+        pdbs,
         secrets,
     } = streams;
     let cluster_streams = bindcluster::ClusterStreams {
@@ -131,6 +132,7 @@ pub async fn run_with(
         statefulsets,
         configmaps,
         services,
+        pdbs,
         secrets,
     };
     let controllers: Vec<BoxFuture<'static, ()>> = vec![

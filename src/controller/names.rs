@@ -41,6 +41,8 @@ pub const BIND_CONTAINER: &str = "bind";
 pub const CONFIG_VOLUME: &str = "config";
 /// The volume named runs in.
 pub const DATA_VOLUME: &str = "data";
+/// The emptyDir at /tmp (the root filesystem is read-only).
+pub const TMP_VOLUME: &str = "tmp";
 
 /// Label selector string for every operator-managed object.
 pub fn managed_selector() -> String {
@@ -89,6 +91,11 @@ pub fn primary_service_name(cluster: &str) -> String {
 /// The ConfigMap with named.conf.primary/secondary and entrypoint.sh.
 pub fn configmap_name(cluster: &str) -> String {
     format!("{cluster}-config")
+}
+
+/// The cluster's PodDisruptionBudget.
+pub fn pdb_name(cluster: &str) -> String {
+    format!("{cluster}-pdb")
 }
 
 /// The Secret with keys.conf.

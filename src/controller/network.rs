@@ -11,7 +11,7 @@ use k8s_openapi::api::core::v1::{Pod, Service};
 
 use super::exec::PodRef;
 use crate::bind::Endpoint;
-use crate::bind::layout::defaults::DNS_PORT;
+use crate::bind::layout::defaults::{DNS_PORT, SERVICE_DNS_PORT};
 
 /// Why an address is not known yet (a Service without a ClusterIP, a pod
 /// without an IP). Transient: retried shortly.
@@ -40,7 +40,8 @@ pub trait Network: Send + Sync {
 
 /// The in-cluster network: the primary Service's ClusterIP on port 53 (a
 /// stable address, so a primary restart onto a new pod IP changes no
-/// config), and podIP:53.
+/// config; the Service maps 53 to the container port), and podIP with the
+/// container's own DNS port (no Service in between).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ClusterNetwork;
 
@@ -63,7 +64,10 @@ impl Network for ClusterNetwork {
                 "the primary Service's ClusterIP {ip} is not an IP address"
             ))
         })?;
-        Ok(Endpoint { ip, port: DNS_PORT })
+        Ok(Endpoint {
+            ip,
+            port: SERVICE_DNS_PORT,
+        })
     }
 
     fn pod_dns_endpoint(&self, pod: &Pod) -> Option<Endpoint> {
@@ -102,7 +106,7 @@ mod tests {
         };
         assert_eq!(
             ClusterNetwork.pod_dns_endpoint(&p).unwrap().to_string(),
-            "10.244.1.7:53"
+            "10.244.1.7:5353"
         );
         assert!(ClusterNetwork.pod_dns_endpoint(&Pod::default()).is_none());
     }

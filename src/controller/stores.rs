@@ -20,6 +20,7 @@ use futures::stream::BoxStream;
 use futures::{FutureExt as _, StreamExt as _, future};
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::api::{Api, PartialObjectMeta};
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt as _, watcher};
@@ -43,6 +44,7 @@ pub struct Stores {
     pub statefulsets: Store<StatefulSet>,
     pub configmaps: Store<ConfigMap>,
     pub services: Store<Service>,
+    pub pdbs: Store<PodDisruptionBudget>,
     /// Metadata of every Secret in scope (ours, and users' TSIG secrets).
     pub secrets: Store<PartialObjectMeta<Secret>>,
     /// The one future that polls the stores' readiness; every waiter
@@ -68,6 +70,7 @@ pub struct Streams {
     pub statefulsets: Trigger<StatefulSet>,
     pub configmaps: Trigger<ConfigMap>,
     pub services: Trigger<Service>,
+    pub pdbs: Trigger<PodDisruptionBudget>,
     pub secrets: Trigger<PartialObjectMeta<Secret>>,
 }
 
@@ -82,6 +85,7 @@ impl Streams {
             self.statefulsets.map(|_| ()).boxed(),
             self.configmaps.map(|_| ()).boxed(),
             self.services.map(|_| ()).boxed(),
+            self.pdbs.map(|_| ()).boxed(),
             self.secrets.map(|_| ()).boxed(),
         ]);
         all.for_each(|_| future::ready(())).await;
@@ -90,28 +94,20 @@ impl Streams {
 
 /// Resolves once every store is ready. It must be the only poller of
 /// each store's readiness (see the module docs).
-fn all_ready(
-    clusters: Store<BindCluster>,
-    keys: Store<BindTSIGKey>,
-    pods: Store<Pod>,
-    statefulsets: Store<StatefulSet>,
-    configmaps: Store<ConfigMap>,
-    services: Store<Service>,
-    secrets: Store<PartialObjectMeta<Secret>>,
-) -> Shared<BoxFuture<'static, ()>> {
+fn all_ready(waits: Vec<BoxFuture<'static, ()>>) -> Shared<BoxFuture<'static, ()>> {
+    future::join_all(waits).map(|_| ()).boxed().shared()
+}
+
+/// One store's readiness, as an input of [`all_ready`].
+fn ready_of<K>(store: &Store<K>) -> BoxFuture<'static, ()>
+where
+    K: Resource<DynamicType = ()> + Clone + Send + Sync + 'static,
+{
+    let store = store.clone();
     async move {
-        let _ = futures::join!(
-            clusters.wait_until_ready(),
-            keys.wait_until_ready(),
-            pods.wait_until_ready(),
-            statefulsets.wait_until_ready(),
-            configmaps.wait_until_ready(),
-            services.wait_until_ready(),
-            secrets.wait_until_ready(),
-        );
+        let _ = store.wait_until_ready().await;
     }
     .boxed()
-    .shared()
 }
 
 fn reflected<K>(api: Api<K>, config: watcher::Config, deletes: bool) -> (Store<K>, Trigger<K>)
@@ -145,6 +141,7 @@ pub fn watch_all(client: &Client) -> (Stores, Streams) {
     let (statefulsets, sts_s) = reflected(Api::all(client.clone()), managed(), true);
     let (configmaps, cm_s) = reflected(Api::all(client.clone()), managed(), true);
     let (services, svc_s) = reflected(Api::all(client.clone()), managed(), true);
+    let (pdbs, pdbs_s) = reflected(Api::all(client.clone()), managed(), true);
     // Metadata only: `Api<PartialObjectMeta<_>>` asks for metadata, so no
     // key material is ever cached.
     let (secrets, secrets_s) = reflected(
@@ -154,21 +151,23 @@ pub fn watch_all(client: &Client) -> (Stores, Streams) {
     );
     (
         Stores {
-            ready: all_ready(
-                clusters.clone(),
-                keys.clone(),
-                pods.clone(),
-                statefulsets.clone(),
-                configmaps.clone(),
-                services.clone(),
-                secrets.clone(),
-            ),
+            ready: all_ready(vec![
+                ready_of(&clusters),
+                ready_of(&keys),
+                ready_of(&pods),
+                ready_of(&statefulsets),
+                ready_of(&configmaps),
+                ready_of(&services),
+                ready_of(&pdbs),
+                ready_of(&secrets),
+            ]),
             clusters,
             keys,
             pods,
             statefulsets,
             configmaps,
             services,
+            pdbs,
             secrets,
         },
         Streams {
@@ -178,6 +177,7 @@ pub fn watch_all(client: &Client) -> (Stores, Streams) {
             statefulsets: sts_s,
             configmaps: cm_s,
             services: svc_s,
+            pdbs: pdbs_s,
             secrets: secrets_s,
         },
     )

@@ -1,6 +1,7 @@
 //! The desired children of a BindCluster, built by pure functions from the
 //! cluster and the rendered files: the three Services, the ConfigMap, the
-//! keys, rndc and (without a transferKeyRef) transfer-key Secrets. (The StatefulSet is in [`super::statefulset`].)
+//! keys, rndc and (without a transferKeyRef) transfer-key Secrets, and the
+//! PodDisruptionBudget. (The StatefulSet is in [`super::statefulset`].)
 //!
 //! No client. Secret builders take key material and put it only into the
 //! Secret's data.
@@ -9,6 +10,8 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service, ServicePort, ServiceSpec};
+use k8s_openapi::api::policy::v1::{PodDisruptionBudget, PodDisruptionBudgetSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::ResourceExt as _;
 use kube::api::ObjectMeta;
@@ -25,8 +28,8 @@ use crate::controller::apply::owner_ref;
 use crate::controller::bindtsigkey::material;
 use crate::controller::names::{
     self, GENERATED_TRANSFER_KEY_NAME, LABEL_POD_NAME, cluster_labels, configmap_name,
-    dns_service_name, headless_service_name, keys_secret_name, pod_selector, primary_pod_name,
-    primary_service_name, rndc_secret_name, transfer_secret_name,
+    dns_service_name, headless_service_name, keys_secret_name, pdb_name, pod_selector,
+    primary_pod_name, primary_service_name, rndc_secret_name, transfer_secret_name,
 };
 use crate::render::validate::algorithm;
 
@@ -57,7 +60,8 @@ fn dns_ports() -> Vec<ServicePort> {
         .map(|(name, proto)| ServicePort {
             name: Some(name.into()),
             protocol: Some(proto.into()),
-            port: i32::from(defaults::DNS_PORT),
+            // Clients keep port 53; named listens on an unprivileged port.
+            port: i32::from(defaults::SERVICE_DNS_PORT),
             target_port: Some(IntOrString::Int(i32::from(defaults::DNS_PORT))),
             ..Default::default()
         })
@@ -135,6 +139,28 @@ pub fn primary_service(cluster: &BindCluster) -> Service {
             type_: Some("ClusterIP".into()),
             selector: Some(selector),
             ports: Some(dns_ports()),
+            ..Default::default()
+        }),
+        status: None,
+    }
+}
+
+/// Pods a voluntary disruption (a node drain, an eviction) may take down at
+/// once: with one more, a two-pod cluster would have no server left.
+pub const PDB_MAX_UNAVAILABLE: i32 = 1;
+
+/// The PodDisruptionBudget over the cluster's pods (only when
+/// `spec.podDisruptionBudget.enabled` is not false).
+pub fn pod_disruption_budget(cluster: &BindCluster) -> PodDisruptionBudget {
+    let name = cluster.name_any();
+    PodDisruptionBudget {
+        metadata: child_meta(cluster, pdb_name(&name)),
+        spec: Some(PodDisruptionBudgetSpec {
+            max_unavailable: Some(IntOrString::Int(PDB_MAX_UNAVAILABLE)),
+            selector: Some(LabelSelector {
+                match_labels: Some(pod_selector(&name)),
+                ..Default::default()
+            }),
             ..Default::default()
         }),
         status: None,

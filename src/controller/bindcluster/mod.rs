@@ -1,7 +1,7 @@
 //! BindCluster reconciler. The driver reads like its pipeline:
 //! read related (keys, rndc Secret, transfer key Secret when the spec names
 //! no transfer key, pods: caches + Secret reads) ->
-//! Services (build, apply) -> primary address (network seam) -> validate
+//! Services, PodDisruptionBudget (build, apply) -> primary address (network seam) -> validate
 //! into `bind::` types -> render -> ConfigMap, keys Secret, StatefulSet
 //! (build, apply) -> per-pod reconfig and NOTIFY list (executor) -> status
 //! and Events.
@@ -11,6 +11,7 @@
 //! and no exec. Key material never reaches logs, Events, status or errors.
 
 pub mod build;
+pub mod pod_security;
 pub mod read;
 pub mod reconfig;
 pub mod statefulset;
@@ -141,6 +142,7 @@ pub fn controller(
         .owns_stream(streams.statefulsets)
         .owns_stream(streams.configmaps)
         .owns_stream(streams.services)
+        .owns_stream(streams.pdbs)
         .watches_stream(streams.keys, move |key| {
             clusters_loading(&clusters_for_keys, &key)
         })
@@ -161,6 +163,7 @@ pub struct ClusterStreams {
     pub statefulsets: super::stores::Trigger<k8s_openapi::api::apps::v1::StatefulSet>,
     pub configmaps: super::stores::Trigger<k8s_openapi::api::core::v1::ConfigMap>,
     pub services: super::stores::Trigger<Service>,
+    pub pdbs: super::stores::Trigger<k8s_openapi::api::policy::v1::PodDisruptionBudget>,
     pub secrets: super::stores::Trigger<PartialObjectMeta<Secret>>,
 }
 
@@ -256,6 +259,7 @@ async fn converge(cluster: &BindCluster, ctx: &Context) -> Result<Action, Error>
     let keys = cluster_keys(ctx, cluster).await?;
     // Services first: the primary Service's address goes into named.conf.
     let primary_service = steps::apply_services(ctx, cluster).await?;
+    steps::apply_disruption_budget(ctx, cluster).await?;
     let primary_endpoint = ctx
         .network
         .primary_endpoint(&steps::primary_pod(cluster), &primary_service)?;

@@ -1,18 +1,26 @@
 //! The desired StatefulSet of a BindCluster. Pure.
 //!
 //! The pod template changes only when the entrypoint (its hash is the
-//! `bind.unkin.net/entrypoint-hash` annotation), the image, resources or
-//! scheduling change. Rendered config never goes on the template: it
-//! reaches running pods through the projected volume and `rndc reconfig`.
+//! `bind.unkin.net/entrypoint-hash` annotation), the image, resources,
+//! security settings or scheduling change. Rendered config never goes on the
+//! template: it reaches running pods through the projected volume and
+//! `rndc reconfig`.
+//!
+//! The pod passes the Pod Security "restricted" profile by default
+//! ([`super::pod_security`] checks it): named runs as uid/gid 53 with no
+//! capability on unprivileged ports, on a read-only root filesystem, and
+//! writes only to its data volume and an emptyDir `/tmp`. The pod's fsGroup
+//! makes the data volume (also one an older root-run pod filled) and the
+//! Secrets, mounted 0440, readable and writable by that user.
 
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::apps::v1::{StatefulSet, StatefulSetSpec};
 use k8s_openapi::api::core::v1::{
-    ConfigMapProjection, Container, ContainerPort, EmptyDirVolumeSource, ExecAction, KeyToPath,
-    PersistentVolumeClaim, PersistentVolumeClaimSpec, PodSpec, PodTemplateSpec, Probe,
-    ProjectedVolumeSource, SecretProjection, Volume, VolumeMount, VolumeProjection,
-    VolumeResourceRequirements,
+    Capabilities, ConfigMapProjection, Container, ContainerPort, EmptyDirVolumeSource, ExecAction,
+    KeyToPath, PersistentVolumeClaim, PersistentVolumeClaimSpec, PodSecurityContext, PodSpec,
+    PodTemplateSpec, Probe, ProjectedVolumeSource, SeccompProfile, SecretProjection,
+    SecurityContext, Volume, VolumeMount, VolumeProjection, VolumeResourceRequirements,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kube::ResourceExt as _;
@@ -21,16 +29,25 @@ use sha2::{Digest as _, Sha256};
 
 use super::build::{RNDC_DATA_KEY_FILE, child_meta};
 use crate::api::BindCluster;
-use crate::bind::layout::{PodLayout, mount};
+use crate::bind::layout::{PodLayout, defaults, mount};
 use crate::controller::names::{
-    ANNOTATION_ENTRYPOINT_HASH, BIND_CONTAINER, CONFIG_VOLUME, DATA_VOLUME, cluster_labels,
-    configmap_name, headless_service_name, keys_secret_name, pod_selector, rndc_secret_name,
-    statefulset_name,
+    ANNOTATION_ENTRYPOINT_HASH, BIND_CONTAINER, CONFIG_VOLUME, DATA_VOLUME, TMP_VOLUME,
+    cluster_labels, configmap_name, headless_service_name, keys_secret_name, pod_selector,
+    rndc_secret_name, statefulset_name,
 };
 
 /// Mode of the mounted entrypoint (it is run through `sh`, but a readable
 /// script is friendlier to `kubectl exec`).
 const ENTRYPOINT_MODE: i32 = 0o755;
+/// Mode of the mounted Secrets: owner and group (the pod's fsGroup) only.
+const SECRET_MODE: i32 = 0o440;
+/// Kubelet puts the tail of the log in `lastState.terminated.message` when
+/// named exits with an error, so a crash loop says why.
+const TERMINATION_MESSAGE_POLICY: &str = "FallbackToLogsOnError";
+/// Only change volume ownership when the volume's root does not already
+/// match the fsGroup (a large data volume is not walked on every start).
+const FS_GROUP_CHANGE_POLICY: &str = "OnRootMismatch";
+const SECCOMP_RUNTIME_DEFAULT: &str = "RuntimeDefault";
 /// Seconds between readiness checks.
 const PROBE_PERIOD_SECONDS: i32 = 10;
 /// A DNS query that takes longer than this counts as a failure.
@@ -104,7 +121,7 @@ fn projected_config(cluster: &str) -> Volume {
                 VolumeProjection {
                     secret: Some(SecretProjection {
                         name: keys_secret_name(cluster),
-                        items: Some(vec![item(mount::KEYS_CONF, None)]),
+                        items: Some(vec![item(mount::KEYS_CONF, Some(SECRET_MODE))]),
                         optional: Some(false),
                     }),
                     ..Default::default()
@@ -112,7 +129,7 @@ fn projected_config(cluster: &str) -> Volume {
                 VolumeProjection {
                     secret: Some(SecretProjection {
                         name: rndc_secret_name(cluster),
-                        items: Some(vec![item(RNDC_DATA_KEY_FILE, None)]),
+                        items: Some(vec![item(RNDC_DATA_KEY_FILE, Some(SECRET_MODE))]),
                         optional: Some(false),
                     }),
                     ..Default::default()
@@ -122,6 +139,83 @@ fn projected_config(cluster: &str) -> Volume {
         }),
         ..Default::default()
     }
+}
+
+/// The pod security context before the BindCluster's overrides.
+pub fn default_pod_security_context() -> PodSecurityContext {
+    PodSecurityContext {
+        run_as_non_root: Some(true),
+        run_as_user: Some(defaults::BIND_UID),
+        run_as_group: Some(defaults::BIND_UID),
+        fs_group: Some(defaults::BIND_UID),
+        fs_group_change_policy: Some(FS_GROUP_CHANGE_POLICY.into()),
+        seccomp_profile: Some(SeccompProfile {
+            type_: SECCOMP_RUNTIME_DEFAULT.into(),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+/// The container security context before the BindCluster's overrides.
+pub fn default_security_context() -> SecurityContext {
+    SecurityContext {
+        run_as_non_root: Some(true),
+        allow_privilege_escalation: Some(false),
+        privileged: Some(false),
+        capabilities: Some(Capabilities {
+            drop: Some(vec!["ALL".into()]),
+            add: None,
+        }),
+        read_only_root_filesystem: Some(true),
+        seccomp_profile: Some(SeccompProfile {
+            type_: SECCOMP_RUNTIME_DEFAULT.into(),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+/// `base` with every field `over` sets laid on top (objects merge field by
+/// field, anything else is replaced).
+fn overlay<T>(base: T, over: Option<&T>) -> T
+where
+    T: serde::Serialize + serde::de::DeserializeOwned,
+{
+    fn merge(base: &mut serde_json::Value, over: serde_json::Value) {
+        match (base, over) {
+            (serde_json::Value::Object(b), serde_json::Value::Object(o)) => {
+                for (k, v) in o {
+                    merge(b.entry(k).or_insert(serde_json::Value::Null), v);
+                }
+            }
+            (b, o) => *b = o,
+        }
+    }
+    let Some(over) = over else { return base };
+    let mut value = serde_json::to_value(&base).expect("k8s types serialise");
+    merge(
+        &mut value,
+        serde_json::to_value(over).expect("k8s types serialise"),
+    );
+    serde_json::from_value(value).expect("a merge of two valid objects is valid")
+}
+
+/// The pod's security context: the defaults with the cluster's overrides.
+pub fn pod_security_context(cluster: &BindCluster) -> PodSecurityContext {
+    overlay(
+        default_pod_security_context(),
+        cluster.spec.pod_security_context.as_ref(),
+    )
+}
+
+/// The named container's security context: the defaults with the
+/// cluster's overrides.
+pub fn security_context(cluster: &BindCluster) -> SecurityContext {
+    overlay(
+        default_security_context(),
+        cluster.spec.security_context.as_ref(),
+    )
 }
 
 /// The StatefulSet for a cluster whose entrypoint is `entrypoint`.
@@ -158,6 +252,8 @@ pub fn statefulset(cluster: &BindCluster, entrypoint: &str) -> StatefulSet {
                 .collect(),
         ),
         resources: spec.resources.clone(),
+        security_context: Some(security_context(cluster)),
+        termination_message_policy: Some(TERMINATION_MESSAGE_POLICY.into()),
         volume_mounts: Some(vec![
             VolumeMount {
                 name: CONFIG_VOLUME.into(),
@@ -170,6 +266,11 @@ pub fn statefulset(cluster: &BindCluster, entrypoint: &str) -> StatefulSet {
                 mount_path: layout.data_dir.to_string_lossy().into_owned(),
                 ..Default::default()
             },
+            VolumeMount {
+                name: TMP_VOLUME.into(),
+                mount_path: defaults::TMP_DIR.into(),
+                ..Default::default()
+            },
         ]),
         readiness_probe: Some(probe(&layout, 3, 0)),
         liveness_probe: Some(probe(
@@ -179,7 +280,14 @@ pub fn statefulset(cluster: &BindCluster, entrypoint: &str) -> StatefulSet {
         )),
         ..Default::default()
     };
-    let mut volumes = vec![projected_config(&name)];
+    let mut volumes = vec![
+        projected_config(&name),
+        Volume {
+            name: TMP_VOLUME.into(),
+            empty_dir: Some(EmptyDirVolumeSource::default()),
+            ..Default::default()
+        },
+    ];
     let claims = match &spec.storage {
         None => {
             volumes.push(Volume {
@@ -229,6 +337,9 @@ pub fn statefulset(cluster: &BindCluster, entrypoint: &str) -> StatefulSet {
                 }),
                 spec: Some(PodSpec {
                     containers: vec![container],
+                    security_context: Some(pod_security_context(cluster)),
+                    // named never talks to the API server.
+                    automount_service_account_token: Some(false),
                     volumes: Some(volumes),
                     image_pull_secrets: (!spec.image_pull_secrets.is_empty())
                         .then(|| spec.image_pull_secrets.clone()),

@@ -8,8 +8,11 @@
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Pod, Service};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use kube::api::{Api, DeleteParams};
 use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
+use kube::runtime::reflector::ObjectRef;
 use kube::{Resource as _, ResourceExt as _};
 
 use super::reconfig::{Outcome, PodView, Wanted, reconfig_pods, sync_notify_targets};
@@ -56,6 +59,40 @@ pub async fn apply_services(ctx: &Context, cluster: &BindCluster) -> Result<Serv
         }
     }
     Ok(primary.expect("the primary Service is among those applied"))
+}
+
+/// Applies the PodDisruptionBudget, or deletes the one the operator made
+/// when the spec turns it off.
+pub async fn apply_disruption_budget(ctx: &Context, cluster: &BindCluster) -> Result<(), Error> {
+    let desired = build::pod_disruption_budget(cluster);
+    let name = desired.name_any();
+    if cluster.spec.pod_disruption_budget_enabled() {
+        apply_if_changed(&ctx.client, &ctx.stores.pdbs, desired, |_, _| true)
+            .await
+            .map_err(apply_err("poddisruptionbudget", &name))?;
+        return Ok(());
+    }
+    let ns = cluster.namespace().unwrap_or_default();
+    let cached = ctx
+        .stores
+        .pdbs
+        .get(&ObjectRef::new(&name).within(&ns))
+        .is_some();
+    if cached {
+        let api: Api<PodDisruptionBudget> = Api::namespaced(ctx.client.clone(), &ns);
+        match api.delete(&name, &DeleteParams::default()).await {
+            Ok(_) => tracing::info!(namespace = %ns, name = %name, "deleted poddisruptionbudget"),
+            Err(kube::Error::Api(e)) if e.code == 404 => {}
+            Err(source) => {
+                return Err(Error::Kube {
+                    action: "delete",
+                    object: format!("poddisruptionbudget {name}"),
+                    source,
+                });
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Applies the ConfigMap, the keys Secret and the StatefulSet.

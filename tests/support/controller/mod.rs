@@ -28,6 +28,7 @@ use futures::FutureExt as _;
 use futures::future::BoxFuture;
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, PodCondition, PodStatus, Secret, Service};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::api::{Api, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::Store;
@@ -398,6 +399,7 @@ impl Harness {
                 && in_sync::<StatefulSet>(&s.statefulsets, &api, |p| managed(p.labels()))
                 && in_sync::<ConfigMap>(&s.configmaps, &api, |p| managed(p.labels()))
                 && in_sync::<Service>(&s.services, &api, |p| managed(p.labels()))
+                && in_sync::<PodDisruptionBudget>(&s.pdbs, &api, |p| managed(p.labels()))
                 && secrets_in_sync(&s, &api);
             all.then_some(())
         })
