@@ -69,7 +69,7 @@ async fn settle(record: &Arc<DNSRecord>, ctx: &ZoneContext) -> Result<Action, Er
         }
         return Ok(Action::await_change());
     }
-    if !has_record_finalizer(&record) {
+    if !has_record_finalizer(record) {
         add_record_finalizer(client, record).await?;
         return Ok(Action::await_change());
     }
