@@ -62,6 +62,11 @@ enum Command {
         /// [default: BIND_OPERATOR_LEADER_ELECTION, else off].
         #[arg(long)]
         leader_election: bool,
+        /// Watch only these namespaces (comma-separated); the operator then
+        /// needs Roles in them only, no ClusterRole
+        /// [default: BIND_OPERATOR_WATCH_NAMESPACES, else every namespace].
+        #[arg(long, value_name = "NS,NS")]
+        watch_namespaces: Option<String>,
     },
     /// Serve real DNS from the manifests in DIR on this machine, with no
     /// cluster: an in-memory Kubernetes API, the controllers, and a local
@@ -154,12 +159,14 @@ fn main() -> ExitCode {
             log_json,
             health_addr,
             leader_election,
+            watch_namespaces,
         } => bind_operator::controller::manager::run_blocking(
             bind_operator::controller::manager::Options {
                 log_filter: log_level,
                 log_json,
                 health_addr,
                 leader_election,
+                watch_namespaces,
             },
         )
         .map_err(|e| error_chain(&e)),

@@ -326,3 +326,102 @@ fn dockerfile_builds_locked_and_runs_non_root() {
         "the runtime image ships the operator binary only"
     );
 }
+
+/// The (group, resource) pairs a ClusterRole must not grant when the
+/// operator is limited to namespaces: key material and command execution.
+const NAMESPACED_ONLY: &[(&str, &str)] = &[("", "secrets"), ("", "pods/exec"), ("", "pods")];
+
+#[test]
+fn namespaced_overlay_grants_roles_in_its_namespace_only() {
+    if !Path::new(KUBECTL).exists() {
+        println!("note: {KUBECTL} not found; skipping the namespaced overlay check");
+        return;
+    }
+    let out = Command::new(KUBECTL)
+        .args(["kustomize", "deploy/kustomize/overlays/namespaced"])
+        .current_dir(repo())
+        .output()
+        .expect("kubectl runs");
+    assert!(
+        out.status.success(),
+        "kubectl kustomize failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let docs = parse_all(&String::from_utf8(out.stdout).unwrap(), "overlay output");
+    let base: Value =
+        serde_yaml::from_str(&read("deploy/kustomize/base/clusterrole.yaml")).unwrap();
+    for d in docs.iter().filter(|d| {
+        matches!(
+            d["kind"].as_str(),
+            Some("ClusterRole" | "ClusterRoleBinding")
+        )
+    }) {
+        let perms = permissions(d);
+        for (group, resource) in NAMESPACED_ONLY {
+            assert!(
+                !perms.contains_key(&(group.to_string(), resource.to_string())),
+                "the namespaced overlay has a {} granting {resource}",
+                d["kind"]
+            );
+        }
+    }
+    assert!(
+        !docs.iter().any(|d| d["kind"] == "ClusterRoleBinding"),
+        "the namespaced overlay binds a ClusterRole"
+    );
+    let role = docs
+        .iter()
+        .find(|d| d["kind"] == "Role" && d["metadata"]["namespace"] == "dns")
+        .expect("a Role in the watched namespace");
+    assert_eq!(permissions(role), permissions(&base));
+    let binding = docs
+        .iter()
+        .find(|d| d["kind"] == "RoleBinding" && d["metadata"]["namespace"] == "dns")
+        .expect("a RoleBinding in the watched namespace");
+    assert_eq!(binding["subjects"][0]["name"], "bind-operator");
+    assert_eq!(binding["subjects"][0]["namespace"], NAMESPACE);
+    let deployment = docs.iter().find(|d| d["kind"] == "Deployment").unwrap();
+    let env = deployment["spec"]["template"]["spec"]["containers"][0]["env"]
+        .as_array()
+        .unwrap();
+    assert!(
+        env.iter()
+            .any(|e| e["name"] == "BIND_OPERATOR_WATCH_NAMESPACES" && e["value"] == "dns"),
+        "the Deployment does not limit the operator to dns: {env:?}"
+    );
+}
+
+#[test]
+fn helm_watch_namespaces_swaps_the_cluster_role_for_roles() {
+    let values: Value =
+        serde_yaml::from_str(&read("deploy/helm/bind-operator/values.yaml")).unwrap();
+    assert_eq!(
+        values["watchNamespaces"],
+        json!([]),
+        "cluster-wide by default"
+    );
+    let tpl = "deploy/helm/bind-operator/templates";
+    // The ClusterRole and its binding render only without watchNamespaces.
+    for f in ["clusterrole.yaml", "clusterrolebinding.yaml"] {
+        let text = read(&format!("{tpl}/{f}"));
+        assert!(
+            text.trim_start()
+                .starts_with("{{- if not .Values.watchNamespaces }}")
+                && text.trim_end().ends_with("{{- end }}"),
+            "{f} is not conditional on watchNamespaces"
+        );
+    }
+    let roles_text = read(&format!("{tpl}/roles.yaml"));
+    assert!(roles_text.contains("{{- range $ns := .Values.watchNamespaces }}"));
+    let docs = parse_all(&strip_template(&roles_text), "roles.yaml");
+    let role = docs.iter().find(|d| d["kind"] == "Role").expect("a Role");
+    let binding = docs
+        .iter()
+        .find(|d| d["kind"] == "RoleBinding")
+        .expect("a RoleBinding");
+    assert_eq!(binding["roleRef"]["kind"], "Role");
+    let cluster_role: Value =
+        serde_yaml::from_str(&strip_template(&read(&format!("{tpl}/clusterrole.yaml")))).unwrap();
+    assert_eq!(permissions(role), permissions(&cluster_role));
+    assert!(read(&format!("{tpl}/deployment.yaml")).contains("BIND_OPERATOR_WATCH_NAMESPACES"));
+}

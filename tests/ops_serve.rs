@@ -30,6 +30,7 @@ fn config(leader: Option<&str>) -> OperatorConfig {
             timing: fast_timing(),
         }),
         shutdown_grace: Duration::from_secs(2),
+        scope: Default::default(),
     }
 }
 

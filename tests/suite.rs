@@ -41,6 +41,7 @@ mod controller_record_delete;
 mod controller_record_rules;
 mod controller_restart;
 mod controller_run;
+mod controller_scope;
 mod controller_secrets;
 mod controller_transfer;
 mod controller_tsig;

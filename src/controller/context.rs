@@ -16,6 +16,7 @@ use super::bindcluster::{NotifyMemo, ReconfigMemo};
 use super::exec::{MeteredExecutor, PodExecutor};
 use super::names::{EVENT_REPORTER, FIELD_MANAGER};
 use super::network::Network;
+use super::scope::Scope;
 use super::stores::Stores;
 use crate::operator::Metrics;
 
@@ -56,6 +57,9 @@ pub struct Context {
     /// Where reconciles are counted (exec calls are counted by the
     /// executor wrapper, see [`Context::with_metrics`]).
     pub metrics: Metrics,
+    /// The namespaces the controllers watch (the stores were built with the
+    /// same scope).
+    pub scope: Scope,
 }
 
 impl Context {
@@ -92,7 +96,15 @@ impl Context {
             notify_memo: NotifyMemo::default(),
             reconfig_memo: ReconfigMemo::default(),
             metrics,
+            scope: Scope::cluster(),
         }
+    }
+
+    /// The same context watching only `scope` (which must be the scope its
+    /// stores were built with).
+    pub fn with_scope(mut self, scope: Scope) -> Self {
+        self.scope = scope;
+        self
     }
 
     /// Publishes an Event on `obj`. A failure to publish is logged and

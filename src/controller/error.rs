@@ -15,6 +15,47 @@ use kube::runtime::events::EventType;
 
 use super::context::{Context, REQUEUE_LONG, REQUEUE_SHORT};
 
+/// One readable sentence for a kube error, for every message that reaches
+/// a status, an Event or a log: the API server's own message and its
+/// reason (`pod edge-0 does not have a host assigned (BadRequest)`), never
+/// kube's `ApiError: ... (Status { status: Some(Failure), ... })` dump.
+pub struct KubeMessage<'a>(pub &'a kube::Error);
+
+impl std::fmt::Display for KubeMessage<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            kube::Error::Api(status) => {
+                let message = status.message.trim().trim_end_matches('.');
+                match (message.is_empty(), status.reason.is_empty()) {
+                    (false, false) => write!(f, "{message} ({})", status.reason),
+                    (false, true) => f.write_str(message),
+                    (true, false) => write!(f, "{} (HTTP {})", status.reason, status.code),
+                    (true, true) => write!(f, "the API server answered HTTP {}", status.code),
+                }
+            }
+            other => {
+                // kube's other messages are one line already; their sources
+                // add the detail ("ServiceError: client error (Connect)").
+                write!(f, "{other}")?;
+                let mut source = std::error::Error::source(other);
+                while let Some(s) = source {
+                    let text = s.to_string();
+                    if !other.to_string().contains(&text) {
+                        write!(f, ": {text}")?;
+                    }
+                    source = s.source();
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// [`KubeMessage`] as a String.
+pub fn kube_message(e: &kube::Error) -> String {
+    KubeMessage(e).to_string()
+}
+
 /// A reconcile error with a category.
 pub trait Categorized: std::error::Error {
     /// Static, PascalCase, bounded: the Event reason and the log label.
@@ -66,4 +107,34 @@ where
         err.to_string(),
     )
     .await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn api_errors_read_as_one_sentence() {
+        let status: kube::core::Status = serde_json::from_value(serde_json::json!({
+            "status": "Failure",
+            "code": 400,
+            "reason": "BadRequest",
+            "message": "pod edge-0 does not have a host assigned",
+        }))
+        .unwrap();
+        let e = kube::Error::Api(Box::new(status));
+        let text = kube_message(&e);
+        assert_eq!(
+            text,
+            "pod edge-0 does not have a host assigned (BadRequest)"
+        );
+        assert!(
+            !text.contains("Status {") && !text.contains("Some("),
+            "{text}"
+        );
+        let bare = kube::Error::Api(Box::new(
+            serde_json::from_value(serde_json::json!({"code": 503})).unwrap(),
+        ));
+        assert_eq!(kube_message(&bare), "the API server answered HTTP 503");
+    }
 }

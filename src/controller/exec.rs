@@ -4,6 +4,13 @@
 //! pods/exec executor here and the local executor (local mode) run the very
 //! same commands and no argv is ever rewritten.
 //!
+//! [`KubeExecutor`] execs only into pods this operator made for BIND: it
+//! reads the pod first and refuses one without our labels and StatefulSet
+//! owner ([`check_bind_pod`]). RBAC cannot say that: a Role grants
+//! `pods/exec` on every pod of a namespace (resourceNames cannot follow
+//! pods a StatefulSet creates, and there is no label selector in RBAC), so
+//! the operator holds itself to it.
+//!
 //! Touches the cluster (pods/exec through the API server's websocket).
 //! Never logs or returns stdin (it may carry TSIG key material) and never
 //! puts stdout into `Debug` output (`cat keys.conf` prints key material).
@@ -20,7 +27,11 @@ use kube::Client;
 use kube::api::{Api, AttachParams};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
-use super::names::BIND_CONTAINER;
+use super::error::KubeMessage;
+use super::names::{
+    APP_NAME, BIND_CONTAINER, LABEL_CLUSTER, LABEL_MANAGED_BY, LABEL_NAME, MANAGER,
+    statefulset_name,
+};
 use crate::bind::commands::Command;
 use crate::bind::layout::PodLayout;
 use crate::operator::Metrics;
@@ -233,6 +244,13 @@ impl KubeExecutor {
 
     async fn run(&self, pod: &PodRef, cmd: &Command) -> Result<ExecOutput, ExecError> {
         let api: Api<Pod> = Api::namespaced(self.client.clone(), &pod.namespace);
+        // Read now, not from a cache: the pod execed into is the one checked.
+        let current = api
+            .get(&pod.name)
+            .await
+            .map_err(|e| ExecError::transport(pod, cmd, KubeMessage(&e)))?;
+        check_bind_pod(&current)
+            .map_err(|why| ExecError::transport(pod, cmd, format!("refusing to exec: {why}")))?;
         let params = AttachParams::default()
             .container(BIND_CONTAINER)
             .stdin(cmd.stdin.is_some())
@@ -241,7 +259,7 @@ impl KubeExecutor {
         let mut proc = api
             .exec(&pod.name, cmd.argv.clone(), &params)
             .await
-            .map_err(|e| ExecError::transport(pod, cmd, e))?;
+            .map_err(|e| ExecError::transport(pod, cmd, KubeMessage(&e)))?;
         let status = proc.take_status();
         let stdin = proc.stdin();
         let stdout = proc.stdout();
@@ -281,6 +299,42 @@ impl KubeExecutor {
             )),
         }
     }
+}
+
+/// Whether `pod` is a BIND pod this operator made: our labels, a cluster
+/// label, controlled by that cluster's StatefulSet, with the BIND
+/// container. Err says what is missing.
+pub fn check_bind_pod(pod: &Pod) -> Result<(), String> {
+    let labels = pod.metadata.labels.clone().unwrap_or_default();
+    let label = |k: &str| labels.get(k).map(String::as_str);
+    if label(LABEL_MANAGED_BY) != Some(MANAGER) || label(LABEL_NAME) != Some(APP_NAME) {
+        return Err(format!(
+            "the pod does not carry {LABEL_MANAGED_BY}={MANAGER} and {LABEL_NAME}={APP_NAME}"
+        ));
+    }
+    let Some(cluster) = label(LABEL_CLUSTER) else {
+        return Err(format!("the pod does not carry the {LABEL_CLUSTER} label"));
+    };
+    let owned = pod.metadata.owner_references.iter().flatten().any(|o| {
+        o.controller == Some(true)
+            && o.kind == "StatefulSet"
+            && o.api_version == "apps/v1"
+            && o.name == statefulset_name(cluster)
+    });
+    if !owned {
+        return Err(format!(
+            "the pod is not controlled by StatefulSet {}",
+            statefulset_name(cluster)
+        ));
+    }
+    let has_bind = pod
+        .spec
+        .as_ref()
+        .is_some_and(|s| s.containers.iter().any(|c| c.name == BIND_CONTAINER));
+    if !has_bind {
+        return Err(format!("the pod has no {BIND_CONTAINER} container"));
+    }
+    Ok(())
 }
 
 async fn read_all(reader: Option<impl tokio::io::AsyncRead + Unpin>) -> String {
@@ -352,6 +406,57 @@ mod tests {
             stderr: String::new(),
         };
         assert!(!format!("{out:?}").contains("c2VjcmV0"));
+    }
+
+    fn bind_pod() -> Pod {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {
+                "name": "c-0",
+                "namespace": "ns",
+                "labels": {
+                    "app.kubernetes.io/managed-by": "bind-operator",
+                    "app.kubernetes.io/name": "bind",
+                    "bind.unkin.net/cluster": "c",
+                },
+                "ownerReferences": [{
+                    "apiVersion": "apps/v1", "kind": "StatefulSet", "name": "c",
+                    "uid": "u", "controller": true,
+                }],
+            },
+            "spec": {"containers": [{"name": "bind", "image": "bind"}]},
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn only_our_bind_pods_may_be_execed_into() {
+        assert_eq!(check_bind_pod(&bind_pod()), Ok(()));
+        let mut unlabelled = bind_pod();
+        unlabelled.metadata.labels = None;
+        assert!(
+            check_bind_pod(&unlabelled)
+                .unwrap_err()
+                .contains("managed-by")
+        );
+        let mut no_cluster = bind_pod();
+        no_cluster
+            .metadata
+            .labels
+            .as_mut()
+            .unwrap()
+            .remove("bind.unkin.net/cluster");
+        assert!(check_bind_pod(&no_cluster).is_err());
+        // Our labels copied onto a pod of someone else's controller.
+        let mut foreign = bind_pod();
+        foreign.metadata.owner_references.as_mut().unwrap()[0].name = "other".into();
+        assert!(
+            check_bind_pod(&foreign)
+                .unwrap_err()
+                .contains("StatefulSet c")
+        );
+        let mut no_bind = bind_pod();
+        no_bind.spec.as_mut().unwrap().containers[0].name = "shell".into();
+        assert!(check_bind_pod(&no_bind).is_err());
     }
 
     #[test]

@@ -18,7 +18,7 @@ use kube::Client;
 use tracing_subscriber::EnvFilter;
 
 use super::{ClusterNetwork, KubeExecutor};
-use crate::operator::config::{ENV_HEALTH_ADDR, ENV_LEADER_ELECTION};
+use crate::operator::config::{ENV_HEALTH_ADDR, ENV_LEADER_ELECTION, ENV_WATCH_NAMESPACES};
 use crate::operator::{self, ConfigError, Metrics, OperatorConfig, ServeError};
 
 /// How long the API server may take to answer its version at startup.
@@ -35,6 +35,8 @@ pub struct Options {
     pub health_addr: Option<SocketAddr>,
     /// `--leader-election`, for `BIND_OPERATOR_LEADER_ELECTION=true`.
     pub leader_election: bool,
+    /// `--watch-namespaces`, for `BIND_OPERATOR_WATCH_NAMESPACES`.
+    pub watch_namespaces: Option<String>,
 }
 
 impl Options {
@@ -50,6 +52,9 @@ impl Options {
                 self.health_addr.map(|a| a.to_string())
             }
             ENV_LEADER_ELECTION if self.leader_election => Some("true".into()),
+            ENV_WATCH_NAMESPACES if self.watch_namespaces.is_some() => {
+                self.watch_namespaces.clone()
+            }
             _ => env(var),
         })
     }
@@ -119,18 +124,20 @@ pub fn run_blocking(opts: Options) -> Result<(), ManagerError> {
 pub async fn run_manager(opts: Options) -> Result<(), ManagerError> {
     let config = opts.config(|var| std::env::var(var).ok())?;
     let client = connect().await?;
-    tracing::info!(health = %config.health_addr, leader_election = config.leader_election.is_some(), "starting");
+    tracing::info!(health = %config.health_addr, leader_election = config.leader_election.is_some(), namespaces = %config.scope, "starting");
+    let scope = config.scope.clone();
     operator::serve(
         client.clone(),
         config,
         Metrics::new(),
         move |run| async move {
-            super::run_with(
+            super::run_scoped(
                 client.clone(),
                 Arc::new(KubeExecutor::new(client)),
                 Arc::new(ClusterNetwork),
                 run.metrics,
                 run.readiness,
+                scope,
                 run.shutdown.cancelled_owned(),
             )
             .await;
@@ -139,6 +146,20 @@ pub async fn run_manager(opts: Options) -> Result<(), ManagerError> {
     )
     .await?;
     Ok(())
+}
+
+/// What the operator calls itself in every request: the API server's audit
+/// log and its `apiserver_request_total` metric tell it apart by this.
+pub fn user_agent() -> String {
+    format!("bind-operator/{}", env!("CARGO_PKG_VERSION"))
+}
+
+/// A client for `config` that sends [`user_agent`] with every request
+/// (kube sends none of its own).
+pub fn client_for(mut config: kube::Config) -> Result<Client, kube::Error> {
+    let value = http::HeaderValue::from_str(&user_agent()).expect("a version is a header value");
+    config.headers.push((http::header::USER_AGENT, value));
+    Client::try_from(config)
 }
 
 /// The client of the in-cluster service account or the kubeconfig, once
@@ -151,7 +172,7 @@ async fn connect() -> Result<Client, ManagerError> {
             detail: e.to_string(),
         })?;
     let url = kube_config.cluster_url.to_string();
-    let client = Client::try_from(kube_config).map_err(|source| ManagerError::Client {
+    let client = client_for(kube_config).map_err(|source| ManagerError::Client {
         url: url.clone(),
         source,
     })?;
@@ -173,6 +194,7 @@ mod tests {
             log_json: false,
             health_addr: health.map(|a| a.parse().unwrap()),
             leader_election: leader,
+            watch_namespaces: None,
         }
     }
 
@@ -201,6 +223,28 @@ mod tests {
             .unwrap();
         assert_eq!(c.health_addr, "127.0.0.1:9090".parse().unwrap());
         assert_eq!(c.leader_election.unwrap().identity, "op-0");
+    }
+
+    #[test]
+    fn watched_namespaces_from_the_flag_or_the_variable() {
+        let deployed = env(&[(ENV_WATCH_NAMESPACES, "dns, edge")]);
+        let c = options(None, false).config(&deployed).unwrap();
+        assert_eq!(c.scope.namespaces(), ["dns", "edge"]);
+        let mut flagged = options(None, false);
+        flagged.watch_namespaces = Some("team-a".into());
+        let c = flagged.config(&deployed).unwrap();
+        assert_eq!(c.scope.namespaces(), ["team-a"]);
+        assert!(
+            options(None, false)
+                .config(env(&[]))
+                .unwrap()
+                .scope
+                .is_cluster_wide()
+        );
+        let e = options(None, false)
+            .config(env(&[(ENV_WATCH_NAMESPACES, "dns,Edge")]))
+            .unwrap_err();
+        assert!(matches!(e, ConfigError::Scope(_)), "{e}");
     }
 
     #[test]

@@ -44,6 +44,7 @@ pub mod exec;
 pub mod manager;
 pub mod names;
 pub mod network;
+pub mod scope;
 pub mod stores;
 pub mod zonesync;
 
@@ -61,6 +62,7 @@ pub use error::Categorized;
 pub use exec::{ExecError, ExecOutput, KubeExecutor, MeteredExecutor, PodExecutor, PodRef};
 pub use names::FIELD_MANAGER;
 pub use network::{ClusterNetwork, Network, NetworkError};
+pub use scope::Scope;
 pub use stores::{Stores, Streams};
 
 /// A shutdown signal every controller can hold a copy of.
@@ -97,11 +99,33 @@ pub async fn run_with(
     readiness: Readiness,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) {
+    run_scoped(
+        client,
+        executor,
+        network,
+        metrics,
+        readiness,
+        Scope::cluster(),
+        shutdown,
+    )
+    .await;
+}
+
+/// [`run_with`], watching only the namespaces of `scope`.
+pub async fn run_scoped(
+    client: Client,
+    executor: Arc<dyn PodExecutor>,
+    network: Arc<dyn Network>,
+    metrics: Metrics,
+    readiness: Readiness,
+    scope: Scope,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) {
     let shutdown: Shutdown = shutdown.boxed().shared();
-    let (stores, streams) = stores::watch_all(&client);
-    let ctx = Arc::new(Context::with_metrics(
-        client, executor, network, stores, metrics,
-    ));
+    let (stores, streams) = stores::watch_scoped(&client, &scope);
+    let ctx = Arc::new(
+        Context::with_metrics(client, executor, network, stores, metrics).with_scope(scope),
+    );
     let synced = {
         let ctx = ctx.clone();
         let shutdown = shutdown.clone();

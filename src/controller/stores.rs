@@ -18,16 +18,18 @@
 use futures::future::{BoxFuture, Shared};
 use futures::stream::BoxStream;
 use futures::{FutureExt as _, StreamExt as _, future};
+use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use kube::api::{Api, PartialObjectMeta};
+use kube::api::PartialObjectMeta;
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt as _, watcher};
 use kube::{Client, Resource};
 use serde::de::DeserializeOwned;
 
 use super::names::managed_selector;
+use super::scope::Scope;
 use crate::api::{BindCluster, BindTSIGKey};
 
 /// A trigger stream: objects as they change (reflected already).
@@ -110,9 +112,14 @@ where
     .boxed()
 }
 
-fn reflected<K>(api: Api<K>, config: watcher::Config, deletes: bool) -> (Store<K>, Trigger<K>)
+fn reflected<K>(
+    client: &Client,
+    scope: &Scope,
+    config: watcher::Config,
+    deletes: bool,
+) -> (Store<K>, Trigger<K>)
 where
-    K: Resource<DynamicType = ()>
+    K: Resource<DynamicType = (), Scope = NamespaceResourceScope>
         + Clone
         + DeserializeOwned
         + std::fmt::Debug
@@ -121,7 +128,7 @@ where
         + 'static,
 {
     let (reader, writer) = reflector::store();
-    let events = watcher(api, config).default_backoff().reflect(writer);
+    let events = scope.watch(client, config).reflect(writer);
     let stream = if deletes {
         events.touched_objects().boxed()
     } else {
@@ -133,22 +140,23 @@ where
 /// Starts (lazily: nothing runs until polled) the watches behind every
 /// store, cluster-wide.
 pub fn watch_all(client: &Client) -> (Stores, Streams) {
+    watch_scoped(client, &Scope::cluster())
+}
+
+/// [`watch_all`] over `scope` only.
+pub fn watch_scoped(client: &Client, scope: &Scope) -> (Stores, Streams) {
     let managed = || watcher::Config::default().labels(&managed_selector());
-    let (clusters, clusters_s) =
-        reflected(Api::all(client.clone()), watcher::Config::default(), false);
-    let (keys, keys_s) = reflected(Api::all(client.clone()), watcher::Config::default(), true);
-    let (pods, pods_s) = reflected(Api::all(client.clone()), managed(), true);
-    let (statefulsets, sts_s) = reflected(Api::all(client.clone()), managed(), true);
-    let (configmaps, cm_s) = reflected(Api::all(client.clone()), managed(), true);
-    let (services, svc_s) = reflected(Api::all(client.clone()), managed(), true);
-    let (pdbs, pdbs_s) = reflected(Api::all(client.clone()), managed(), true);
+    let all = watcher::Config::default;
+    let (clusters, clusters_s) = reflected(client, scope, all(), false);
+    let (keys, keys_s) = reflected(client, scope, all(), true);
+    let (pods, pods_s) = reflected(client, scope, managed(), true);
+    let (statefulsets, sts_s) = reflected(client, scope, managed(), true);
+    let (configmaps, cm_s) = reflected(client, scope, managed(), true);
+    let (services, svc_s) = reflected(client, scope, managed(), true);
+    let (pdbs, pdbs_s) = reflected(client, scope, managed(), true);
     // Metadata only: `Api<PartialObjectMeta<_>>` asks for metadata, so no
     // key material is ever cached.
-    let (secrets, secrets_s) = reflected(
-        Api::<PartialObjectMeta<Secret>>::all(client.clone()),
-        watcher::Config::default(),
-        true,
-    );
+    let (secrets, secrets_s) = reflected::<PartialObjectMeta<Secret>>(client, scope, all(), true);
     (
         Stores {
             ready: all_ready(vec![

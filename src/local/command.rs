@@ -403,7 +403,7 @@ async fn cluster_client(path: Option<&Path>) -> Result<Client, LocalError> {
                 detail: e.to_string(),
             })?,
     };
-    Client::try_from(config).map_err(LocalError::Client)
+    crate::controller::manager::client_for(config).map_err(LocalError::Client)
 }
 
 /// Logs to stderr, so stdout carries only the table and the verdict.

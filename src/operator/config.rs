@@ -9,6 +9,7 @@
 //! | `POD_NAME` | Lease holder identity (downward API); `HOSTNAME` when unset, which a pod sets to its name | required with leader election |
 //! | `POD_NAMESPACE` | namespace of the Lease (downward API) | required with leader election |
 //! | `BIND_OPERATOR_LEASE_NAME` | name of the Lease, to run two installations in one namespace | `bind-operator-leader` |
+//! | `BIND_OPERATOR_WATCH_NAMESPACES` | comma-separated namespaces to watch (then Roles there suffice); empty: every namespace | every namespace |
 //! | `RUST_LOG` | log filter; read by the logging setup (`controller::manager`, under `--log-level`), not here | `info` |
 //!
 //! Lease timing is not configurable: client-go's defaults (15s lease, 10s
@@ -23,10 +24,12 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use super::leader::LeaseTiming;
+use crate::controller::scope::{Scope, ScopeError};
 
 pub const ENV_LEADER_ELECTION: &str = "BIND_OPERATOR_LEADER_ELECTION";
 pub const ENV_HEALTH_ADDR: &str = "BIND_OPERATOR_HEALTH_ADDR";
 pub const ENV_LEASE_NAME: &str = "BIND_OPERATOR_LEASE_NAME";
+pub const ENV_WATCH_NAMESPACES: &str = "BIND_OPERATOR_WATCH_NAMESPACES";
 pub const ENV_POD_NAME: &str = "POD_NAME";
 pub const ENV_POD_NAMESPACE: &str = "POD_NAMESPACE";
 /// Fallback identity: Kubernetes sets a pod's hostname to its name.
@@ -58,6 +61,8 @@ pub struct OperatorConfig {
     pub leader_election: Option<LeaderElectionConfig>,
     /// How long the controllers may take to stop after a shutdown signal.
     pub shutdown_grace: Duration,
+    /// The namespaces the controllers watch.
+    pub scope: Scope,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -71,6 +76,8 @@ pub enum ConfigError {
         #[source]
         source: std::net::AddrParseError,
     },
+    #[error("failed to read {ENV_WATCH_NAMESPACES}")]
+    Scope(#[source] ScopeError),
     #[error("failed to configure leader election: {var} is not set; {why}")]
     Missing {
         var: &'static str,
@@ -130,10 +137,14 @@ impl OperatorConfig {
             None
         };
 
+        let scope = Scope::parse(&get(ENV_WATCH_NAMESPACES).unwrap_or_default())
+            .map_err(ConfigError::Scope)?;
+
         Ok(Self {
             health_addr,
             leader_election,
             shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
+            scope,
         })
     }
 }

@@ -18,6 +18,7 @@ pub mod statefulset;
 pub mod status;
 mod steps;
 
+use crate::controller::error::KubeMessage;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Instant;
@@ -59,7 +60,7 @@ pub const REASON_NOTIFY_UPDATED: &str = "NotifyTargetsUpdated";
 /// What can stop a BindCluster reconcile early.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("failed to {action} {object}: {source}")]
+    #[error("failed to {action} {object}: {}", KubeMessage(source))]
     Kube {
         action: &'static str,
         object: String,

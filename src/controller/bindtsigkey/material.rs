@@ -5,6 +5,7 @@
 //! [`fetch`] reads one Secret; the rest is pure. Errors name the Secret and
 //! its key, never the material.
 
+use crate::controller::error::KubeMessage;
 use std::collections::BTreeMap;
 
 use k8s_openapi::ByteString;
@@ -43,7 +44,10 @@ pub enum MaterialError {
     },
     #[error("failed to use tsig key {key}: invalid key name: {reason}")]
     InvalidKeyName { key: String, reason: String },
-    #[error("failed to read secret {secret} for tsig key {key}: {source}")]
+    #[error(
+        "failed to read secret {secret} for tsig key {key}: {}",
+        KubeMessage(source)
+    )]
     Kube {
         key: String,
         secret: String,

@@ -9,6 +9,7 @@
 
 pub mod material;
 
+use crate::controller::error::KubeMessage;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Instant;
@@ -20,7 +21,7 @@ use kube::api::{Api, ObjectMeta, PartialObjectMeta, PostParams};
 use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
 use kube::runtime::reflector::{ObjectRef, Store};
-use kube::runtime::{Controller, watcher};
+use kube::runtime::{Controller, WatchStreamExt as _, watcher};
 
 use super::Shutdown;
 use super::apply::{apply_status, now, owner_ref};
@@ -44,14 +45,17 @@ pub enum Error {
     Material(#[from] MaterialError),
     #[error("failed to generate tsig key {key}: secret {secret} exists and is not owned by it")]
     SecretConflict { key: String, secret: String },
-    #[error("failed to create secret {secret} for tsig key {key}: {source}")]
+    #[error(
+        "failed to create secret {secret} for tsig key {key}: {}",
+        KubeMessage(source)
+    )]
     CreateSecret {
         key: String,
         secret: String,
         #[source]
         source: kube::Error,
     },
-    #[error("failed to write status of tsig key {key}: {source}")]
+    #[error("failed to write status of tsig key {key}: {}", KubeMessage(source))]
     Status {
         key: String,
         #[source]
@@ -82,19 +86,24 @@ impl Categorized for Error {
 /// being deleted, re-reconciles the keys that use it).
 pub fn controller(ctx: Arc<Context>, shutdown: Shutdown) -> impl Future<Output = ()> {
     let client = ctx.client.clone();
-    let ctrl = Controller::new(
-        Api::<BindTSIGKey>::all(client.clone()),
-        watcher::Config::default(),
-    );
-    let keys = ctrl.store();
-    ctrl.watches(
-        Api::<PartialObjectMeta<Secret>>::all(client),
-        watcher::Config::default(),
-        move |secret| keys_using_secret(&keys, &secret),
-    )
-    .graceful_shutdown_on(shutdown)
-    .run(reconcile, error_policy::<BindTSIGKey, Error>, ctx)
-    .for_each(|_| futures::future::ready(()))
+    let (keys, writer) = kube::runtime::reflector::store();
+    let key_events = ctx
+        .scope
+        .watch::<BindTSIGKey>(&client, watcher::Config::default())
+        .reflect(writer)
+        .applied_objects();
+    let secrets = ctx
+        .scope
+        .watch::<PartialObjectMeta<Secret>>(&client, watcher::Config::default())
+        .touched_objects();
+    let mapper_keys = keys.clone();
+    Controller::for_stream(key_events, keys)
+        .watches_stream(secrets, move |secret| {
+            keys_using_secret(&mapper_keys, &secret)
+        })
+        .graceful_shutdown_on(shutdown)
+        .run(reconcile, error_policy::<BindTSIGKey, Error>, ctx)
+        .for_each(|_| futures::future::ready(()))
 }
 
 /// Keys in the Secret's namespace whose material lives in it.

@@ -31,7 +31,7 @@ use kube::runtime::controller::Action;
 use kube::runtime::finalizer::{self, Event, finalizer};
 
 use crate::api::BindZone;
-use crate::controller::error::Categorized;
+use crate::controller::error::{Categorized, KubeMessage};
 use crate::controller::zonesync::keys::KeyError;
 use crate::controller::zonesync::server::ServerError;
 use crate::controller::zonesync::state::backoff;
@@ -59,12 +59,25 @@ pub enum Error {
         reason: &'static str,
         message: String,
     },
-    #[error("failed to manage the finalizer of BindZone {zone}: {source}")]
+    #[error(
+        "failed to manage the finalizer of BindZone {zone}: {}",
+        finalizer_message(source)
+    )]
     Finalizer {
         zone: String,
         #[source]
         source: Box<finalizer::Error<Error>>,
     },
+}
+
+/// A finalizer bookkeeping failure in one sentence (kube's own message
+/// would carry the API error's Debug dump).
+fn finalizer_message(e: &finalizer::Error<Error>) -> String {
+    match e {
+        finalizer::Error::AddFinalizer(k) => format!("failed to add it: {}", KubeMessage(k)),
+        finalizer::Error::RemoveFinalizer(k) => format!("failed to remove it: {}", KubeMessage(k)),
+        other => other.to_string(),
+    }
 }
 
 impl Categorized for Error {

@@ -27,7 +27,6 @@ use std::time::{Duration, Instant};
 
 use futures::channel::mpsc;
 use futures::{StreamExt as _, future};
-use kube::api::Api;
 use kube::runtime::controller::{Config, Controller};
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt as _, watcher};
@@ -227,15 +226,14 @@ pub async fn run(ctx: Arc<Context>, settings: Settings, shutdown: Shutdown) {
     let record_sub_self = record_writer
         .subscribe()
         .expect("a shared store can subscribe");
-    let zones_main = watcher(
-        Api::<BindZone>::all(client.clone()),
-        watcher::Config::default(),
-    )
-    .default_backoff()
-    .reflect_shared(zone_writer)
-    .for_each(|_| future::ready(()));
-    let records_main = watcher(Api::<DNSRecord>::all(client), watcher::Config::default())
-        .default_backoff()
+    let zones_main = ctx
+        .scope
+        .watch::<BindZone>(&client, watcher::Config::default())
+        .reflect_shared(zone_writer)
+        .for_each(|_| future::ready(()));
+    let records_main = ctx
+        .scope
+        .watch::<DNSRecord>(&client, watcher::Config::default())
         .reflect_shared(record_writer)
         .for_each(|_| future::ready(()));
 

@@ -6,6 +6,7 @@
 //!
 //! Touches the cluster (patches). Nothing written here holds key material.
 
+use crate::controller::error::KubeMessage;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -34,7 +35,7 @@ const WRITE_CONCURRENCY: usize = 16;
 
 /// A failed write.
 #[derive(Debug, thiserror::Error)]
-#[error("failed to {action} {kind} {name}: {source}")]
+#[error("failed to {action} {kind} {name}: {}", KubeMessage(source))]
 pub struct WriteError {
     pub action: &'static str,
     pub kind: String,
