@@ -15,6 +15,8 @@ use bind_operator::controller::names::ANNOTATION_ENTRYPOINT_HASH;
 use bind_operator::local::memapi::Verb;
 use k8s_openapi::api::apps::v1::StatefulSet;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::ResourceExt as _;
 use kube::runtime::controller::Action;
 use support::{Harness, NS, PRIMARY_IP, material};
@@ -78,6 +80,10 @@ async fn children_are_built_owned_and_wired() {
             .map(|p| (p.port, p.protocol.clone().unwrap()))
             .collect();
         assert_eq!(protos, [(53, "UDP".to_string()), (53, "TCP".to_string())]);
+        // Clients keep 53; named listens on the unprivileged 5353.
+        for p in ports {
+            assert_eq!(p.target_port, Some(IntOrString::Int(5353)));
+        }
     }
     assert_eq!(
         headless.spec.as_ref().unwrap().cluster_ip.as_deref(),
@@ -365,4 +371,49 @@ async fn invalid_spec_reports_and_keeps_serving_config() {
     let status = h.get_cluster("c").status.unwrap();
     let ready = find_condition(&status.conditions, CONDITION_READY).unwrap();
     assert!(ready.message.contains("nope"), "{}", ready.message);
+}
+
+#[tokio::test]
+async fn a_disruption_budget_is_owned_until_the_spec_turns_it_off() {
+    let h = setup(3).await;
+    h.pod("c", 0, true).await;
+    h.reconcile_cluster("c").await;
+    let uid = h.get_cluster("c").uid().unwrap();
+    let pdb: PodDisruptionBudget = h.api.get(Some(NS), "c-pdb").expect("pdb exists");
+    assert!(
+        pdb.owner_references()
+            .iter()
+            .any(|o| o.uid == uid && o.controller == Some(true))
+    );
+    let spec = pdb.spec.unwrap();
+    assert_eq!(spec.max_unavailable, Some(IntOrString::Int(1)));
+    assert_eq!(spec.min_available, None);
+    let selector = spec.selector.unwrap().match_labels.unwrap();
+    let sts_selector = sts(&h).spec.selector.match_labels.unwrap();
+    assert_eq!(selector, sts_selector, "the budget covers exactly the pods");
+
+    // Turned off: the operator deletes the budget it made.
+    h.patch_cluster_spec(
+        "c",
+        serde_json::json!({"podDisruptionBudget": {"enabled": false}}),
+    )
+    .await;
+    h.reconcile_cluster("c").await;
+    assert!(
+        h.api
+            .get::<PodDisruptionBudget>(Some(NS), "c-pdb")
+            .is_none()
+    );
+    // Back on: it returns.
+    h.patch_cluster_spec(
+        "c",
+        serde_json::json!({"podDisruptionBudget": {"enabled": true}}),
+    )
+    .await;
+    h.reconcile_cluster("c").await;
+    assert!(
+        h.api
+            .get::<PodDisruptionBudget>(Some(NS), "c-pdb")
+            .is_some()
+    );
 }

@@ -59,6 +59,7 @@ mod e2e_views;
 mod local_runtime_cluster;
 mod local_runtime_exec;
 mod local_runtime_pods;
+mod local_runtime_user;
 mod localcli_manifests;
 mod localcli_report;
 mod localcli_session;

@@ -38,6 +38,10 @@ pub const REASON_EXEC_FAILED: &str = "ExecFailed";
 pub const REASON_READY: &str = "Ready";
 /// BindCluster Ready reason: fewer ready pods than replicas.
 pub const REASON_PODS_NOT_READY: &str = "PodsNotReady";
+/// BindCluster Ready reason: a pod's named keeps exiting or its container
+/// cannot start; the message names the pod, its restarts and named's last
+/// error line.
+pub const REASON_PODS_FAILING: &str = "PodsFailing";
 /// BindCluster Ready reason: pods are up but some have not loaded the
 /// wanted config (ConfigApplied says why).
 pub const REASON_CONFIG_NOT_APPLIED: &str = "ConfigNotApplied";
@@ -116,6 +120,9 @@ pub const CONDITION_REASONS: &[(&str, ReasonKind)] = &[
     (REASON_KEY_AVAILABLE, ReasonKind::Done),
     (REASON_PROPAGATING, ReasonKind::InProgress),
     (REASON_PODS_NOT_READY, ReasonKind::InProgress),
+    // A crash loop can end on its own (a node problem, a killed process);
+    // the message says what to look at.
+    (REASON_PODS_FAILING, ReasonKind::InProgress),
     (REASON_CONFIG_NOT_APPLIED, ReasonKind::InProgress),
     (REASON_RECONFIG_FAILED, ReasonKind::Failed),
     (REASON_EXEC_FAILED, ReasonKind::Failed),

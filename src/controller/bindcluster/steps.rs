@@ -262,7 +262,8 @@ pub async fn finish(
     outcome: &Outcome,
 ) -> Result<Action, Error> {
     let ready_pods = read::ready_pod_count(&ctx.stores.pods, cluster);
-    let new_status = status::converged_status(cluster, ready_pods, outcome);
+    let failing = status::failing_pods(&read::cluster_pods(&ctx.stores.pods, cluster));
+    let new_status = status::converged_status(cluster, ready_pods, outcome, failing);
     let requeue = outcome.requeue();
     if requeue == Some(REQUEUE_LONG) {
         let (_, reason, message) = outcome.condition();

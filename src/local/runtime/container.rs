@@ -63,6 +63,36 @@ fn signal_group(pid: u32, sig: libc::c_int) {
     }
 }
 
+/// Most lines and bytes of the log kubelet puts in a termination message
+/// (`FallbackToLogsOnError`).
+const TERMINATION_MESSAGE_LINES: usize = 80;
+const TERMINATION_MESSAGE_BYTES: usize = 2048;
+/// Starts the header line written before each run.
+const HEADER_PREFIX: &str = "--- ";
+
+/// What kubelet's `FallbackToLogsOnError` reports for the last run logged
+/// in `log`: its last 80 lines, at most 2048 bytes (cut at the front).
+/// None when that run printed nothing.
+pub fn termination_message(log: &std::path::Path) -> Option<String> {
+    let text = std::fs::read(log).ok()?;
+    let text = String::from_utf8_lossy(&text);
+    let run = match text.rfind(&format!("\n{HEADER_PREFIX}")) {
+        Some(i) => &text[i + 1..],
+        None => &text[..],
+    };
+    let lines: Vec<&str> = run
+        .lines()
+        .filter(|l| !l.starts_with(HEADER_PREFIX))
+        .collect();
+    let tail = lines[lines.len().saturating_sub(TERMINATION_MESSAGE_LINES)..].join("\n");
+    let mut start = tail.len().saturating_sub(TERMINATION_MESSAGE_BYTES);
+    while !tail.is_char_boundary(start) {
+        start += 1;
+    }
+    let msg = tail[start..].trim();
+    (!msg.is_empty()).then(|| msg.to_string())
+}
+
 /// What to run.
 #[derive(Debug, Clone)]
 pub struct ContainerSpec {
@@ -74,6 +104,8 @@ pub struct ContainerSpec {
     pub env: Vec<(String, String)>,
     /// Appended with stdout and stderr.
     pub log: PathBuf,
+    /// Who the process runs as.
+    pub run_as: super::identity::RunAs,
 }
 
 /// A running container process.
@@ -92,8 +124,9 @@ impl Container {
             .create(true)
             .append(true)
             .open(&spec.log)?;
-        writeln!(log, "--- {header}")?;
+        writeln!(log, "{HEADER_PREFIX}{header}")?;
         let mut cmd = Command::new("sh");
+        spec.run_as.apply(&mut cmd);
         cmd.arg(&spec.script)
             .current_dir(&spec.cwd)
             .env_clear()
@@ -186,6 +219,7 @@ mod tests {
                 ("PATH".into(), "/usr/bin:/bin".into()),
             ],
             log: tmp.path().join("log"),
+            run_as: Default::default(),
         };
         let pids = Arc::new(PidSet::default());
         let c = Container::start(&spec, "start 1", &pids).unwrap();

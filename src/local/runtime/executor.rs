@@ -4,7 +4,8 @@
 //! at the local pod's directories and ports, so the same command builders
 //! produce commands that reach the local named.
 //!
-//! Like pods/exec, it refuses pods that are not running. Commands run with
+//! Like pods/exec, it refuses pods that are not running, and runs the
+//! command as the pod's user (when the runtime can switch users). Commands run with
 //! a minimal environment (only PATH: no HOME, so no `~/.digrc` changes
 //! dig's output) in the pod's data directory. stdin may carry TSIG keys:
 //! it is never logged nor put into an error; errors carry the exit code and
@@ -41,13 +42,13 @@ impl LocalExecutor {
     }
 
     async fn run(&self, pod: &PodRef, cmd: &Command) -> Result<ExecOutput, ExecError> {
-        match self.shared.table.get(&pod.namespace, &pod.name) {
+        let run_as = match self.shared.table.get(&pod.namespace, &pod.name) {
             None => return Err(ExecError::transport(pod, cmd, "pod not found")),
             Some(p) if !p.running => {
                 return Err(ExecError::transport(pod, cmd, "container not running"));
             }
-            Some(_) => {}
-        }
+            Some(p) => p.run_as,
+        };
         let Some((program, args)) = cmd.argv.split_first() else {
             return Err(ExecError::transport(pod, cmd, "empty command"));
         };
@@ -55,7 +56,10 @@ impl LocalExecutor {
         let path = std::env::var("PATH").unwrap_or_else(|_| {
             "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin".into()
         });
-        let mut child = Process::new(program)
+        let mut process = Process::new(program);
+        // As the container's user, like pods/exec.
+        run_as.apply(&mut process);
+        let mut child = process
             .args(args)
             .current_dir(&dirs.data)
             .env_clear()

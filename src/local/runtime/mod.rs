@@ -29,6 +29,14 @@
 //! - Every named it starts is stopped by [`LocalRuntime::shutdown`], and
 //!   killed when the runtime is dropped: no process outlives it.
 //!
+//! - Users: run as root, it runs each pod's processes (named and every
+//!   exec'd command) as the pod's runAsUser / runAsGroup with its fsGroup,
+//!   and gives the volumes to the fsGroup as kubelet does
+//!   ([`identity`]); run as anyone else, everything runs as that user.
+//! - Termination messages: with `terminationMessagePolicy:
+//!   FallbackToLogsOnError`, a named that exits with an error leaves the
+//!   tail of its log in `lastState.terminated.message`, as kubelet does.
+//!
 //! It never writes anything but Pods, `pods/status` and `statefulsets/status`
 //! (and Pods only as the StatefulSet controller), never logs volume
 //! contents or command stdin (both may hold keys), and needs no root.
@@ -37,6 +45,7 @@ mod atomic_writer;
 mod container;
 mod controller;
 mod executor;
+mod identity;
 mod kubelet;
 mod network;
 mod pod_status;
@@ -56,6 +65,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use atomic_writer::{AtomicWriter, DATA_DIR_LINK};
 pub use executor::LocalExecutor;
+pub use identity::RunAs;
 pub use network::LocalNetwork;
 pub use ports::{PodPorts, PortAllocator, PortsExhausted};
 pub use probe::dns_answers;
@@ -221,6 +231,15 @@ impl LocalRuntime {
             path: config.state_dir.clone(),
             source,
         })?;
+        if identity::is_root() {
+            // Pods may run as other users: they must reach their volumes.
+            identity::make_traversable(&config.state_dir).map_err(|source| {
+                RuntimeError::StateDir {
+                    path: config.state_dir.clone(),
+                    source,
+                }
+            })?;
+        }
         let named = config
             .named
             .as_ref()

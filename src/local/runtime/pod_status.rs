@@ -55,6 +55,8 @@ impl Conditions {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Terminated {
     pub exit_code: i32,
+    /// The tail of the log (`FallbackToLogsOnError` and a failed exit).
+    pub message: Option<String>,
     pub signal: Option<i32>,
     pub started_at: Timestamp,
     pub finished_at: Timestamp,
@@ -106,6 +108,7 @@ pub fn build(input: &StatusInput<'_>) -> Value {
             "reason": if t.exit_code == 0 && t.signal.is_none() { "Completed" } else { "Error" },
             "startedAt": rfc3339(t.started_at),
             "finishedAt": rfc3339(t.finished_at),
+            "message": t.message,
         }}),
         None => json!({}),
     };

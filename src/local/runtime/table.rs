@@ -13,6 +13,7 @@ use std::sync::Mutex;
 
 use serde::{Deserialize, Serialize};
 
+use super::identity::RunAs;
 use super::ports::PodPorts;
 
 /// Where one pod's files live under the state directory.
@@ -116,6 +117,10 @@ pub struct PodEndpoint {
     /// named's log file (not part of `status.json`).
     #[serde(skip)]
     pub log: PathBuf,
+    /// Who the pod's processes run as (exec'd commands too; not part of
+    /// `status.json`).
+    #[serde(skip)]
+    pub run_as: RunAs,
 }
 
 impl PodEndpoint {
@@ -140,6 +145,7 @@ impl PodEndpoint {
             restarts: 0,
             uid: String::new(),
             log,
+            run_as: RunAs::default(),
         }
     }
 }

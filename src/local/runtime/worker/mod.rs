@@ -28,7 +28,8 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-use super::container::Container;
+use super::container::{self, Container};
+use super::identity::RunAs;
 use super::kubelet::{PodKey, Stores};
 use super::pod_status::{Conditions, Terminated};
 use super::table::PodDirs;
@@ -98,6 +99,10 @@ struct PodState {
     conditions: Conditions,
     published: Option<Value>,
     status_retry_at: Option<Instant>,
+    /// Who the container runs as (from the Pod, at its last start).
+    run_as: RunAs,
+    /// The container asks for its log tail as the termination message.
+    fallback_to_logs: bool,
 }
 
 impl Default for PodState {
@@ -121,6 +126,8 @@ impl Default for PodState {
             conditions: Conditions::default(),
             published: None,
             status_retry_at: None,
+            run_as: RunAs::default(),
+            fallback_to_logs: false,
         }
     }
 }
@@ -232,6 +239,7 @@ impl Worker {
                 return;
             }
             self.pod.restart_at = None;
+            self.pod.run_as = RunAs::of_pod(pod, super::identity::is_root());
             match wanted {
                 Err(e) => self.pod.waiting = ("ContainerCreating".into(), e.to_string()),
                 Ok(payload) => {
@@ -299,7 +307,12 @@ impl Worker {
         }
         self.pod.restarts += 1;
         self.pod.ready = false;
+        let failed = exit_code != 0;
+        let message = (failed && self.pod.fallback_to_logs)
+            .then(|| container::termination_message(&self.dirs.log))
+            .flatten();
         self.pod.last_terminated = Some(Terminated {
+            message,
             exit_code,
             signal,
             started_at: started,

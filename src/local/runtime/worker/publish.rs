@@ -64,6 +64,7 @@ impl Worker {
             entry.ready = self.pod.ready;
             entry.restarts = self.pod.restarts;
             entry.uid = self.pod.uid.clone().unwrap_or_default();
+            entry.run_as = self.pod.run_as.clone();
             self.shared.table.set(entry);
         }
 

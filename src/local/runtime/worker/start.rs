@@ -14,13 +14,55 @@ use super::{STARTUP_PROBE_INTERVAL, Worker};
 use crate::bind::layout::mount;
 use crate::local::runtime::atomic_writer::AtomicWriter;
 use crate::local::runtime::container::{Container, ContainerSpec};
+use crate::local::runtime::identity;
 use crate::local::runtime::statefulset::{POD_INDEX_LABEL, trailing_ordinal};
+use crate::local::runtime::volume;
 use crate::local::runtime::volume::Payload;
 
+/// The termination message policy that asks for the log tail.
+const FALLBACK_TO_LOGS_ON_ERROR: &str = "FallbackToLogsOnError";
+
 impl Worker {
+    /// Readies the pod's directories for its user: reachable, and the data
+    /// volume owned as kubelet leaves it. The error is the waiting message.
+    fn prepare_for_user(&self, pod: &Pod) -> Result<(), String> {
+        let run_as = &self.pod.run_as;
+        if run_as.is_empty() {
+            return Ok(());
+        }
+        for dir in [self.dirs.root.parent(), Some(self.dirs.root.as_path())]
+            .into_iter()
+            .flatten()
+        {
+            identity::make_traversable(dir)
+                .map_err(|e| format!("failed to open {} to the pod's user: {e}", dir.display()))?;
+        }
+        if run_as.uid.is_some_and(|u| u != 0)
+            && let Some(blocked) = identity::blocked_ancestor(&self.dirs.root)
+        {
+            return Err(format!(
+                "failed to give the pod's user (uid {}) a way to its volumes: {} is closed to other users; use a state directory others can traverse",
+                run_as.uid.unwrap_or_default(),
+                blocked.display()
+            ));
+        }
+        let empty_dir = !volume::data_volume_is_persistent(pod);
+        run_as
+            .prepare_data_volume(&self.dirs.data, empty_dir)
+            .map_err(|e| format!("failed to set the data volume's ownership: {e}"))
+    }
+
     pub(super) fn mount(&mut self, payload: Payload) -> bool {
         let writer = AtomicWriter::new(&self.dirs.config);
-        match writer.write(&payload) {
+        // On disk as kubelet writes it for the pod's fsGroup.
+        let on_disk = self.pod.run_as.config_payload(&payload);
+        let written = writer.write(&on_disk).and_then(|changed| {
+            if changed {
+                self.pod.run_as.own_config_volume(&self.dirs.config)?;
+            }
+            Ok(changed)
+        });
+        match written {
             Ok(changed) => {
                 if changed {
                     tracing::debug!(pod = %self.name(), "config volume updated");
@@ -99,19 +141,35 @@ impl Worker {
             self.pod.waiting = ("CreateContainerError".into(), e.to_string());
             return;
         }
+        if let Err(e) = self.prepare_for_user(pod) {
+            self.pod.waiting = ("CreateContainerError".into(), e);
+            self.pod.restart_at = Some(Instant::now() + self.next_backoff());
+            return;
+        }
+        self.pod.fallback_to_logs = pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.containers.first())
+            .and_then(|c| c.termination_message_policy.as_deref())
+            == Some(FALLBACK_TO_LOGS_ON_ERROR);
         let spec = ContainerSpec {
             script,
             cwd: self.dirs.data.clone(),
             env,
             log: self.dirs.log.clone(),
+            run_as: self.pod.run_as.clone(),
         };
         let header = format!(
-            "{} pod {}/{} uid {} restart {}",
+            "{} pod {}/{} uid {} restart {} user {}",
             Timestamp::now(),
             self.ns(),
             self.name(),
             self.pod.uid.as_deref().unwrap_or_default(),
-            self.pod.restarts
+            self.pod.restarts,
+            self.pod
+                .run_as
+                .uid
+                .map_or_else(|| "runtime's".to_string(), |u| u.to_string()),
         );
         match Container::start(&spec, &header, &self.shared.pids) {
             Ok(c) => {
