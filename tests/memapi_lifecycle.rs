@@ -478,3 +478,60 @@ async fn deleting_a_namespace_deletes_its_contents() {
     assert!(inside.get_opt("a").await.unwrap().is_none());
     assert!(outside.get_opt("a").await.unwrap().is_some());
 }
+
+/// As kube-apiserver's NamespaceLifecycle admission (seen in the real-API
+/// lane): nothing new is created in a namespace that is being deleted, and
+/// the refusal is a 403 Forbidden that says why. Updates still work (the
+/// namespace controller and finalizers need them).
+#[tokio::test]
+async fn a_terminating_namespace_refuses_new_objects() {
+    let (_api, client) = setup();
+    let nss: Api<Namespace> = Api::all(client.clone());
+    let ns: Namespace = serde_json::from_value(
+        json!({"metadata": {"name": "leaving", "finalizers": ["example.com/hold"]}}),
+    )
+    .unwrap();
+    nss.create(&PostParams::default(), &ns).await.unwrap();
+    let inside: Api<ConfigMap> = Api::namespaced(client.clone(), "leaving");
+    inside
+        .create(&PostParams::default(), &owned_cm("before", &[]))
+        .await
+        .unwrap();
+    nss.delete("leaving", &DeleteParams::default())
+        .await
+        .unwrap();
+    assert!(
+        nss.get("leaving")
+            .await
+            .unwrap()
+            .metadata
+            .deletion_timestamp
+            .is_some(),
+        "held by its finalizer"
+    );
+
+    match inside
+        .create(&PostParams::default(), &owned_cm("after", &[]))
+        .await
+    {
+        Err(kube::Error::Api(s)) => {
+            assert_eq!((s.code, s.reason.as_str()), (403, "Forbidden"));
+            assert!(
+                s.message.contains("because it is being terminated"),
+                "{}",
+                s.message
+            );
+        }
+        other => panic!("expected 403, got {other:?}"),
+    }
+    let patch = json!({"data": {"k": "v"}});
+    inside
+        .patch("before", &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .unwrap();
+    // Other namespaces are not affected.
+    Api::<ConfigMap>::namespaced(client, "other")
+        .create(&PostParams::default(), &owned_cm("after", &[]))
+        .await
+        .unwrap();
+}

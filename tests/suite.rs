@@ -18,6 +18,8 @@ mod support_localcli;
 mod support_memapi;
 #[path = "support/ops/mod.rs"]
 mod support_ops;
+#[path = "support/realapi/mod.rs"]
+mod support_realapi;
 #[path = "support/zones/mod.rs"]
 mod support_zones;
 
@@ -72,6 +74,11 @@ mod memapi_watch;
 mod ops_health;
 mod ops_leader;
 mod ops_serve;
+mod realapi_admission;
+mod realapi_crds;
+mod realapi_local;
+mod realapi_restricted;
+mod realapi_run;
 mod render_objects;
 mod render_offline;
 

@@ -96,30 +96,20 @@ impl Streams {
 
 /// Resolves once every store is ready. It must be the only poller of
 /// each store's readiness (see the module docs).
-fn all_ready(
-    clusters: Store<BindCluster>,
-    keys: Store<BindTSIGKey>,
-    pods: Store<Pod>,
-    statefulsets: Store<StatefulSet>,
-    configmaps: Store<ConfigMap>,
-    services: Store<Service>,
-    pdbs: Store<PodDisruptionBudget>,
-    secrets: Store<PartialObjectMeta<Secret>>,
-) -> Shared<BoxFuture<'static, ()>> {
+fn all_ready(waits: Vec<BoxFuture<'static, ()>>) -> Shared<BoxFuture<'static, ()>> {
+    future::join_all(waits).map(|_| ()).boxed().shared()
+}
+
+/// One store's readiness, as an input of [`all_ready`].
+fn ready_of<K>(store: &Store<K>) -> BoxFuture<'static, ()>
+where
+    K: Resource<DynamicType = ()> + Clone + Send + Sync + 'static,
+{
+    let store = store.clone();
     async move {
-        let _ = futures::join!(
-            clusters.wait_until_ready(),
-            keys.wait_until_ready(),
-            pods.wait_until_ready(),
-            statefulsets.wait_until_ready(),
-            configmaps.wait_until_ready(),
-            services.wait_until_ready(),
-            pdbs.wait_until_ready(),
-            secrets.wait_until_ready(),
-        );
+        let _ = store.wait_until_ready().await;
     }
     .boxed()
-    .shared()
 }
 
 fn reflected<K>(
@@ -169,16 +159,16 @@ pub fn watch_scoped(client: &Client, scope: &Scope) -> (Stores, Streams) {
     let (secrets, secrets_s) = reflected::<PartialObjectMeta<Secret>>(client, scope, all(), true);
     (
         Stores {
-            ready: all_ready(
-                clusters.clone(),
-                keys.clone(),
-                pods.clone(),
-                statefulsets.clone(),
-                configmaps.clone(),
-                services.clone(),
-                pdbs.clone(),
-                secrets.clone(),
-            ),
+            ready: all_ready(vec![
+                ready_of(&clusters),
+                ready_of(&keys),
+                ready_of(&pods),
+                ready_of(&statefulsets),
+                ready_of(&configmaps),
+                ready_of(&services),
+                ready_of(&pdbs),
+                ready_of(&secrets),
+            ]),
             clusters,
             keys,
             pods,

@@ -124,6 +124,16 @@ impl State {
         Ok((key, (*e.obj).clone()))
     }
 
+    /// Whether Namespace `ns` exists and is being deleted (held by a
+    /// finalizer). Like the real server, no new object may be created in it;
+    /// a namespace with no Namespace object is not checked (this API does
+    /// not require namespaces to be created first).
+    fn namespace_terminating(&self, ns: &str) -> bool {
+        let namespaces = (String::new(), "namespaces".to_owned());
+        self.get(&namespaces, &obj_key(None, ns))
+            .is_some_and(|e| meta::is_deleting(&e.obj))
+    }
+
     pub(crate) fn get_object(&self, t: &Target) -> Result<Value, ApiError> {
         self.current(t).map(|(_, o)| o)
     }
@@ -230,6 +240,11 @@ impl State {
         let key = obj_key(t.namespace.as_deref(), &name);
         if self.get(&res, &key).is_some() {
             return Err(ApiError::already_exists(&t.info, &name));
+        }
+        if let Some(ns) = t.namespace.as_deref()
+            && self.namespace_terminating(ns)
+        {
+            return Err(ApiError::namespace_terminating(&t.info, &name, ns));
         }
         let m = meta::meta_mut(&mut obj);
         for k in SERVER_OWNED {

@@ -80,6 +80,20 @@ impl ApiError {
         .with_details(info, name)
     }
 
+    /// What the NamespaceLifecycle admission answers a create in a
+    /// namespace that is being deleted (checked on kube-apiserver v1.36).
+    pub(crate) fn namespace_terminating(info: &ResourceInfo, name: &str, namespace: &str) -> Self {
+        Self::new(
+            403,
+            "Forbidden",
+            format!(
+                "{} \"{name}\" is forbidden: unable to create new content in namespace {namespace} because it is being terminated",
+                resource_name(info)
+            ),
+        )
+        .with_details(info, name)
+    }
+
     pub(crate) fn bad_request(message: impl Into<String>) -> Self {
         Self::new(400, "BadRequest", message)
     }
