@@ -67,6 +67,11 @@ impl Worker {
         let written = writer.write(&on_disk).and_then(|changed| {
             if changed {
                 self.pod.run_as.own_config_volume(&self.dirs.config)?;
+                if !self.pod.run_as.is_empty() {
+                    // The volume's root is made owner-only (umask); the
+                    // pod's user must pass through it to its payload.
+                    identity::make_traversable(&self.dirs.config)?;
+                }
             }
             Ok(changed)
         });
