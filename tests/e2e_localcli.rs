@@ -84,48 +84,99 @@ fn sigkill_and_sighup_of_local_leave_no_named_and_a_restart_stops_stale_pods() {
 
 /// Every directory and file under `dir` (symlinks not followed) with its
 /// mode.
-fn modes(dir: &Path, out: &mut Vec<(std::path::PathBuf, u32)>) {
+fn modes(dir: &Path, out: &mut Vec<Entry>) {
     for entry in std::fs::read_dir(dir).unwrap().flatten() {
         let meta = std::fs::symlink_metadata(entry.path()).unwrap();
         if meta.file_type().is_symlink() {
             continue;
         }
-        out.push((entry.path(), meta.permissions().mode() & 0o7777));
+        out.push(Entry::of(&entry.path()));
         if meta.is_dir() {
             modes(&entry.path(), out);
         }
     }
 }
 
+/// One path under the state dir: mode bits, group, and whether a directory.
+#[derive(Debug)]
+struct Entry {
+    path: std::path::PathBuf,
+    mode: u32,
+    gid: u32,
+    dir: bool,
+}
+
+impl Entry {
+    fn of(path: &Path) -> Entry {
+        use std::os::unix::fs::MetadataExt as _;
+        let meta = std::fs::symlink_metadata(path).unwrap();
+        Entry {
+            path: path.to_owned(),
+            mode: meta.permissions().mode() & 0o7777,
+            gid: meta.gid(),
+            dir: meta.is_dir(),
+        }
+    }
+}
+
+/// The pods' user and fsGroup when local mode runs as root (the pod
+/// template's default, as in a cluster).
+const POD_GROUP: u32 = 53;
+
 #[test]
 fn what_local_mode_writes_is_readable_by_the_user_only() {
     let f = Fixture::examples();
     let local = f.start(&[]);
     local.wait_all_ready();
-    let mut all = vec![(
-        f.state.clone(),
-        std::fs::metadata(&f.state).unwrap().permissions().mode() & 0o7777,
-    )];
+    // As root, named runs as the pod's user (uid/gid 53, fsGroup 53), as in
+    // a cluster: that user reaches its files through its group, and the
+    // directories above them are searchable (never listable) by others.
+    // Otherwise everything is the invoking user's alone.
+    let root = unsafe { libc::geteuid() } == 0;
+    let mut all = vec![Entry::of(&f.state)];
     modes(&f.state, &mut all);
-    let open: Vec<_> = all.iter().filter(|(_, m)| m & 0o077 != 0).collect();
+    let open: Vec<_> = all
+        .iter()
+        .filter(|e| {
+            // Search (x) alone on a directory lets no one list or read it.
+            let (group, other) = if root && e.dir {
+                (0o060, 0o006)
+            } else {
+                (0o070, 0o007)
+            };
+            let group_ok = root && e.gid == POD_GROUP;
+            e.mode & other != 0 || (e.mode & group != 0 && !group_ok)
+        })
+        .collect();
     assert!(open.is_empty(), "readable by others: {open:#?}");
     let keys: Vec<_> = all
         .iter()
-        .filter(|(p, _)| {
-            let name = p.file_name().unwrap().to_string_lossy();
+        .filter(|e| {
+            let name = e.path.file_name().unwrap().to_string_lossy();
             name == "keys.conf" || name == "rndc.key"
         })
         .collect();
     assert!(keys.len() >= 2, "key files found: {keys:?}");
-    for (path, mode) in &keys {
-        assert_eq!(*mode, 0o600, "{}", path.display());
+    for e in &keys {
+        // The kubelet's projected Secret mode for an fsGroup pod, or the
+        // user's own file.
+        let (mode, gid) = if root {
+            (0o440, POD_GROUP)
+        } else {
+            (0o600, e.gid)
+        };
+        assert_eq!((e.mode, e.gid), (mode, gid), "{}", e.path.display());
     }
-    assert_eq!(all[0].1, 0o700, "the state directory");
+    assert_eq!(
+        all[0].mode,
+        if root { 0o711 } else { 0o700 },
+        "the state directory"
+    );
     println!(
-        "{} paths under the state dir, all owner-only; key files: {:?}",
+        "{} paths under the state dir (as root: {root}), none open to other users; key files: {:?}",
         all.len(),
         keys.iter()
-            .map(|(p, m)| (p.file_name().unwrap(), format!("{m:o}")))
+            .map(|e| (e.path.file_name().unwrap(), format!("{:o}", e.mode), e.gid))
             .collect::<Vec<_>>()
     );
     local.stop();

@@ -156,8 +156,19 @@ impl RunAs {
     /// it, or with `OnRootMismatch` only when its root does not already
     /// match). This is also what lets a pod of a new user take over a
     /// volume an older root-run pod filled.
-    pub fn prepare_data_volume(&self, dir: &Path, empty_dir: bool) -> io::Result<()> {
-        if empty_dir && !self.is_empty() {
+    ///
+    /// `private` (local mode, where "others" are the machine's other users,
+    /// not other containers): the emptyDir is not opened to everyone; the
+    /// pod's user gets it through its fsGroup, or as its owner without one.
+    pub fn prepare_data_volume(
+        &self,
+        dir: &Path,
+        empty_dir: bool,
+        private: bool,
+    ) -> io::Result<()> {
+        if empty_dir && private && self.fs_group.is_none() && self.uid.is_some() {
+            std::os::unix::fs::chown(dir, self.uid, self.gid)?;
+        } else if empty_dir && !private && !self.is_empty() {
             let meta = std::fs::metadata(dir)?;
             let mode = meta.permissions().mode() & 0o7777;
             if mode & EMPTY_DIR_MODE != EMPTY_DIR_MODE {

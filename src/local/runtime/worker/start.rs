@@ -48,7 +48,7 @@ impl Worker {
         }
         let empty_dir = !volume::data_volume_is_persistent(pod);
         run_as
-            .prepare_data_volume(&self.dirs.data, empty_dir)
+            .prepare_data_volume(&self.dirs.data, empty_dir, self.shared.config.private_files)
             .map_err(|e| format!("failed to set the data volume's ownership: {e}"))
     }
 
