@@ -114,7 +114,12 @@ async fn statefulset_pods_run_named_go_ready_and_scale_down() {
         (h.runtime.pod(NS, "dns-1").is_none() && version_bind(port1).await.is_empty()).then_some(())
     })
     .await;
-    assert!(!version_bind(port0).await.is_empty());
+    // dns-0 keeps serving through the scale-down (one dig can be lost to
+    // load: ask until it answers).
+    wait_for("dns-0 still answers", || async {
+        (!version_bind(port0).await.is_empty()).then_some(())
+    })
+    .await;
     h.finish().await;
 }
 
