@@ -10,7 +10,7 @@ use crate::support_e2e as support;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use bind_operator::local::command::{Backend, LocalConfig, LocalMode};
+use bind_operator::local::command::Backend;
 use bind_operator::local::memapi::{MemApi, Verb};
 use bind_operator::local::session::register_kinds;
 use k8s_openapi::api::apps::v1::StatefulSet;
@@ -19,7 +19,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference}
 use kube::api::{Api, PostParams};
 use kube::{Client, Resource as _};
 use serde_json::json;
-use support::{Fixture, base_port, read_status};
+use support::{Fixture, read_status};
 use tokio_util::sync::CancellationToken;
 
 /// What kube-controller-manager does for a StatefulSet, reduced to what
@@ -75,18 +75,7 @@ async fn kubeconfig_mode_serves_the_api_servers_bind_pods_only() {
     register_kinds(&api);
     let client = api.client();
     let f = Fixture::examples();
-    let mode = LocalMode::start(
-        LocalConfig {
-            dir: f.dir.clone(),
-            state_dir: f.state.clone(),
-            base_port: base_port(),
-        },
-        Backend::Cluster(client.clone()),
-        |c| c.stop_grace = Duration::from_secs(3),
-    )
-    .await
-    .unwrap()
-    .with_output(std::io::sink());
+    let mode = support::local_in_process(&f, Backend::Cluster(client.clone())).await;
     let stop = CancellationToken::new();
     let serving = tokio::spawn(mode.serve(stop.clone().cancelled_owned()));
     let kcm = tokio::spawn(statefulset_controller(client.clone(), stop.clone()));
@@ -180,18 +169,7 @@ async fn a_restart_on_existing_objects_converges_only_once_the_secondary_answers
     let client = api.client();
     let f = Fixture::examples();
     for run in 0..2 {
-        let mode = LocalMode::start(
-            LocalConfig {
-                dir: f.dir.clone(),
-                state_dir: f.state.clone(),
-                base_port: base_port(),
-            },
-            Backend::Cluster(client.clone()),
-            |c| c.stop_grace = Duration::from_secs(3),
-        )
-        .await
-        .unwrap()
-        .with_output(std::io::sink());
+        let mode = support::local_in_process(&f, Backend::Cluster(client.clone())).await;
         let _ = std::fs::remove_file(f.state.join("status.json"));
         let stop = CancellationToken::new();
         let serving = tokio::spawn(mode.serve(stop.clone().cancelled_owned()));

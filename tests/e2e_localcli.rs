@@ -11,9 +11,9 @@ use std::os::unix::fs::PermissionsExt as _;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use bind_operator::local::command::{Backend, LocalConfig, LocalMode};
+use bind_operator::local::command::Backend;
 use bind_operator::local::report::{PodRole, Snapshot};
-use support::{Fixture, base_port, dig, processes_under, wait_no_processes_under};
+use support::{Fixture, blocking, dig, processes_under, wait_no_processes_under};
 use tokio_util::sync::CancellationToken;
 
 /// How long named may take to die after local mode did.
@@ -365,26 +365,10 @@ const RESOURCES: [&str; 12] = [
     "leases",
 ];
 
-/// Runs a blocking check off the async workers.
-async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
-    tokio::task::spawn_blocking(f).await.unwrap()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn idle_local_mode_makes_no_api_requests_and_edits_still_apply() {
     let f = Fixture::examples();
-    let mode = LocalMode::start(
-        LocalConfig {
-            dir: f.dir.clone(),
-            state_dir: f.state.clone(),
-            base_port: base_port(),
-        },
-        Backend::InMemory,
-        |c| c.stop_grace = Duration::from_secs(3),
-    )
-    .await
-    .unwrap()
-    .with_output(std::io::sink());
+    let mode = support::local_in_process(&f, Backend::InMemory).await;
     let mem = mode.memapi().expect("in-memory API").clone();
     let stop = CancellationToken::new();
     let serving = tokio::spawn(mode.serve(stop.clone().cancelled_owned()));

@@ -8,31 +8,15 @@ use crate::support_e2e as support;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use bind_operator::local::command::{Backend, LocalConfig, LocalMode};
+use bind_operator::local::command::Backend;
 use bind_operator::local::runtime::RestartData;
-use support::{Fixture, base_port, read_status};
+use support::{Fixture, blocking, read_status};
 use tokio_util::sync::CancellationToken;
-
-/// Runs a blocking check (dig, status polling) off the async workers.
-async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
-    tokio::task::spawn_blocking(f).await.unwrap()
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn primary_restarted_on_an_empty_volume_loses_no_record() {
     let f = Fixture::examples();
-    let mode = LocalMode::start(
-        LocalConfig {
-            dir: f.dir.clone(),
-            state_dir: f.state.clone(),
-            base_port: base_port(),
-        },
-        Backend::InMemory,
-        |c| c.stop_grace = Duration::from_secs(3),
-    )
-    .await
-    .unwrap()
-    .with_output(std::io::sink());
+    let mode = support::local_in_process(&f, Backend::InMemory).await;
     let runtime = mode.runtime();
     let stop = CancellationToken::new();
     let serving = tokio::spawn(mode.serve(stop.clone().cancelled_owned()));

@@ -97,6 +97,31 @@ impl Fixture {
 }
 
 /// status.json under `state`, if written and complete.
+/// Local mode in this process (not the binary) on `f`, for tests that
+/// reach into its runtime or API; output discarded, a 3 s stop grace.
+pub async fn local_in_process(
+    f: &Fixture,
+    backend: bind_operator::local::command::Backend,
+) -> bind_operator::local::command::LocalMode {
+    bind_operator::local::command::LocalMode::start(
+        bind_operator::local::command::LocalConfig {
+            dir: f.dir.clone(),
+            state_dir: f.state.clone(),
+            base_port: base_port(),
+        },
+        backend,
+        |c| c.stop_grace = Duration::from_secs(3),
+    )
+    .await
+    .unwrap()
+    .with_output(std::io::sink())
+}
+
+/// Runs a blocking check (dig, status polling) off the async workers.
+pub async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    tokio::task::spawn_blocking(f).await.unwrap()
+}
+
 pub fn read_status(state: &Path) -> Option<Snapshot> {
     let text = std::fs::read_to_string(state.join("status.json")).ok()?;
     serde_json::from_str(&text).ok()
