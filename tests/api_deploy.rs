@@ -84,32 +84,43 @@ fn in_ci() -> bool {
     std::env::var("CI").is_ok_and(|v| !matches!(v.trim(), "" | "false" | "0"))
 }
 
-#[test]
-fn kustomize_base_renders_a_complete_install() {
+/// `kubectl kustomize DIR` parsed, or None when kubectl is missing outside
+/// CI (the caller's check is then skipped, and says so). CI installs
+/// kubectl (.ci/run): there a missing one is a broken setup, not a reason
+/// to leave a kustomization unchecked.
+fn kustomize(test: &str, dir: &str) -> Option<Vec<Value>> {
     if !Path::new(KUBECTL).exists() {
-        // CI installs kubectl (.ci/run): there a missing one is a broken
-        // setup, not a reason to leave the kustomize base unchecked.
         assert!(
             !in_ci(),
             "{KUBECTL} not found under CI={:?}: .ci/run installs the `kubectl` package; the kustomize render check cannot run",
             std::env::var("CI").unwrap_or_default()
         );
         println!(
-            "SKIP kustomize_base_renders_a_complete_install: {KUBECTL} not found (apt-get install kubectl); the kustomize base was NOT checked"
+            "SKIP {test}: {KUBECTL} not found (apt-get install kubectl); {dir} was NOT checked"
         );
-        return;
+        return None;
     }
     let out = Command::new(KUBECTL)
-        .args(["kustomize", "deploy/kustomize/base"])
+        .args(["kustomize", dir])
         .current_dir(repo())
         .output()
         .expect("kubectl runs");
     assert!(
         out.status.success(),
-        "kubectl kustomize failed: {}",
+        "kubectl kustomize {dir} failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let docs = parse_all(&String::from_utf8(out.stdout).unwrap(), "kustomize output");
+    Some(parse_all(&String::from_utf8(out.stdout).unwrap(), dir))
+}
+
+#[test]
+fn kustomize_base_renders_a_complete_install() {
+    let Some(docs) = kustomize(
+        "kustomize_base_renders_a_complete_install",
+        "deploy/kustomize/base",
+    ) else {
+        return;
+    };
 
     let mut kinds: Vec<&str> = docs.iter().map(|d| d["kind"].as_str().unwrap()).collect();
     kinds.sort();
@@ -348,21 +359,12 @@ const NAMESPACED_ONLY: &[(&str, &str)] = &[("", "secrets"), ("", "pods/exec"), (
 
 #[test]
 fn namespaced_overlay_grants_roles_in_its_namespace_only() {
-    if !Path::new(KUBECTL).exists() {
-        println!("note: {KUBECTL} not found; skipping the namespaced overlay check");
+    let Some(docs) = kustomize(
+        "namespaced_overlay_grants_roles_in_its_namespace_only",
+        "deploy/kustomize/overlays/namespaced",
+    ) else {
         return;
-    }
-    let out = Command::new(KUBECTL)
-        .args(["kustomize", "deploy/kustomize/overlays/namespaced"])
-        .current_dir(repo())
-        .output()
-        .expect("kubectl runs");
-    assert!(
-        out.status.success(),
-        "kubectl kustomize failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let docs = parse_all(&String::from_utf8(out.stdout).unwrap(), "overlay output");
+    };
     let base: Value =
         serde_yaml::from_str(&read("deploy/kustomize/base/clusterrole.yaml")).unwrap();
     for d in docs.iter().filter(|d| {

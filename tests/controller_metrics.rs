@@ -2,7 +2,7 @@
 //! way Prometheus reads them (the text exposition): reconciles per
 //! controller, failed reconciles by error category (including the
 //! permanent problems a reconcile handles by writing status), commands per
-//! verb and failed commands; and that `run_with` turns readiness on once
+//! verb and failed commands; and that `run_scoped` turns readiness on once
 //! its caches synced and counts into the registry it was given.
 
 use crate::support_controller as support;
@@ -112,12 +112,13 @@ async fn run_with_turns_ready_after_sync_and_counts_into_the_given_registry() {
     let metrics = Metrics::new();
     let readiness = Readiness::new();
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let manager = tokio::spawn(controller::run_with(
+    let manager = tokio::spawn(controller::run_scoped(
         client.clone(),
         Arc::new(FakeExec::default()),
         Arc::new(FixedNetwork),
         metrics.clone(),
         readiness.clone(),
+        controller::Scope::cluster(),
         async move {
             let _ = stop_rx.await;
         },

@@ -1,5 +1,5 @@
 //! An operator (re)started over objects that already exist: the whole
-//! manager (`controller::run_with`, as `bind-operator run` and `local`
+//! manager (`controller::run_scoped`, as `bind-operator run` and `local`
 //! start it) on the in-memory API with a cluster, a key, a zone and a
 //! record created *before* the controllers start. Every one of them is
 //! reconciled (counted in `bind_operator_reconciliations_total`, read back
@@ -74,12 +74,13 @@ async fn objects_that_exist_at_start_are_reconciled_and_children_come_back() {
 
     let metrics = Metrics::new();
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let manager = tokio::spawn(controller::run_with(
+    let manager = tokio::spawn(controller::run_scoped(
         client.clone(),
         Arc::new(FakeExec::default()),
         Arc::new(FixedNetwork),
         metrics.clone(),
         Readiness::new(),
+        controller::Scope::cluster(),
         async move {
             let _ = stop_rx.await;
         },

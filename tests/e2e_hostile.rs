@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use crate::support_e2e as support;
 
 use bind_operator::local::report::Snapshot;
-use support::{Fixture, Local, STARTUP, WAIT, dig, pods_of, record, wait_answer};
+use support::{Fixture, Local, STARTUP, WAIT, dig, keys_conf, pods_of, record, wait_answer};
 
 const GOOD_WWW: [&str; 2] = ["192.0.2.10", "192.0.2.11"];
 
@@ -211,17 +211,6 @@ fn one_key_named_shared(s: &Snapshot) -> bool {
     (dup("dup-a") && dup("dup-b"))
         || (dup("dup-a") && ready(s, "dup-b"))
         || (dup("dup-b") && ready(s, "dup-a"))
-}
-
-fn keys_conf(local: &Local, pod: &str) -> String {
-    std::fs::read_to_string(
-        local
-            .state
-            .join("default")
-            .join(pod)
-            .join("config/keys.conf"),
-    )
-    .unwrap_or_default()
 }
 
 #[test]

@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use support::{Fixture, Local, WAIT, nsupdate, pods_of, record, wait_answer};
+use support::{Fixture, Local, WAIT, keys_conf, nsupdate, pods_of, record, wait_answer};
 
 /// Base64 key material (what BIND's `secret` holds) from a seed byte.
 fn material(seed: u8) -> String {
@@ -23,17 +23,6 @@ fn secret(material: &str) -> String {
         "apiVersion: v1\nkind: Secret\nmetadata:\n  name: update-key-material\ntype: Opaque\ndata:\n  secret: {}\n",
         STANDARD.encode(material)
     )
-}
-
-fn keys_conf(local: &Local, pod: &str) -> String {
-    std::fs::read_to_string(
-        local
-            .state
-            .join("default")
-            .join(pod)
-            .join("config/keys.conf"),
-    )
-    .unwrap_or_default()
 }
 
 fn wait_keys_conf(local: &Local, pods: &[String], has: &str, lacks: &str) {

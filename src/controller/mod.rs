@@ -20,7 +20,7 @@
 //! - [`names`]: names, labels and annotations of everything we create (the
 //!   local runtime creates pods with the StatefulSet template's labels plus
 //!   `statefulset.kubernetes.io/pod-name`, as the StatefulSet controller does).
-//! - [`run`] / [`run_with`]: start every controller; `bind-operator run` (a
+//! - [`run`] / [`run_scoped`]: start every controller; `bind-operator run` (a
 //!   real API server, via [`manager`] on [`crate::operator::serve`], which
 //!   owns leader election, `/healthz`, `/readyz` and `/metrics`) and
 //!   `bind-operator local` (the in-memory one) both call them.
@@ -71,47 +71,28 @@ pub type Shutdown = futures::future::Shared<BoxFuture<'static, ()>>;
 /// Runs every controller until `shutdown` resolves (then lets in-flight
 /// reconciles finish). `executor` and `network` pick the environment: a
 /// cluster ([`KubeExecutor`], [`ClusterNetwork`]) or local mode. Counts
-/// into a metrics registry of its own; see [`run_with`].
+/// into a metrics registry of its own; see [`run_scoped`].
 pub async fn run(
     client: Client,
     executor: Arc<dyn PodExecutor>,
     network: Arc<dyn Network>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) {
-    run_with(
+    run_scoped(
         client,
         executor,
         network,
         Metrics::new(),
         Readiness::new(),
-        shutdown,
-    )
-    .await;
-}
-
-/// [`run`], counting reconciles and exec calls into `metrics` and setting
-/// `readiness` once every cache has seen its initial list.
-pub async fn run_with(
-    client: Client,
-    executor: Arc<dyn PodExecutor>,
-    network: Arc<dyn Network>,
-    metrics: Metrics,
-    readiness: Readiness,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) {
-    run_scoped(
-        client,
-        executor,
-        network,
-        metrics,
-        readiness,
         Scope::cluster(),
         shutdown,
     )
     .await;
 }
 
-/// [`run_with`], watching only the namespaces of `scope`.
+/// [`run`] over the namespaces of `scope`, counting reconciles and exec
+/// calls into `metrics` and setting `readiness` once every cache has seen
+/// its initial list.
 pub async fn run_scoped(
     client: Client,
     executor: Arc<dyn PodExecutor>,

@@ -122,6 +122,19 @@ pub async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static)
     tokio::task::spawn_blocking(f).await.unwrap()
 }
 
+/// The keys.conf pod `pod` (namespace default) has mounted now; empty if
+/// none yet.
+pub fn keys_conf(local: &Local, pod: &str) -> String {
+    std::fs::read_to_string(
+        local
+            .state
+            .join("default")
+            .join(pod)
+            .join("config/keys.conf"),
+    )
+    .unwrap_or_default()
+}
+
 pub fn read_status(state: &Path) -> Option<Snapshot> {
     let text = std::fs::read_to_string(state.join("status.json")).ok()?;
     serde_json::from_str(&text).ok()
