@@ -173,47 +173,67 @@ struct Unit {
     size: usize,
 }
 
+/// The checks one RRset change must pass on its own, whatever else its
+/// batch holds: validation runs them on every record set, so a bad one is
+/// refused alone before any batch is built; the batch builder runs them
+/// again with the checks between changes.
+pub fn check_change(zone: &ZoneName, c: &RrsetChange) -> Result<(), BatchError> {
+    let apex = zone.as_domain();
+    let (name, rtype) = (c.name(), c.rtype());
+    if !name.is_within(apex) {
+        return Err(BatchError::OutOfZone {
+            name: name.fqdn(),
+            zone: zone.to_string(),
+        });
+    }
+    if name == apex && rtype == RecordType::Ns {
+        return Err(BatchError::ApexNsRecord {
+            zone: zone.to_string(),
+        });
+    }
+    if let RrsetChange::Replace { values, .. } = c {
+        if rtype == RecordType::Cname && name == apex {
+            return Err(BatchError::CnameAtApex { name: name.fqdn() });
+        }
+        if values.is_empty() {
+            return Err(BatchError::NoValues {
+                name: name.fqdn(),
+                rtype,
+            });
+        }
+        let distinct: BTreeSet<&Rdata> = values.iter().collect();
+        if distinct.len() > MAX_RDATA_PER_RRSET {
+            return Err(BatchError::TooManyValues {
+                name: name.fqdn(),
+                rtype,
+                count: distinct.len(),
+            });
+        }
+    }
+    let size = change_unit(c).size;
+    if size > MESSAGE_BUDGET {
+        return Err(BatchError::ChangeTooLarge {
+            name: name.fqdn(),
+            rtype,
+            size,
+        });
+    }
+    Ok(())
+}
+
 fn check(batch: &UpdateBatch) -> Result<(), BatchError> {
-    let apex = batch.zone.as_domain();
     let mut seen = BTreeSet::new();
     let mut types_at: BTreeMap<&DomainName, Vec<RecordType>> = BTreeMap::new();
     for c in &batch.changes {
+        check_change(&batch.zone, c)?;
         let (name, rtype) = (c.name(), c.rtype());
-        if !name.is_within(apex) {
-            return Err(BatchError::OutOfZone {
-                name: name.fqdn(),
-                zone: batch.zone.to_string(),
-            });
-        }
-        if name == apex && rtype == RecordType::Ns {
-            return Err(BatchError::ApexNsRecord {
-                zone: batch.zone.to_string(),
-            });
-        }
         if !seen.insert((name, rtype)) {
             return Err(BatchError::DuplicateRrset {
                 name: name.fqdn(),
                 rtype,
             });
         }
-        if let RrsetChange::Replace { values, .. } = c {
-            if rtype == RecordType::Cname && name == apex {
-                return Err(BatchError::CnameAtApex { name: name.fqdn() });
-            }
-            if values.is_empty() {
-                return Err(BatchError::NoValues {
-                    name: name.fqdn(),
-                    rtype,
-                });
-            }
-            let distinct: BTreeSet<&Rdata> = values.iter().collect();
-            if distinct.len() > MAX_RDATA_PER_RRSET {
-                return Err(BatchError::TooManyValues {
-                    name: name.fqdn(),
-                    rtype,
-                    count: distinct.len(),
-                });
-            }
+        if matches!(c, RrsetChange::Replace { .. }) {
             types_at.entry(name).or_default().push(rtype);
         }
     }
@@ -318,15 +338,6 @@ pub fn build_script(
     }
     if units.is_empty() {
         return Ok(None);
-    }
-    for (u, c) in units.iter().zip(batch.changes.iter()) {
-        if u.size > MESSAGE_BUDGET {
-            return Err(BatchError::ChangeTooLarge {
-                name: c.name().fqdn(),
-                rtype: c.rtype(),
-                size: u.size,
-            });
-        }
     }
     if let Some(last) = units.last()
         && last.size > MESSAGE_BUDGET

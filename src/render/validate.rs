@@ -1,27 +1,39 @@
 //! Validation from the CRD types into the BIND layer's strict types: which
 //! BindTSIGKeys a cluster loads, a BindTSIGKey plus its key material into a
 //! [`TsigKey`], a BindCluster into a [`ClusterConfig`], a BindZone into its
-//! zone clause, skeleton and record sets. Pure: no cluster access, no I/O.
+//! zone clause, skeleton and typed `spec.records` entries ([`InlineRecord`]),
+//! a DNSRecord into the typed record set it asks for ([`ValidRecord`]), and
+//! a BindZone into where it lives on the servers ([`ZonePlacement`], what
+//! deleting it needs). Pure: no cluster access, no I/O.
 //!
 //! This is the one place raw CRD strings are read; nothing after it handles
-//! them. The reconcilers and the offline `render` command both call it, so
-//! they render the same bytes from the same objects. Error messages name
-//! the field and never contain key material.
+//! them: the zone's plan, its cleanup and the writers take these values.
+//! The reconcilers and the offline `render` command both call it, so they
+//! render the same bytes from the same objects. Error messages name the
+//! field and never contain key material.
+//!
+//! A bad record set fails alone: it becomes a [`RecordError`] (a status
+//! reason and a message) inside an otherwise valid zone, so the rest of
+//! the zone is still served.
 
+use std::collections::BTreeSet;
 use std::net::IpAddr;
 
-use crate::api::{self, BindCluster, BindTSIGKey, BindZone, DNSRecord, ZoneType};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+use crate::api::{self, BindCluster, BindTSIGKey, BindZone, DNSRecord, Phase, ZoneType};
+use crate::api::{REASON_APEX_NS_UNSUPPORTED, REASON_INVALID_RECORD, REASON_TOO_MANY_VALUES};
 use crate::bind::dnssec::{AnchorFields, AnchorKind, TrustAnchor};
-use crate::bind::nsupdate::RrsetChange;
+use crate::bind::nsupdate::{BatchError, RrsetChange, check_change};
 use crate::bind::render::{ClusterConfig, DnssecValidation, ForwardZone, View};
 use crate::bind::types::parse_acl;
 use crate::bind::viewkey::view_key_name;
 use crate::bind::zone::{
-    ExternalPrimary, PolicyName, PrimaryZone, SecondaryZone, Soa, parse_rname,
+    ExternalPrimary, PolicyName, PrimaryZone, SecondaryZone, Soa, catalog_zone_for, parse_rname,
 };
 use crate::bind::{
-    DomainName, Endpoint, KeyName, TsigAlgorithm, TsigKey, TsigSecret, Ttl, ValidationError,
-    ViewName, ZoneName,
+    DomainName, Endpoint, KeyName, Rdata, RecordType, TsigAlgorithm, TsigKey, TsigSecret, Ttl,
+    ValidationError, ViewName, ZoneName,
 };
 
 /// The DNS port forwarders are asked on.
@@ -312,8 +324,8 @@ pub enum ZoneConfig {
     Secondary(SecondaryZone),
 }
 
-/// A primary zone: its clause, the skeleton inputs and the record sets from
-/// `spec.records`.
+/// A primary zone: its clause, the skeleton inputs and its `spec.records`
+/// entries, each validated on its own.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PrimaryZoneConfig {
     pub clause: PrimaryZone,
@@ -321,15 +333,249 @@ pub struct PrimaryZoneConfig {
     pub default_ttl: Ttl,
     /// Apex NS targets (`spec.nameservers`; empty: the SOA MNAME).
     pub nameservers: Vec<DomainName>,
-    /// `spec.records`, one change per entry, in order.
-    pub records: Vec<RrsetChange>,
+    /// `spec.records`, one entry each, in order.
+    pub records: Vec<InlineRecord>,
     /// Whether the zone is a catalog member.
     pub catalog: bool,
 }
 
+/// One RRset a user asks for, validated: the owner resolved against the
+/// zone, the rdata parsed (duplicates collapse, as in DNS), and the limits
+/// one RRset must meet on its own checked (value count, message size).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct RecordSet {
+    pub name: DomainName,
+    pub rtype: RecordType,
+    pub ttl: Ttl,
+    pub values: BTreeSet<Rdata>,
+}
+
+impl RecordSet {
+    /// The RRset's identity: owner name and type.
+    pub fn key(&self) -> (DomainName, RecordType) {
+        (self.name.clone(), self.rtype)
+    }
+}
+
+/// Why a record set is refused: a status reason and a message naming the
+/// field (relative to the record: `name`, `ttl`, `values[1]`, or `spec.`
+/// in front for a DNSRecord).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordError {
+    pub reason: &'static str,
+    pub message: String,
+}
+
+impl RecordError {
+    fn invalid(e: ValidationError) -> RecordError {
+        RecordError {
+            reason: REASON_INVALID_RECORD,
+            message: e.to_string(),
+        }
+    }
+}
+
+/// The message of a record set addressing the zone's apex NS RRset.
+const APEX_NS_MESSAGE: &str = "the apex NS RRset is converged per rdata from BindZone.spec.nameservers (BIND ignores an RRset-wide delete at a zone apex)";
+
+/// One `spec.records` entry of a primary BindZone.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InlineRecord {
+    /// An ordinary record set, or why it cannot be served.
+    Rrset(Result<RecordSet, RecordError>),
+    /// An apex NS entry: older manifests published the nameservers this
+    /// way; it feeds the apex NS when `spec.nameservers` is empty. What
+    /// validated is kept, the rest is in `errors`.
+    ApexNs {
+        ttl: Option<Ttl>,
+        names: Vec<DomainName>,
+        errors: Vec<RecordError>,
+    },
+}
+
+/// The raw fields of a record set (a DNSRecord's spec or a `spec.records`
+/// entry); `at` prefixes field paths in messages.
+struct RawSet<'a> {
+    at: &'a str,
+    name: &'a str,
+    rtype: api::RecordType,
+    ttl: Option<u32>,
+    values: &'a [String],
+}
+
+fn parse_type(raw: &RawSet<'_>) -> Result<RecordType, RecordError> {
+    raw.rtype
+        .as_str()
+        .parse::<RecordType>()
+        .map_err(|e| RecordError::invalid(e.at(&format!("{}type", raw.at))))
+}
+
+fn parse_ttl(raw: &RawSet<'_>, default_ttl: Ttl) -> Result<Ttl, RecordError> {
+    match raw.ttl {
+        Some(t) => Ttl::new(i64::from(t))
+            .map_err(|e| RecordError::invalid(e.at(&format!("{}ttl", raw.at)))),
+        None => Ok(default_ttl),
+    }
+}
+
+/// Validates one record set in `zone`. The apex NS RRset is refused (it
+/// converges from `spec.nameservers`); so is anything the nsupdate batch
+/// builder would refuse for this RRset alone, with the same reason.
+fn record_set(
+    zone: &ZoneName,
+    raw: &RawSet<'_>,
+    default_ttl: Ttl,
+) -> Result<RecordSet, RecordError> {
+    let at = raw.at;
+    let rtype = parse_type(raw)?;
+    let name = DomainName::resolve(raw.name, zone)
+        .map_err(|e| RecordError::invalid(e.at(&format!("{at}name"))))?;
+    if rtype == RecordType::Ns && name == *zone.as_domain() {
+        return Err(RecordError {
+            reason: REASON_APEX_NS_UNSUPPORTED,
+            message: APEX_NS_MESSAGE.into(),
+        });
+    }
+    let ttl = parse_ttl(raw, default_ttl)?;
+    let values = raw
+        .values
+        .iter()
+        .enumerate()
+        .map(|(i, v)| {
+            Rdata::parse(rtype, v, zone)
+                .map_err(|e| RecordError::invalid(e.at(&format!("{at}values[{i}]"))))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let change = RrsetChange::Replace {
+        name,
+        rtype,
+        ttl,
+        values,
+    };
+    check_change(zone, &change).map_err(|e| RecordError {
+        reason: match e {
+            BatchError::TooManyValues { .. } => REASON_TOO_MANY_VALUES,
+            BatchError::ApexNsRecord { .. } => REASON_APEX_NS_UNSUPPORTED,
+            _ => REASON_INVALID_RECORD,
+        },
+        message: e.to_string(),
+    })?;
+    let RrsetChange::Replace {
+        name,
+        rtype,
+        ttl,
+        values,
+    } = change
+    else {
+        unreachable!("built as a replace above")
+    };
+    Ok(RecordSet {
+        name,
+        rtype,
+        ttl,
+        values: values.into_iter().collect(),
+    })
+}
+
+/// Whether a record set addresses the zone's apex NS RRset.
+fn is_apex_ns(zone: &ZoneName, raw: &RawSet<'_>) -> bool {
+    parse_type(raw).is_ok_and(|t| t == RecordType::Ns)
+        && DomainName::resolve(raw.name, zone).is_ok_and(|n| n == *zone.as_domain())
+}
+
+/// Validates one `spec.records` entry of a primary zone (field paths in
+/// its messages are relative to the entry). [`zone_config`] runs it on
+/// every entry.
+pub fn inline_record(zone: &ZoneName, r: &api::ZoneRecord, default_ttl: Ttl) -> InlineRecord {
+    let raw = RawSet {
+        at: "",
+        name: &r.name,
+        rtype: r.type_,
+        ttl: r.ttl,
+        values: &r.values,
+    };
+    if !is_apex_ns(zone, &raw) {
+        return InlineRecord::Rrset(record_set(zone, &raw, default_ttl));
+    }
+    let mut errors = Vec::new();
+    let ttl = match raw.ttl.map(|_| parse_ttl(&raw, default_ttl)).transpose() {
+        Ok(t) => t,
+        Err(e) => {
+            errors.push(e);
+            None
+        }
+    };
+    let mut names = Vec::new();
+    for (j, v) in r.values.iter().enumerate() {
+        match DomainName::resolve_target(v, zone) {
+            Ok(n) => names.push(n),
+            Err(e) => errors.push(RecordError::invalid(e.at(&format!("values[{j}]")))),
+        }
+    }
+    InlineRecord::ApexNs { ttl, names, errors }
+}
+
+/// A DNSRecord validated against its zone: the record set it asks for,
+/// and what its metadata and status tell the zone's plan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ValidRecord {
+    /// metadata.name (same namespace as the zone).
+    pub object_name: String,
+    pub created: Option<Time>,
+    /// It carries the operator's finalizer: only then may it be written
+    /// (its delete could not be guaranteed otherwise).
+    pub managed: bool,
+    /// It is being deleted.
+    pub deleting: bool,
+    /// The RRset its status names: written there once served, kept while
+    /// the record waits for its zone.
+    pub status_key: Option<(DomainName, RecordType)>,
+    /// The status reason while its status is in Error.
+    pub error_reason: Option<String>,
+    /// `spec`, validated (field paths start with `spec.`).
+    pub set: Result<RecordSet, RecordError>,
+}
+
+/// Validates a DNSRecord in `zone` (its BindZone's validated name) with the
+/// zone's default TTL; `managed` says whether it carries the operator's
+/// finalizer.
+pub fn dns_record(
+    record: &DNSRecord,
+    zone: &ZoneName,
+    default_ttl: Ttl,
+    managed: bool,
+) -> ValidRecord {
+    let spec = &record.spec;
+    let raw = RawSet {
+        at: "spec.",
+        name: &spec.name,
+        rtype: spec.type_,
+        ttl: spec.ttl,
+        values: &spec.values,
+    };
+    let status = record.status.as_ref();
+    ValidRecord {
+        object_name: record.metadata.name.clone().unwrap_or_default(),
+        created: record.metadata.creation_timestamp.clone(),
+        managed,
+        deleting: record.metadata.deletion_timestamp.is_some(),
+        status_key: status.and_then(|s| {
+            let name = DomainName::parse_absolute(s.fqdn.as_deref()?).ok()?;
+            let rtype: RecordType = s.record_type?.as_str().parse().ok()?;
+            Some((name, rtype))
+        }),
+        error_reason: status
+            .filter(|s| s.phase == Some(Phase::Error))
+            .and_then(|s| s.reason.clone()),
+        set: record_set(zone, &raw, default_ttl),
+    }
+}
+
 /// Validates a BindZone. `keys` are the keys its cluster loads; `transfer_key`
 /// the cluster's transfer key (a zone in a view transfers with the view's
-/// key derived from it instead, see [`crate::bind::viewkey`]).
+/// key derived from it instead, see [`crate::bind::viewkey`]). A bad
+/// `spec.records` entry does not fail the zone: it is an [`InlineRecord`]
+/// holding its error, refused alone by the plan.
 pub fn zone_config(
     zone: &BindZone,
     keys: &[LoadedKey<'_>],
@@ -409,19 +655,8 @@ pub fn zone_config(
     let records = spec
         .records
         .iter()
-        .enumerate()
-        .map(|(i, r)| {
-            RrsetChange::parse_replace(
-                &name,
-                &r.name,
-                r.type_.as_str(),
-                r.ttl.map(i64::from),
-                default_ttl,
-                &r.values,
-            )
-            .map_err(|e| err(e.at(&format!("spec.records[{i}]"))))
-        })
-        .collect::<Result<Vec<_>, _>>()?;
+        .map(|r| inline_record(&name, r, default_ttl))
+        .collect();
     let dnssec_policy = spec
         .dnssec_policy
         .as_deref()
@@ -449,29 +684,40 @@ pub fn zone_config(
     })))
 }
 
-/// Validates a DNSRecord into the RRset change it owns, in `zone` (its
-/// BindZone's validated name) with the zone's default TTL. A zone-qualified
-/// apex NS (which CEL cannot see) is refused by the batch builder with
-/// [`crate::bind::nsupdate::BatchError::ApexNsRecord`]; check it early with
-/// [`is_apex_ns`].
-pub fn record_change(
-    record: &DNSRecord,
-    zone: &ZoneName,
-    default_ttl: Ttl,
-) -> Result<RrsetChange, ConfigError> {
-    let spec = &record.spec;
-    RrsetChange::parse_replace(
-        zone,
-        &spec.name,
-        spec.type_.as_str(),
-        spec.ttl.map(i64::from),
-        default_ttl,
-        &spec.values,
-    )
-    .map_err(|e| invalid("DNSRecord", &record.metadata)(e.at("spec")))
+/// Where a BindZone's spec places the zone on its cluster's servers: what
+/// deleting it needs (no keys, nothing else of the spec).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ZonePlacement {
+    pub zone: ZoneName,
+    /// `spec.view`. A view that does not validate is `None`: the zone was
+    /// never placed in it (the applied annotation says where it was).
+    pub view: Option<ViewName>,
+    pub type_: ZoneType,
+    /// The catalog the spec makes the zone a member of (`spec.catalog`:
+    /// the cluster's, or its view's): `None` when not a member or when the
+    /// cluster's catalog name does not validate.
+    pub catalog: Option<ZoneName>,
 }
 
-/// True when a validated change addresses the zone's apex NS RRset.
-pub fn is_apex_ns(change: &RrsetChange, zone: &ZoneName) -> bool {
-    change.rtype() == crate::bind::RecordType::Ns && change.name() == zone.as_domain()
+/// Validates where a BindZone lives on `cluster`. Fails only on a zone
+/// name that does not validate: such a zone was never placed anywhere.
+pub fn zone_placement(
+    zone: &BindZone,
+    cluster: &BindCluster,
+) -> Result<ZonePlacement, ConfigError> {
+    let spec = &zone.spec;
+    let zname = ZoneName::parse(&spec.zone_name)
+        .map_err(|e| invalid("BindZone", &zone.metadata)(e.at("spec.zoneName")))?;
+    let view = spec.view.as_deref().and_then(|v| ViewName::parse(v).ok());
+    let catalog = spec
+        .catalog
+        .then(|| ZoneName::parse(&cluster.catalog_zone_name()).ok())
+        .flatten()
+        .and_then(|base| catalog_zone_for(&base, view.as_ref()).ok());
+    Ok(ZonePlacement {
+        zone: zname,
+        view,
+        type_: spec.type_,
+        catalog,
+    })
 }

@@ -5,6 +5,10 @@
 //! DNSRecords are settled: deleted ones released, the others told the zone
 //! is gone. With no cluster left there is nothing to remove on any server.
 //!
+//! What is removed is planned from typed values (`Removal::plan`): the
+//! zone's placement validated by [`crate::render::validate::zone_placement`]
+//! and the applied annotation. Nothing here reads a CRD string.
+//!
 //! Touches BIND pods (exec) and the cluster (record statuses/finalizers).
 //! A primary that is down blocks the delete (retried with backoff), and so
 //! does any pod that is down for a secondary zone: a zone left behind
@@ -15,8 +19,8 @@ use std::sync::Arc;
 use kube::ResourceExt as _;
 use kube::runtime::controller::Action;
 
-use crate::api::{BindZone, DNSRecord, ZoneType};
-use crate::bind::zone::{catalog_zone_for, zone_file};
+use crate::api::{BindCluster, BindZone, DNSRecord, ZoneType};
+use crate::bind::zone::zone_file;
 use crate::bind::{ViewName, ZoneName};
 use crate::controller::zonesync::ZoneContext;
 use crate::controller::zonesync::keys;
@@ -24,6 +28,7 @@ use crate::controller::zonesync::plan::has_record_finalizer;
 use crate::controller::zonesync::server::{ServerError, Target};
 use crate::controller::zonesync::survey::cluster_pods;
 use crate::controller::zonesync::writes::{RecordReport, release_records, write_record_statuses};
+use crate::render::validate::{ZonePlacement, zone_placement};
 
 use super::applied::Applied;
 use super::catalog;
@@ -31,6 +36,55 @@ use super::primary::TYPE_PRIMARY;
 use super::read::{cluster_of, records_of};
 use super::secondary::TYPE_SECONDARY;
 use super::{Error, read};
+
+/// What deleting a zone removes, planned from typed values: the spec's
+/// placement (validated) and the applied annotation (where the operator
+/// last placed it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Removal {
+    zone: ZoneName,
+    /// The views the zone is deleted from: the spec's, and the applied
+    /// one when the zone was placed elsewhere.
+    views: Vec<Option<ViewName>>,
+    /// Held by the primary (delete it there, after leaving its catalogs).
+    primary: bool,
+    /// Held as a secondary zone by every pod.
+    secondary: bool,
+    /// Catalogs to leave first, each with its view (in a view, only that
+    /// view's key reaches its catalog).
+    catalogs: Vec<(ZoneName, Option<ViewName>)>,
+}
+
+impl Removal {
+    fn plan(spec: &ZonePlacement, applied: &Applied) -> Removal {
+        let old_view = applied
+            .view
+            .as_deref()
+            .and_then(|v| ViewName::parse(v).ok());
+        let mut views = vec![spec.view.clone()];
+        if old_view != spec.view && applied.type_.is_some() {
+            views.push(old_view.clone());
+        }
+        let mut catalogs: Vec<(ZoneName, Option<ViewName>)> = applied
+            .catalog
+            .iter()
+            .filter_map(|c| ZoneName::parse(c).ok())
+            .map(|c| (c, old_view.clone()))
+            .collect();
+        catalogs.extend(spec.catalog.clone().map(|c| (c, spec.view.clone())));
+        catalogs.sort();
+        catalogs.dedup();
+        Removal {
+            zone: spec.zone.clone(),
+            views,
+            primary: spec.type_ == ZoneType::Primary
+                || applied.type_.as_deref() == Some(TYPE_PRIMARY),
+            secondary: spec.type_ == ZoneType::Secondary
+                || applied.type_.as_deref() == Some(TYPE_SECONDARY),
+            catalogs,
+        }
+    }
+}
 
 /// Removes the zone from the servers, then settles its DNSRecords.
 /// Returning Ok releases the zone's finalizer.
@@ -42,124 +96,104 @@ pub async fn cleanup(zone: &Arc<BindZone>, ctx: &ZoneContext) -> Result<Action, 
     let reserved = cluster_of(ctx, zone).is_some_and(|c| read::is_catalog_zone(zone, &c));
     if owned_by_other || reserved {
         tracing::info!(zone = %zone.spec.zone_name, "zone served by another BindZone or the catalog; not removing it");
-    } else if let (Some(cluster), Ok(zname)) =
-        (cluster_of(ctx, zone), ZoneName::parse(&zone.spec.zone_name))
-    {
-        let pods = cluster_pods(ctx, &cluster);
-        let applied = Applied::of(zone);
-        let spec_view = zone
-            .spec
-            .view
-            .as_deref()
-            .and_then(|v| ViewName::parse(v).ok());
-        let old_view = applied
-            .view
-            .as_deref()
-            .and_then(|v| ViewName::parse(v).ok());
-        let mut views = vec![spec_view.clone()];
-        if old_view != spec_view && applied.type_.is_some() {
-            views.push(old_view.clone());
-        }
-        let was_primary =
-            zone.spec.type_ == ZoneType::Primary || applied.type_.as_deref() == Some(TYPE_PRIMARY);
-        let was_secondary = zone.spec.type_ == ZoneType::Secondary
-            || applied.type_.as_deref() == Some(TYPE_SECONDARY);
-        let blocked = |message: String| Error::Blocked {
-            zone: zname.to_string(),
-            reason: crate::api::REASON_PRIMARY_NOT_READY,
-            message,
-        };
-        let server = |source: ServerError| Error::Server {
-            zone: zname.to_string(),
-            source,
-        };
-
-        // A secondary zone lives in every pod's data directory: a pod that
-        // is down now would serve it again when it comes back. Wait for it
-        // (before touching anything), as for a primary that is down.
-        // Pods that hold the secondary zone (a zone that was both keeps the
-        // primary's copy for the primary path below).
-        let holds_secondary = |ordinal| !(was_primary && ordinal == 0);
-        if was_secondary
-            && let Some(down) = pods.iter().find(|p| holds_secondary(p.ordinal) && !p.ready)
-        {
-            return Err(Error::Blocked {
-                zone: zname.to_string(),
-                reason: crate::api::REASON_PODS_NOT_READY,
-                message: format!(
-                    "pod {} is not Ready; the zone would survive on it",
-                    down.pod.name
-                ),
-            });
-        }
-
-        if was_primary {
-            let Some(primary) = pods.iter().find(|p| p.ordinal == 0 && p.ready) else {
-                return Err(blocked(format!(
-                    "the primary of BindCluster {} is not Ready",
-                    cluster.name_any()
-                )));
-            };
-            let t = Target::new(ctx.base.executor.as_ref(), &primary.pod);
-            // Leave the catalog first so the secondaries drop the zone.
-            match keys::resolve(ctx, &cluster, &[]).await {
-                Ok(k) => {
-                    // Each catalog with its view: in a view, only that
-                    // view's key reaches its catalog.
-                    let mut catalogs: Vec<(ZoneName, Option<ViewName>)> = applied
-                        .catalog
-                        .iter()
-                        .filter_map(|c| ZoneName::parse(c).ok())
-                        .map(|c| (c, old_view.clone()))
-                        .collect();
-                    if zone.spec.catalog
-                        && let Ok(base) = ZoneName::parse(&cluster.catalog_zone_name())
-                    {
-                        catalogs.extend(
-                            catalog_zone_for(&base, spec_view.as_ref())
-                                .ok()
-                                .map(|c| (c, spec_view.clone())),
-                        );
-                    }
-                    catalogs.sort();
-                    catalogs.dedup();
-                    for (cat, view) in catalogs {
-                        catalog::leave(&t, &cat, &zname, k.transfer_for(view.as_ref()))
-                            .await
-                            .map_err(server)?;
-                    }
-                }
-                Err(e) => tracing::warn!(
-                    zone = %zname,
-                    error = %e,
-                    "cannot sign the catalog update; deleting the zone without leaving its catalog"
-                ),
+    } else if let Some(cluster) = cluster_of(ctx, zone) {
+        match zone_placement(zone, &cluster) {
+            Ok(spec) => {
+                let removal = Removal::plan(&spec, &Applied::of(zone));
+                remove(ctx, zone, &cluster, &removal).await?;
             }
-            for v in &views {
-                t.delete(&zname, v.as_ref(), &zone_file(&zname, v.as_ref()))
-                    .await
-                    .map_err(server)?;
-            }
+            // Never placed anywhere under a name that does not validate.
+            Err(e) => tracing::info!(error = %e, "zone name does not validate; nothing to remove"),
         }
-        if was_secondary {
-            for p in pods.iter().filter(|p| holds_secondary(p.ordinal)) {
-                let t = Target::new(ctx.base.executor.as_ref(), &p.pod);
-                for v in &views {
-                    t.delete(&zname, v.as_ref(), &zone_file(&zname, v.as_ref()))
-                        .await
-                        .map_err(server)?;
-                }
-            }
-        }
-        ctx.state
-            .cluster(&(zone.namespace().unwrap_or_default(), cluster.name_any()))
-            .invalidate_survey();
-        tracing::info!(zone = %zname, "deleted zone");
     }
     settle_orphans(ctx, zone, &records).await?;
     ctx.state
         .forget(&(zone.namespace().unwrap_or_default(), zone.name_any()));
     Ok(Action::await_change())
+}
+
+/// Carries out a removal on the cluster's pods.
+async fn remove(
+    ctx: &ZoneContext,
+    zone: &BindZone,
+    cluster: &BindCluster,
+    removal: &Removal,
+) -> Result<(), Error> {
+    let zname = &removal.zone;
+    let pods = cluster_pods(ctx, cluster);
+    let blocked = |message: String| Error::Blocked {
+        zone: zname.to_string(),
+        reason: crate::api::REASON_PRIMARY_NOT_READY,
+        message,
+    };
+    let server = |source: ServerError| Error::Server {
+        zone: zname.to_string(),
+        source,
+    };
+
+    // A secondary zone lives in every pod's data directory: a pod that
+    // is down now would serve it again when it comes back. Wait for it
+    // (before touching anything), as for a primary that is down.
+    // Pods that hold the secondary zone (a zone that was both keeps the
+    // primary's copy for the primary path below).
+    let holds_secondary = |ordinal| !(removal.primary && ordinal == 0);
+    if removal.secondary
+        && let Some(down) = pods.iter().find(|p| holds_secondary(p.ordinal) && !p.ready)
+    {
+        return Err(Error::Blocked {
+            zone: zname.to_string(),
+            reason: crate::api::REASON_PODS_NOT_READY,
+            message: format!(
+                "pod {} is not Ready; the zone would survive on it",
+                down.pod.name
+            ),
+        });
+    }
+
+    if removal.primary {
+        let Some(primary) = pods.iter().find(|p| p.ordinal == 0 && p.ready) else {
+            return Err(blocked(format!(
+                "the primary of BindCluster {} is not Ready",
+                cluster.name_any()
+            )));
+        };
+        let t = Target::new(ctx.base.executor.as_ref(), &primary.pod);
+        // Leave the catalog first so the secondaries drop the zone.
+        match keys::resolve(ctx, cluster, &[]).await {
+            Ok(k) => {
+                for (cat, view) in &removal.catalogs {
+                    catalog::leave(&t, cat, zname, k.transfer_for(view.as_ref()))
+                        .await
+                        .map_err(server)?;
+                }
+            }
+            Err(e) => tracing::warn!(
+                zone = %zname,
+                error = %e,
+                "cannot sign the catalog update; deleting the zone without leaving its catalog"
+            ),
+        }
+        for v in &removal.views {
+            t.delete(zname, v.as_ref(), &zone_file(zname, v.as_ref()))
+                .await
+                .map_err(server)?;
+        }
+    }
+    if removal.secondary {
+        for p in pods.iter().filter(|p| holds_secondary(p.ordinal)) {
+            let t = Target::new(ctx.base.executor.as_ref(), &p.pod);
+            for v in &removal.views {
+                t.delete(zname, v.as_ref(), &zone_file(zname, v.as_ref()))
+                    .await
+                    .map_err(server)?;
+            }
+        }
+    }
+    ctx.state
+        .cluster(&(zone.namespace().unwrap_or_default(), cluster.name_any()))
+        .invalidate_survey();
+    tracing::info!(zone = %zname, "deleted zone");
+    Ok(())
 }
 
 /// The zone is gone from the servers: deleted DNSRecords are released,

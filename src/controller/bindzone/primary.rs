@@ -127,10 +127,10 @@ pub async fn converge(
             default_ttl: cfg.default_ttl,
             nameservers: &cfg.nameservers,
             soa_mname: &cfg.soa.mname,
-            inline: &zone.spec.records,
+            inline: &cfg.records,
             applied_inline: &applied.inline_keys(),
         },
-        records,
+        &super::read::valid_records(records, zname, cfg.default_ttl),
     );
     let mut want = Applied {
         type_: Some(TYPE_PRIMARY.into()),

@@ -1,6 +1,7 @@
 //! Reads what a BindZone refers to: its cluster and pods (caches), its
 //! DNSRecords (cache), the TSIG keys it signs with (material from Secrets),
-//! and validates the zone into the BIND layer's types. A zone that cannot
+//! and validates the zone and its DNSRecords into typed values
+//! ([`crate::render::validate`]), which is all the plan sees. A zone that cannot
 //! go on yet says why ([`Blocked`]).
 //!
 //! Touches the cluster only to read key Secrets.
@@ -11,12 +12,14 @@ use kube::ResourceExt as _;
 use kube::runtime::reflector::ObjectRef;
 
 use crate::api::{BindCluster, BindZone, DNSRecord};
+use crate::bind::{Ttl, ZoneName};
 use crate::controller::names::primary_pod_name;
 use crate::controller::zonesync::ZoneContext;
 use crate::controller::zonesync::keys::{self, ZoneKeys};
+use crate::controller::zonesync::plan::has_record_finalizer;
 use crate::controller::zonesync::state::ObjKey;
 use crate::controller::zonesync::survey::{PodInfo, cluster_pods};
-use crate::render::validate::{ConfigError, ZoneConfig, zone_config};
+use crate::render::validate::{ConfigError, ValidRecord, ZoneConfig, dns_record, zone_config};
 
 use super::Error;
 
@@ -69,6 +72,19 @@ pub fn records_of(ctx: &ZoneContext, zone: &BindZone) -> Vec<Arc<DNSRecord>> {
         .collect();
     out.sort_by_key(|r| r.name_any());
     out
+}
+
+/// The zone's DNSRecords validated against it (`zone` and `default_ttl`
+/// from its validated config): what its plan takes.
+pub fn valid_records(
+    records: &[Arc<DNSRecord>],
+    zone: &ZoneName,
+    default_ttl: Ttl,
+) -> Vec<ValidRecord> {
+    records
+        .iter()
+        .map(|r| dns_record(r, zone, default_ttl, has_record_finalizer(r)))
+        .collect()
 }
 
 /// The zone's BindCluster from the cache (`None`: missing or being deleted).
@@ -216,8 +232,8 @@ pub fn is_catalog_zone(zone: &BindZone, cluster: &BindCluster) -> bool {
     norm(&zone.spec.zone_name) == norm(&cluster.catalog_zone_name())
 }
 
-/// Validates the zone. Inline records are validated one by one by the
-/// plan (a bad entry must not block the rest), so they are left out here.
+/// Validates the zone. A bad `spec.records` entry does not fail it: it is
+/// validated alone and refused by the plan (the rest is still served).
 pub fn validate(zone: &BindZone, inputs: &Inputs) -> Result<ZoneConfig, Blocked> {
     if is_catalog_zone(zone, &inputs.cluster) {
         return Err(Blocked {
@@ -230,9 +246,7 @@ pub fn validate(zone: &BindZone, inputs: &Inputs) -> Result<ZoneConfig, Blocked>
             permanent: true,
         });
     }
-    let mut bare = zone.clone();
-    bare.spec.records.clear();
-    zone_config(&bare, &inputs.keys.as_loaded(), &inputs.keys.transfer.name).map_err(|e| match e {
+    zone_config(zone, &inputs.keys.as_loaded(), &inputs.keys.transfer.name).map_err(|e| match e {
         ConfigError::ZoneKeyNotLoaded { .. } => Blocked {
             reason: crate::api::REASON_KEY_NOT_FOUND,
             message: e.to_string(),

@@ -9,24 +9,25 @@
 //! servers already serve keeps the name, claimants new together are all
 //! refused; names and creation times never pick a winner.
 //!
-//! Pure: it reads the objects it is handed and touches nothing. It never
+//! Its inputs are typed values from [`crate::render::validate`] (the zone's
+//! validated `spec.records` and each DNSRecord validated against the zone):
+//! nothing here reads a CRD string, and a record set that did not validate
+//! arrives as its refusal and is refused alone.
+//!
+//! Pure: it reads the values it is handed and touches nothing. It never
 //! lets an RRset nobody owns into the remove set: only keys named by a
 //! DNSRecord's status or spec, or by the zone's own applied-inline list,
 //! can be retired.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::hash::{Hash, Hasher};
-use std::sync::Arc;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::ResourceExt as _;
 
-use crate::api::{DNSRecord, Phase, ZoneRecord};
-use crate::bind::nsupdate::{BatchError, RrsetChange, UpdateBatch, build_script};
-use crate::bind::{
-    DomainName, Endpoint, KeyName, Rdata, RecordType, TsigAlgorithm, TsigKey, TsigSecret, Ttl,
-    ValidationError, ZoneName,
-};
+use crate::api::DNSRecord;
+use crate::bind::{DomainName, Rdata, RecordType, Ttl, ZoneName};
+use crate::render::validate::{InlineRecord, RecordError, RecordSet, ValidRecord};
 
 use super::RECORD_FINALIZER;
 
@@ -99,7 +100,8 @@ pub struct ApexWanted {
     pub names: Vec<DomainName>,
 }
 
-/// The zone-level inputs, already validated from the BindZone.
+/// The zone-level inputs, validated from the BindZone
+/// ([`crate::render::validate::PrimaryZoneConfig`]).
 pub struct ZoneInputs<'a> {
     pub zone: &'a ZoneName,
     /// The BindZone's metadata.name and creationTimestamp (inline records
@@ -111,7 +113,8 @@ pub struct ZoneInputs<'a> {
     pub nameservers: &'a [DomainName],
     /// The fallback apex NS (SOA MNAME) when no nameserver is given.
     pub soa_mname: &'a DomainName,
-    pub inline: &'a [ZoneRecord],
+    /// `spec.records`, validated entry by entry.
+    pub inline: &'a [InlineRecord],
     /// Inline RRsets applied before (from the zone's applied annotation).
     pub applied_inline: &'a BTreeSet<RrKey>,
 }
@@ -159,86 +162,9 @@ impl Desired {
     }
 }
 
-/// A key only used to run the BIND layer's batch checks on one change; it
-/// never signs anything and is never sent.
-fn check_key() -> TsigKey {
-    TsigKey {
-        name: KeyName::parse("plan-check").expect("fixed key name"),
-        algorithm: TsigAlgorithm::HmacSha256,
-        secret: TsigSecret::from_bytes(&[0u8; 32]).expect("fixed key bytes"),
-    }
-}
-
-fn check_endpoint() -> Endpoint {
-    Endpoint::new(std::net::IpAddr::from([127, 0, 0, 1]), 53).expect("fixed endpoint")
-}
-
-/// One record set a claimant asks for, validated.
-struct Candidate {
-    key: RrKey,
-    ttl: Ttl,
-    values: BTreeSet<Rdata>,
-}
-
-/// Validates one record set the way the batch builder would judge it, so a
-/// bad one is rejected alone instead of failing the zone's whole batch.
-fn validate(
-    zone: &ZoneName,
-    name: &str,
-    rtype: &str,
-    ttl: Option<u32>,
-    default_ttl: Ttl,
-    values: &[String],
-) -> Result<Candidate, (&'static str, String)> {
-    let change =
-        RrsetChange::parse_replace(zone, name, rtype, ttl.map(i64::from), default_ttl, values)
-            .map_err(|e: ValidationError| (REASON_INVALID_RECORD, e.to_string()))?;
-    let key = (change.name().clone(), change.rtype());
-    if key.1 == RecordType::Ns && key.0 == *zone.as_domain() {
-        return Err((
-            REASON_APEX_NS_UNSUPPORTED,
-            "the apex NS RRset is converged per rdata from BindZone.spec.nameservers (BIND ignores an RRset-wide delete at a zone apex)".into(),
-        ));
-    }
-    let batch = UpdateBatch {
-        zone: zone.clone(),
-        changes: vec![change.clone()],
-        apex_ns: None,
-    };
-    if let Err(e) = build_script(&batch, check_endpoint(), &check_key()) {
-        let reason = match e {
-            BatchError::TooManyValues { .. } => REASON_TOO_MANY_VALUES,
-            BatchError::ApexNsRecord { .. } => REASON_APEX_NS_UNSUPPORTED,
-            _ => REASON_INVALID_RECORD,
-        };
-        return Err((reason, e.to_string()));
-    }
-    let RrsetChange::Replace { ttl, values, .. } = change else {
-        unreachable!("parse_replace builds a replace")
-    };
-    Ok(Candidate {
-        key,
-        ttl,
-        values: values.into_iter().collect(),
-    })
-}
-
-fn is_apex_ns(zone: &ZoneName, name: &str, rtype: &str) -> bool {
-    rtype.eq_ignore_ascii_case("NS")
-        && DomainName::resolve(name, zone).is_ok_and(|n| n == *zone.as_domain())
-}
-
 /// Whether our finalizer is on the DNSRecord.
 pub fn has_record_finalizer(r: &DNSRecord) -> bool {
     r.finalizers().iter().any(|f| f == RECORD_FINALIZER)
-}
-
-/// The RRset a DNSRecord's status says was last written.
-pub fn status_key(r: &DNSRecord) -> Option<RrKey> {
-    let s = r.status.as_ref()?;
-    let name = DomainName::parse_absolute(s.fqdn.as_deref()?).ok()?;
-    let rtype: RecordType = s.record_type?.as_str().parse().ok()?;
-    Some((name, rtype))
 }
 
 struct Claimant<'a> {
@@ -248,7 +174,7 @@ struct Claimant<'a> {
     name: &'a str,
     index: usize,
     owner: Owner,
-    result: Result<Candidate, (&'static str, String)>,
+    result: &'a Result<RecordSet, RecordError>,
 }
 
 /// Reasons the plan refuses a record with: a record refused this way is
@@ -266,45 +192,37 @@ const PLAN_REFUSALS: &[&str] = &[
 /// Whether the DNSRecord's status says the servers hold `key` for it: the
 /// status names the RRset only once it was served (and keeps naming it
 /// while the record waits for its zone), unless the plan refused it since.
-fn serves(r: &DNSRecord, key: &RrKey) -> bool {
-    let Some(s) = r.status.as_ref() else {
-        return false;
-    };
-    let refused = s.phase == Some(Phase::Error)
-        && s.reason
-            .as_deref()
-            .is_some_and(|x| PLAN_REFUSALS.contains(&x));
-    !refused && status_key(r).as_ref() == Some(key)
+fn serves(r: &ValidRecord, key: &RrKey) -> bool {
+    let refused = r
+        .error_reason
+        .as_deref()
+        .is_some_and(|x| PLAN_REFUSALS.contains(&x));
+    !refused && r.status_key.as_ref() == Some(key)
 }
 
 /// Computes the zone's desired owned contents. `records` are the DNSRecords
-/// whose zoneRef names this zone (any order). Conflicts are decided by
-/// [`decide`]: the claimant already serving keeps a name; new claimants
-/// that clash are all refused.
-pub fn plan(z: &ZoneInputs<'_>, records: &[Arc<DNSRecord>]) -> Desired {
+/// whose zoneRef names this zone (any order), validated against it.
+/// Conflicts are decided by [`decide`]: the claimant already serving keeps
+/// a name; new claimants that clash are all refused.
+pub fn plan(z: &ZoneInputs<'_>, records: &[ValidRecord]) -> Desired {
     let mut inline_errors = Vec::new();
     let mut verdicts = BTreeMap::new();
     let mut claimants = Vec::new();
-    let mut inline_apex: Vec<(usize, &ZoneRecord)> = Vec::new();
+    let mut inline_apex = Vec::new();
 
     for (i, r) in z.inline.iter().enumerate() {
-        if is_apex_ns(z.zone, &r.name, r.type_.as_str()) {
-            inline_apex.push((i, r));
-            continue;
-        }
-        let result = validate(
-            z.zone,
-            &r.name,
-            r.type_.as_str(),
-            r.ttl,
-            z.default_ttl,
-            &r.values,
-        );
+        let result = match r {
+            InlineRecord::Rrset(result) => result,
+            InlineRecord::ApexNs { .. } => {
+                inline_apex.push((i, r));
+                continue;
+            }
+        };
         claimants.push(Claimant {
             created: z.created,
             incumbent: result
                 .as_ref()
-                .is_ok_and(|c| z.applied_inline.contains(&c.key)),
+                .is_ok_and(|c| z.applied_inline.contains(&c.key())),
             name: z.object_name,
             index: i,
             owner: Owner::Inline(i),
@@ -314,35 +232,26 @@ pub fn plan(z: &ZoneInputs<'_>, records: &[Arc<DNSRecord>]) -> Desired {
 
     let mut retired = BTreeSet::new();
     for r in records {
-        let name = r.name_any();
-        if !has_record_finalizer(r) {
+        let name = r.object_name.clone();
+        if !r.managed {
             verdicts.insert(name, Verdict::Unmanaged);
             continue;
         }
-        let spec = &r.spec;
-        let result = validate(
-            z.zone,
-            &spec.name,
-            spec.type_.as_str(),
-            spec.ttl,
-            z.default_ttl,
-            &spec.values,
-        );
-        if r.metadata.deletion_timestamp.is_some() {
-            retired.extend(status_key(r));
-            if let Ok(c) = &result {
-                retired.insert(c.key.clone());
+        if r.deleting {
+            retired.extend(r.status_key.clone());
+            if let Ok(c) = &r.set {
+                retired.insert(c.key());
             }
             verdicts.insert(name, Verdict::Deleting);
             continue;
         }
         claimants.push(Claimant {
-            created: r.metadata.creation_timestamp.as_ref(),
-            incumbent: result.as_ref().is_ok_and(|c| serves(r, &c.key)),
-            name: r.metadata.name.as_deref().unwrap_or_default(),
+            created: r.created.as_ref(),
+            incumbent: r.set.as_ref().is_ok_and(|c| serves(r, &c.key())),
+            name: &r.object_name,
             index: 0,
             owner: Owner::Record(name),
-            result,
+            result: &r.set,
         });
     }
 
@@ -364,13 +273,13 @@ pub fn plan(z: &ZoneInputs<'_>, records: &[Arc<DNSRecord>]) -> Desired {
     let mut claims = Vec::new();
     for (rank, c) in claimants.into_iter().enumerate() {
         match c.result {
-            Ok(cand) => claims.push(decide::Claim {
+            Ok(set) => claims.push(decide::Claim {
                 owner: c.owner,
                 incumbent: c.incumbent,
                 rank,
-                cand,
+                set: set.clone(),
             }),
-            Err((reason, message)) => refuse(c.owner, reason, message, &mut verdicts),
+            Err(e) => refuse(c.owner, e.reason, e.message.clone(), &mut verdicts),
         }
     }
     let (accepted, refused) = decide::decide(claims);
@@ -379,14 +288,15 @@ pub fn plan(z: &ZoneInputs<'_>, records: &[Arc<DNSRecord>]) -> Desired {
     }
     let mut rrsets: BTreeMap<RrKey, WantedRrset> = BTreeMap::new();
     for c in accepted {
+        let key = c.set.key();
         if let Owner::Record(n) = &c.owner {
-            verdicts.insert(n.clone(), Verdict::Accepted(c.cand.key.clone()));
+            verdicts.insert(n.clone(), Verdict::Accepted(key.clone()));
         }
         rrsets.insert(
-            c.cand.key,
+            key,
             WantedRrset {
-                ttl: c.cand.ttl,
-                values: c.cand.values,
+                ttl: c.set.ttl,
+                values: c.set.values,
                 owner: c.owner,
             },
         );
@@ -398,11 +308,11 @@ pub fn plan(z: &ZoneInputs<'_>, records: &[Arc<DNSRecord>]) -> Desired {
 
     // A renamed DNSRecord's old RRset; a bad edit keeps the old one serving.
     for r in records {
-        if let Some(Verdict::Accepted(k)) = verdicts.get(&r.name_any())
-            && let Some(old) = status_key(r)
-            && &old != k
+        if let Some(Verdict::Accepted(k)) = verdicts.get(&r.object_name)
+            && let Some(old) = &r.status_key
+            && old != k
         {
-            retired.insert(old);
+            retired.insert(old.clone());
         }
     }
     let accepted_inline: BTreeSet<RrKey> = rrsets
@@ -449,7 +359,7 @@ pub fn plan(z: &ZoneInputs<'_>, records: &[Arc<DNSRecord>]) -> Desired {
 /// manifests published nameservers that way); else the SOA MNAME.
 fn apex_wanted(
     z: &ZoneInputs<'_>,
-    inline_apex: &[(usize, &ZoneRecord)],
+    inline_apex: &[(usize, &InlineRecord)],
     errors: &mut Vec<(&'static str, String)>,
 ) -> ApexWanted {
     if !z.nameservers.is_empty() {
@@ -469,21 +379,22 @@ fn apex_wanted(
     let mut names = Vec::new();
     let mut ttl = z.default_ttl;
     for (i, r) in inline_apex {
-        if let Some(t) = r.ttl {
-            match Ttl::new(i64::from(t)) {
-                Ok(t) => ttl = t,
-                Err(e) => errors.push((REASON_INVALID_RECORD, format!("spec.records[{i}]: {e}"))),
-            }
+        let InlineRecord::ApexNs {
+            ttl: t,
+            names: n,
+            errors: e,
+        } = r
+        else {
+            continue;
+        };
+        if let Some(t) = t {
+            ttl = *t;
         }
-        for (j, v) in r.values.iter().enumerate() {
-            match DomainName::resolve_target(v, z.zone) {
-                Ok(n) => names.push(n),
-                Err(e) => errors.push((
-                    REASON_INVALID_RECORD,
-                    format!("spec.records[{i}].values[{j}]: {e}"),
-                )),
-            }
-        }
+        names.extend(n.iter().cloned());
+        errors.extend(
+            e.iter()
+                .map(|e| (e.reason, format!("spec.records[{i}]: {}", e.message))),
+        );
     }
     if names.is_empty() {
         names.push(z.soa_mname.clone());

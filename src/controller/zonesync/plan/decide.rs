@@ -31,7 +31,9 @@ use std::collections::BTreeMap;
 
 use crate::bind::{Rdata, RecordType};
 
-use super::{Candidate, Owner, RrKey, key_text};
+use crate::render::validate::RecordSet;
+
+use super::{Owner, RrKey, key_text};
 
 use crate::api::{
     REASON_CNAME_CONFLICT, REASON_CONFLICT, REASON_DELEGATION_CONFLICT, REASON_OCCLUDED,
@@ -43,7 +45,7 @@ pub(super) struct Claim {
     pub incumbent: bool,
     /// Position in the legacy order (only breaks ties between incumbents).
     pub rank: usize,
-    pub cand: Candidate,
+    pub set: RecordSet,
 }
 
 /// A refused claim and why.
@@ -81,7 +83,7 @@ pub(super) fn decide(claims: Vec<Claim>) -> (Vec<Claim>, Vec<Refusal>) {
 fn same_rrset(claims: Vec<Claim>, refused: &mut Vec<Refusal>) -> Vec<Claim> {
     let mut by_key: BTreeMap<RrKey, Vec<Claim>> = BTreeMap::new();
     for c in claims {
-        by_key.entry(c.cand.key.clone()).or_default().push(c);
+        by_key.entry(c.set.key()).or_default().push(c);
     }
     let mut out = Vec::new();
     for (key, mut group) in by_key {
@@ -123,13 +125,13 @@ fn same_rrset(claims: Vec<Claim>, refused: &mut Vec<Refusal>) -> Vec<Claim> {
 fn cname_beside_data(claims: Vec<Claim>, refused: &mut Vec<Refusal>) -> Vec<Claim> {
     let mut by_name: BTreeMap<crate::bind::DomainName, Vec<Claim>> = BTreeMap::new();
     for c in claims {
-        by_name.entry(c.cand.key.0.clone()).or_default().push(c);
+        by_name.entry(c.set.name.clone()).or_default().push(c);
     }
     let mut out = Vec::new();
     for (name, group) in by_name {
         let (cname, data): (Vec<Claim>, Vec<Claim>) = group
             .into_iter()
-            .partition(|c| c.cand.key.1 == RecordType::Cname);
+            .partition(|c| c.set.rtype == RecordType::Cname);
         // After same_rrset at most one CNAME claim is left per name.
         let Some(cname) = cname.into_iter().next() else {
             out.extend(data);
@@ -141,7 +143,7 @@ fn cname_beside_data(claims: Vec<Claim>, refused: &mut Vec<Refusal>) -> Vec<Clai
         }
         let types = data
             .iter()
-            .map(|c| c.cand.key.1.as_str())
+            .map(|c| c.set.rtype.as_str())
             .collect::<Vec<_>>()
             .join(", ");
         let data_incumbent = data.iter().any(|c| c.incumbent);
@@ -198,8 +200,8 @@ fn cname_beside_data(claims: Vec<Claim>, refused: &mut Vec<Refusal>) -> Vec<Clai
 /// Whether `hidden` lies under the delegation `ns` and a resolver asking
 /// for it would get a referral.
 fn hides(ns: &Claim, hidden: &Claim) -> bool {
-    let cut = &ns.cand.key.0;
-    let (name, rtype) = &hidden.cand.key;
+    let cut = &ns.set.name;
+    let (name, rtype) = (&hidden.set.name, &hidden.set.rtype);
     if !name.is_within(cut) {
         return false;
     }
@@ -208,7 +210,7 @@ fn hides(ns: &Claim, hidden: &Claim) -> bool {
     }
     let glue = matches!(rtype, RecordType::A | RecordType::Aaaa)
         && ns
-            .cand
+            .set
             .values
             .iter()
             .any(|v| matches!(v, Rdata::Name(t) if t == name));
@@ -219,12 +221,15 @@ fn delegations(mut claims: Vec<Claim>, refused: &mut Vec<Refusal>) -> Vec<Claim>
     // Shallowest cut first: a cut inside another is itself hidden by it.
     let mut cuts: Vec<RrKey> = claims
         .iter()
-        .filter(|c| c.cand.key.1 == RecordType::Ns)
-        .map(|c| c.cand.key.clone())
+        .filter(|c| c.set.rtype == RecordType::Ns)
+        .map(|c| c.set.key())
         .collect();
     cuts.sort_by_key(|k| k.0.as_str().len());
     for cut in cuts {
-        let Some(ns_at) = claims.iter().position(|c| c.cand.key == cut) else {
+        let Some(ns_at) = claims
+            .iter()
+            .position(|c| c.set.name == cut.0 && c.set.rtype == cut.1)
+        else {
             continue; // refused under a shallower cut
         };
         let ns = &claims[ns_at];
@@ -237,7 +242,7 @@ fn delegations(mut claims: Vec<Claim>, refused: &mut Vec<Refusal>) -> Vec<Claim>
         let list = owners(hidden.iter().map(|&i| &claims[i]));
         let keys = hidden
             .iter()
-            .map(|&i| key_text(&claims[i].cand.key))
+            .map(|&i| key_text(&claims[i].set.key()))
             .collect::<Vec<_>>()
             .join(", ");
         let hidden_incumbent = hidden.iter().any(|&i| claims[i].incumbent);
@@ -249,7 +254,7 @@ fn delegations(mut claims: Vec<Claim>, refused: &mut Vec<Refusal>) -> Vec<Claim>
                     REASON_OCCLUDED,
                     format!(
                         "{} lies under the delegation {} ({}): resolvers get a referral, not this record set",
-                        key_text(&claims[i].cand.key),
+                        key_text(&claims[i].set.key()),
                         key_text(&cut),
                         ns.owner
                     ),

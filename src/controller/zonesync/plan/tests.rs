@@ -7,7 +7,10 @@ use super::*;
 use crate::api::{DNSRecordSpec, DNSRecordStatus, RecordType as ApiType, ZoneRecord};
 use crate::api::{REASON_CNAME_CONFLICT, REASON_DELEGATION_CONFLICT, REASON_OCCLUDED};
 use crate::bind::nsupdate::build_script;
+use crate::bind::{Endpoint, KeyName, TsigAlgorithm, TsigKey, TsigSecret};
+use crate::controller::bindzone::read::valid_records;
 use crate::controller::zonesync::diff::{Served, ServedSet, diff};
+use crate::render::validate::inline_record;
 
 fn zone() -> ZoneName {
     ZoneName::parse("example.com").unwrap()
@@ -71,20 +74,28 @@ impl Fixture {
         }
     }
 
+    /// Plans through the validation production runs: `spec.records`
+    /// entries and DNSRecords validated against the zone.
     fn plan(&self, records: Vec<DNSRecord>) -> Desired {
         let records: Vec<Arc<DNSRecord>> = records.into_iter().map(Arc::new).collect();
+        let default_ttl = Ttl::new(300).unwrap();
+        let inline: Vec<InlineRecord> = self
+            .inline
+            .iter()
+            .map(|r| inline_record(&self.zone, r, default_ttl))
+            .collect();
         plan(
             &ZoneInputs {
                 zone: &self.zone,
                 object_name: "z",
                 created: Some(&t(1)),
-                default_ttl: Ttl::new(300).unwrap(),
+                default_ttl,
                 nameservers: &self.nameservers,
                 soa_mname: &self.mname,
-                inline: &self.inline,
+                inline: &inline,
                 applied_inline: &self.applied_inline,
             },
-            &records,
+            &valid_records(&records, &self.zone, default_ttl),
         )
     }
 }
@@ -463,7 +474,13 @@ fn served(sets: &[(&str, &str, u32, &[&str])]) -> Served {
 }
 
 fn script(batch: &crate::bind::nsupdate::UpdateBatch) -> Option<String> {
-    build_script(batch, check_endpoint(), &check_key())
+    let key = TsigKey {
+        name: KeyName::parse("upd").unwrap(),
+        algorithm: TsigAlgorithm::HmacSha256,
+        secret: TsigSecret::from_bytes(&[0u8; 32]).unwrap(),
+    };
+    let server = Endpoint::new(std::net::IpAddr::from([127, 0, 0, 1]), 53).unwrap();
+    build_script(batch, server, &key)
         .unwrap()
         .map(|s| s.expose_stdin().to_string())
 }
