@@ -4,6 +4,13 @@
 //! admission on purpose: the BIND layer must hold even if CEL and schema
 //! patterns had a gap. The directory test goes through the offline render
 //! end to end and scans everything it wrote.
+//!
+//! Record sets (`spec.records`, DNSRecords) go the way production sends
+//! them: validated by [`zone_config`] and the zone reconciler's
+//! `valid_records`, planned, diffed and built into the nsupdate script the
+//! operator runs; a hostile one is refused alone with its status reason and
+//! never reaches the script. Quoted TXT data is sent to a real named and
+//! read back with dig.
 
 use std::collections::BTreeMap;
 
@@ -12,13 +19,24 @@ use bind_operator::api::{
     CatalogSpec, DNSRecord, DNSRecordSpec, ForwardZone, RecordType, SoaSpec, View, ZonePrimary,
     ZoneRecord, ZoneType,
 };
+use std::sync::Arc;
+
+use bind_operator::bind::commands::{self, local_server};
+use bind_operator::bind::nsupdate::build_script;
 use bind_operator::bind::render::render_cluster;
-use bind_operator::bind::{Endpoint, Ttl, ZoneName};
+use bind_operator::bind::zone::ZoneSkeleton;
+use bind_operator::bind::{Endpoint, Rdata, TsigAlgorithm, TsigKey};
+use bind_operator::controller::bindzone::read::valid_records;
+use bind_operator::controller::zonesync::RECORD_FINALIZER;
+use bind_operator::controller::zonesync::diff::{Served, diff};
+use bind_operator::controller::zonesync::plan::{Desired, Verdict, ZoneInputs, plan};
 use bind_operator::render::offline::{RenderOptions, render_dir};
 use bind_operator::render::validate::{
-    ConfigError, LoadedKey, cluster_config, record_change, tsig_key, zone_config,
+    ConfigError, LoadedKey, PrimaryZoneConfig, ZoneConfig, cluster_config, tsig_key, zone_config,
 };
 use kube::api::ObjectMeta;
+
+use crate::support_bind as harness;
 
 /// A marker every payload carries, so rendered output can be scanned for it.
 const MARK: &str = "pwned";
@@ -212,7 +230,8 @@ fn base_zone() -> BindZone {
     }
 }
 
-fn zone_err(zone: &BindZone) -> Option<ConfigError> {
+/// Validates a zone the way the zone reconciler does.
+fn validate_zone(zone: &BindZone) -> Result<ZoneConfig, ConfigError> {
     let objects = [key_obj("xfer"), key_obj("upd")];
     let loaded: Vec<LoadedKey<'_>> = objects
         .iter()
@@ -221,18 +240,62 @@ fn zone_err(zone: &BindZone) -> Option<ConfigError> {
             key: tsig_key(o, MATERIAL).unwrap(),
         })
         .collect();
-    zone_config(zone, &loaded, &loaded[0].key.name).err()
+    zone_config(zone, &loaded, &loaded[0].key.name)
+}
+
+fn zone_err(zone: &BindZone) -> Option<ConfigError> {
+    validate_zone(zone).err()
+}
+
+fn primary_config(zone: &BindZone) -> PrimaryZoneConfig {
+    match validate_zone(zone) {
+        Ok(ZoneConfig::Primary(cfg)) => *cfg,
+        other => panic!("expected a valid primary zone, got {other:?}"),
+    }
+}
+
+/// The zone's plan as the reconciler computes it: its validated config,
+/// and its DNSRecords validated against it.
+fn plan_zone(cfg: &PrimaryZoneConfig, records: &[DNSRecord]) -> Desired {
+    let records: Vec<Arc<DNSRecord>> = records.iter().cloned().map(Arc::new).collect();
+    let zone = &cfg.clause.zone;
+    plan(
+        &ZoneInputs {
+            zone,
+            object_name: "z",
+            created: None,
+            default_ttl: cfg.default_ttl,
+            nameservers: &cfg.nameservers,
+            soa_mname: &cfg.soa.mname,
+            inline: &cfg.records,
+            applied_inline: &Default::default(),
+        },
+        &valid_records(&records, zone, cfg.default_ttl),
+    )
+}
+
+/// The nsupdate script the operator would send for `desired` to a primary
+/// that serves nothing of it yet (`None`: nothing to send).
+fn script_text(
+    cfg: &PrimaryZoneConfig,
+    desired: &Desired,
+    server: Endpoint,
+    key: &TsigKey,
+) -> Option<String> {
+    let batch = diff(&cfg.clause.zone, desired, &Served::default());
+    build_script(&batch, server, key)
+        .unwrap()
+        .map(|s| s.expose_stdin().to_string())
+}
+
+fn any_script(cfg: &PrimaryZoneConfig, desired: &Desired) -> String {
+    let key = tsig_key(&key_obj("upd"), MATERIAL).unwrap();
+    script_text(cfg, desired, primary(), &key).unwrap_or_default()
 }
 
 #[test]
 fn hostile_zone_fields_are_rejected() {
     type Mutator = fn(&mut BindZoneSpec, String);
-    let record = |name: String, values: Vec<String>| ZoneRecord {
-        name,
-        type_: RecordType::TXT,
-        ttl: None,
-        values,
-    };
     let cases: Vec<(&str, Mutator)> = vec![
         ("spec.zoneName", |s, p| s.zone_name = p),
         ("spec.view", |s, p| s.view = Some(p)),
@@ -241,14 +304,6 @@ fn hostile_zone_fields_are_rejected() {
         ("spec.soa.rname", |s, p| s.soa.rname = Some(p)),
         ("spec.allowTransfer", |s, p| s.allow_transfer = vec![p]),
         ("spec.dnssecPolicy", |s, p| s.dnssec_policy = Some(p)),
-        ("spec.records[0]", |s, p| {
-            s.records = vec![ZoneRecord {
-                name: p,
-                type_: RecordType::A,
-                ttl: None,
-                values: vec!["192.0.2.1".into()],
-            }]
-        }),
         ("spec.primaries[0].address", |s, p| {
             s.type_ = ZoneType::Secondary;
             s.primaries = vec![ZonePrimary {
@@ -265,36 +320,81 @@ fn hostile_zone_fields_are_rejected() {
             assert_rejected(&format!("{field} = {p:?}"), field, zone_err(&z));
         }
     }
-    // Values with a newline would start a new nsupdate command.
-    let mut z = base_zone();
-    z.spec.records = vec![record(
-        "txt".into(),
-        vec![format!("ok\nupdate add {MARK}.example.com. 1 A 1.2.3.4")],
-    )];
-    assert_rejected("record value with newline", "spec.records[0]", zone_err(&z));
     assert!(zone_err(&base_zone()).is_none());
 }
 
+fn inline(name: &str, rtype: RecordType, values: &[&str]) -> ZoneRecord {
+    ZoneRecord {
+        name: name.into(),
+        type_: rtype,
+        ttl: None,
+        values: values.iter().map(|v| v.to_string()).collect(),
+    }
+}
+
+/// A hostile `spec.records` entry is refused alone: the zone validates, the
+/// entry is an InvalidRecord error naming it on the zone, the good entry
+/// beside it is served, and nothing of the payload reaches the script.
 #[test]
-fn hostile_dnsrecords_are_rejected_and_quotes_in_txt_stay_data() {
-    let zone = ZoneName::parse("example.com").unwrap();
-    let ttl = Ttl::new(300).unwrap();
-    let rec = |name: &str, t: RecordType, v: &str| DNSRecord {
-        metadata: meta("r"),
+fn hostile_inline_records_are_refused_alone_and_never_sent() {
+    let mut cases: Vec<ZoneRecord> = Vec::new();
+    for p in payloads() {
+        cases.push(inline(&p, RecordType::A, &["192.0.2.1"]));
+        for t in [RecordType::A, RecordType::MX, RecordType::CAA] {
+            cases.push(inline("x", t, &[&p]));
+        }
+    }
+    // A newline would start a new nsupdate command.
+    let newline = format!("ok\nupdate add {MARK}.example.com. 1 A 1.2.3.4");
+    cases.push(inline("txt", RecordType::TXT, &[&newline]));
+    for bad in cases {
+        let what = format!("{bad:?}");
+        let mut z = base_zone();
+        z.spec.records = vec![bad, inline("good", RecordType::TXT, &["\"fine\""])];
+        let cfg = primary_config(&z);
+        let d = plan_zone(&cfg, &[]);
+        assert_eq!(d.inline_errors.len(), 1, "{what}: {:?}", d.inline_errors);
+        let (reason, message) = &d.inline_errors[0];
+        assert_eq!(*reason, "InvalidRecord", "{what}");
+        assert!(
+            message.starts_with("spec.records[0]: "),
+            "{what}: {message}"
+        );
+        assert!(!message.contains('\n'), "{what}: {message:?}");
+        assert_eq!(d.rrsets.len(), 1, "{what}: only the good entry is served");
+        let text = any_script(&cfg, &d);
+        assert!(text.contains("good.example.com."), "{what}: {text}");
+        assert!(
+            !text.contains(MARK),
+            "{what}: payload reached the script:\n{text}"
+        );
+    }
+}
+
+fn dns_record(name: &str, rtype: RecordType, values: &[&str]) -> DNSRecord {
+    let mut m = meta("r");
+    m.finalizers = Some(vec![RECORD_FINALIZER.into()]);
+    DNSRecord {
+        metadata: m,
         spec: DNSRecordSpec {
             zone_ref: "z".into(),
             name: name.into(),
-            type_: t,
+            type_: rtype,
             ttl: None,
-            values: vec![v.into()],
+            values: values.iter().map(|v| v.to_string()).collect(),
         },
         status: None,
-    };
+    }
+}
+
+/// A hostile DNSRecord is refused with InvalidRecord and a message naming
+/// its field, and nothing of it reaches the script.
+#[test]
+fn hostile_dnsrecords_are_refused_and_never_sent() {
+    let cfg = primary_config(&base_zone());
+    let mut cases = Vec::new();
     for p in payloads() {
-        assert!(
-            record_change(&rec(&p, RecordType::A, "192.0.2.1"), &zone, ttl).is_err(),
-            "name {p:?}"
-        );
+        cases.push(("spec.name", dns_record(&p, RecordType::A, &["192.0.2.1"])));
         for t in [
             RecordType::A,
             RecordType::CNAME,
@@ -303,18 +403,111 @@ fn hostile_dnsrecords_are_rejected_and_quotes_in_txt_stay_data() {
             RecordType::CAA,
             RecordType::HTTPS,
         ] {
-            assert!(
-                record_change(&rec("x", t, &p), &zone, ttl).is_err(),
-                "{t:?} value {p:?}"
-            );
+            cases.push(("spec.values[0]", dns_record("x", t, &[&p])));
         }
     }
-    // A TXT value may contain quotes and semicolons: it is quoted and escaped.
-    let c = record_change(&rec("x", RecordType::TXT, "a\"; include \"b"), &zone, ttl).unwrap();
-    let bind_operator::bind::nsupdate::RrsetChange::Replace { values, .. } = c else {
-        panic!()
+    for (field, r) in cases {
+        let what = format!("{:?}", r.spec);
+        let d = plan_zone(&cfg, std::slice::from_ref(&r));
+        match &d.verdicts["r"] {
+            Verdict::Rejected { reason, message } => {
+                assert_eq!(*reason, "InvalidRecord", "{what}");
+                assert!(message.contains(field), "{what}: {message}");
+                assert!(!message.contains('\n'), "{what}: {message:?}");
+            }
+            other => panic!("{what}: expected a rejection, got {other:?}"),
+        }
+        assert!(d.rrsets.is_empty(), "{what}");
+        let text = any_script(&cfg, &d);
+        assert!(
+            !text.contains(MARK),
+            "{what}: payload reached the script:\n{text}"
+        );
+    }
+}
+
+/// TXT values may hold quotes, semicolons and `include`: they stay data.
+/// Sent the way the operator sends them to a real named, dig reads each
+/// back as one string and no injected name exists.
+#[test]
+fn quotes_in_txt_stay_data_on_a_real_named() {
+    let values = [
+        "a\"; include \"b",
+        "}; options { recursion yes; }; //",
+        "update add pwned.example.com. 1 A 1.2.3.4",
+        "\"quoted\" \"twice\"",
+    ];
+    let cfg = primary_config(&base_zone());
+    let rec = dns_record("txt", RecordType::TXT, &values);
+    let d = plan_zone(&cfg, std::slice::from_ref(&rec));
+    assert!(
+        matches!(d.verdicts["r"], Verdict::Accepted(_)),
+        "{:?}",
+        d.verdicts
+    );
+
+    let tmp = tempfile::tempdir().unwrap();
+    let config = tmp.path().join("config");
+    let mut pod = harness::Pod::new(tmp.path(), &config, 0);
+    let xfer = harness::random_key("xfer", TsigAlgorithm::HmacSha256);
+    let update = harness::random_key(cfg.clause.update_key.as_str(), TsigAlgorithm::HmacSha256);
+    let files = render_cluster(&harness::small_config(pod.endpoint(), &xfer, &update)).unwrap();
+    harness::write_mount(&config, &files);
+    pod.start();
+    // The zone as the operator creates it: its skeleton (SOA, apex NS and
+    // the nameserver's glue), then addzone with its validated clause.
+    let zone = &cfg.clause.zone;
+    let glue_type = bind_operator::bind::RecordType::A;
+    let skel = ZoneSkeleton {
+        zone: zone.clone(),
+        default_ttl: cfg.default_ttl,
+        soa: cfg.soa.clone(),
+        serial: harness::now_serial(),
+        nameservers: cfg.nameservers.clone(),
+        records: vec![(
+            cfg.nameservers[0].clone(),
+            glue_type,
+            cfg.default_ttl,
+            Rdata::parse(glue_type, "192.0.2.53", zone).unwrap(),
+        )],
     };
-    assert_eq!(values[0].to_string(), r#""a\"; include \"b""#);
+    let l = &pod.layout;
+    harness::run_ok(&commands::write_zone_file(
+        l,
+        &cfg.clause.file(),
+        &skel.render(),
+    ));
+    harness::run_ok(&commands::addzone(l, zone, None, &cfg.clause.clause()));
+
+    let script = build_script(
+        &diff(zone, &d, &Served::default()),
+        local_server(l),
+        &update,
+    )
+    .unwrap()
+    .unwrap();
+    harness::run_ok(&commands::nsupdate(l, &script));
+
+    let port = pod.dns.port;
+    let mut got = harness::dig_short(port, "txt.example.com", "TXT");
+    got.sort();
+    let mut want: Vec<String> = d
+        .rrsets
+        .values()
+        .next()
+        .unwrap()
+        .values
+        .iter()
+        .map(|v| v.to_string())
+        .collect();
+    want.sort();
+    assert_eq!(got, want, "dig shows each value as TXT data");
+    assert_eq!(got.len(), values.len());
+    assert!(harness::dig_short(port, "pwned.example.com", "A").is_empty());
+    assert!(
+        harness::dig_short(port, "example.com", "SOA").len() == 1,
+        "named still serves the zone"
+    );
 }
 
 #[test]
