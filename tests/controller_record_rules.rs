@@ -3,7 +3,9 @@
 //! `spec.records` entry, a CNAME beside another type, more than 100
 //! values) leave the first claimant serving and the loser in Error with a
 //! reason, nothing of it sent; a zone-qualified apex NS gets
-//! ApexNSUnsupported; records wait (Pending) for a missing or unready zone.
+//! ApexNSUnsupported; a record set that does not validate (a DNSRecord or a
+//! `spec.records` entry) gets InvalidRecord alone and what it served stays;
+//! records wait (Pending) for a missing or unready zone.
 
 use crate::support_zones as support;
 
@@ -241,5 +243,92 @@ async fn zone_qualified_apex_ns_is_refused_and_records_wait_for_their_zone() {
     );
     env.delete::<BindZone>("orphan").await;
     env.gone::<BindZone>("orphan").await;
+    env.stop().await;
+}
+
+/// A record set that does not validate is refused alone with InvalidRecord
+/// and its field named; what it served before keeps serving, nothing of
+/// the bad edit is sent, and the zone's other records still land. A bad
+/// `spec.records` entry is reported on the zone (which entry, why), the
+/// other entries are served, and the RRset the entry served before stays.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn invalid_record_sets_are_refused_alone_and_what_serves_stays() {
+    let fake = Arc::new(FakeBind::new());
+    let env = Env::start(fake.clone(), test_settings()).await;
+    let mut z = zone("mail", "mail.test");
+    z.spec.records = serde_json::from_value(json!([
+        {"name": "a", "type": "TXT", "values": ["\"one\""]},
+        {"name": "b", "type": "TXT", "values": ["\"two\""]},
+    ]))
+    .unwrap();
+    env.create(z).await;
+    env.zone_phase("mail", Phase::Ready).await;
+    env.create(record(
+        "mx",
+        "mail",
+        "@",
+        RecordType::MX,
+        &["10 mx1.mail.test."],
+    ))
+    .await;
+    env.record_phase("mx", Phase::Ready).await;
+    let mx_served = || fake.values(PRIMARY, "mail.test", "mail.test", "MX");
+    assert_eq!(mx_served(), ["10 mx1.mail.test.".to_string()].into());
+
+    // Admission lets "not an mx" through (CEL only sees a string).
+    env.patch_spec::<DNSRecord>("mx", json!({"values": ["10 mx2.mail.test.", "not an mx"]}))
+        .await;
+    let mx = env.record_phase("mx", Phase::Error).await;
+    assert_eq!(reason(&mx), "InvalidRecord");
+    assert!(message(&mx).contains("spec.values[1]"), "{}", message(&mx));
+    env.create(record("www", "mail", "www", RecordType::A, &["192.0.2.80"]))
+        .await;
+    env.record_phase("www", Phase::Ready).await;
+    assert_eq!(mx_served(), ["10 mx1.mail.test.".to_string()].into());
+    assert!(
+        !sent(&fake).contains("mx2.mail.test."),
+        "the bad edit was sent"
+    );
+
+    env.patch_spec::<BindZone>(
+        "mail",
+        json!({"records": [
+            {"name": "a", "type": "TXT", "values": ["\"one\""]},
+            {"name": "b", "type": "MX", "values": ["bogus"]},
+            {"name": "c", "type": "TXT", "values": ["\"three\""]},
+        ]}),
+    )
+    .await;
+    let zone = env
+        .wait::<BindZone, _>("zone refuses spec.records[1]", "mail", |z| {
+            let c = z?.status.as_ref()?.conditions.first()?.clone();
+            (c.reason == "InvalidRecord").then_some(c)
+        })
+        .await;
+    assert!(
+        zone.message.starts_with("spec.records[1]: "),
+        "{}",
+        zone.message
+    );
+    support::within("spec.records[2] served", async {
+        while fake
+            .values(PRIMARY, "mail.test", "c.mail.test", "TXT")
+            .is_empty()
+        {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    assert_eq!(
+        fake.values(PRIMARY, "mail.test", "b.mail.test", "TXT"),
+        ["\"two\"".to_string()].into(),
+        "the RRset the bad entry served before keeps serving"
+    );
+    assert!(!sent(&fake).contains("bogus"));
+    env.record_phase("www", Phase::Ready).await;
+    assert_eq!(
+        fake.values(PRIMARY, "mail.test", "www.mail.test", "A"),
+        ["192.0.2.80".to_string()].into()
+    );
     env.stop().await;
 }

@@ -721,3 +721,212 @@ pub fn zone_placement(
         catalog,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::{DNSRecordSpec, DNSRecordStatus, ZoneRecord};
+
+    fn zone() -> ZoneName {
+        ZoneName::parse("example.com").unwrap()
+    }
+
+    fn ttl(s: i64) -> Ttl {
+        Ttl::new(s).unwrap()
+    }
+
+    fn rec(name: &str, t: api::RecordType, ttl: Option<u32>, values: &[&str]) -> DNSRecord {
+        let mut r = DNSRecord::new(
+            "r",
+            DNSRecordSpec {
+                zone_ref: "z".into(),
+                name: name.into(),
+                type_: t,
+                ttl,
+                values: values.iter().map(|v| v.to_string()).collect(),
+            },
+        );
+        r.metadata.namespace = Some("ns".into());
+        r
+    }
+
+    fn refused(r: &DNSRecord) -> RecordError {
+        dns_record(r, &zone(), ttl(300), true).set.unwrap_err()
+    }
+
+    #[test]
+    fn a_record_set_resolves_its_owner_and_collapses_duplicate_values() {
+        let r = rec(
+            "www",
+            api::RecordType::A,
+            None,
+            &["192.0.2.1", "192.0.2.1", "192.0.2.2"],
+        );
+        let v = dns_record(&r, &zone(), ttl(300), true);
+        let set = v.set.unwrap();
+        assert_eq!(set.name.fqdn(), "www.example.com.");
+        assert_eq!((set.rtype, set.ttl), (RecordType::A, ttl(300)));
+        assert_eq!(set.values.len(), 2);
+        let abs = rec(
+            "mail.example.com.",
+            api::RecordType::MX,
+            Some(60),
+            &["10 mx"],
+        );
+        let set = dns_record(&abs, &zone(), ttl(300), true).set.unwrap();
+        assert_eq!(set.ttl, ttl(60));
+        assert_eq!(
+            set.values.iter().next().unwrap().to_string(),
+            "10 mx.example.com."
+        );
+    }
+
+    #[test]
+    fn each_refusal_has_its_reason_and_names_the_field() {
+        let cases: Vec<(DNSRecord, &str, &str)> = vec![
+            (
+                rec("www.example.org.", api::RecordType::A, None, &["192.0.2.1"]),
+                REASON_INVALID_RECORD,
+                "spec.name",
+            ),
+            (
+                rec("mx", api::RecordType::MX, None, &["10 ok.", "not an mx"]),
+                REASON_INVALID_RECORD,
+                "spec.values[1]",
+            ),
+            (
+                rec("t", api::RecordType::TXT, Some(1 << 31), &["\"x\""]),
+                REASON_INVALID_RECORD,
+                "spec.ttl",
+            ),
+            (
+                rec(
+                    "example.com.",
+                    api::RecordType::NS,
+                    None,
+                    &["ns9.example.org."],
+                ),
+                REASON_APEX_NS_UNSUPPORTED,
+                "spec.nameservers",
+            ),
+            (
+                rec("@", api::RecordType::CNAME, None, &["x.example.org."]),
+                REASON_INVALID_RECORD,
+                "apex",
+            ),
+        ];
+        for (r, reason, field) in cases {
+            let e = refused(&r);
+            assert_eq!(e.reason, reason, "{:?}: {e:?}", r.spec);
+            assert!(e.message.contains(field), "{:?}: {}", r.spec, e.message);
+        }
+        let many: Vec<String> = (0..101).map(|i| format!("10.0.0.{i}")).collect();
+        let many: Vec<&str> = many.iter().map(String::as_str).collect();
+        let e = refused(&rec("big", api::RecordType::A, None, &many));
+        assert_eq!(e.reason, REASON_TOO_MANY_VALUES);
+        let huge: Vec<String> = (0..100)
+            .map(|i| format!("\"{i}{}\"", "x".repeat(1000)))
+            .collect();
+        let huge: Vec<&str> = huge.iter().map(String::as_str).collect();
+        let e = refused(&rec("t", api::RecordType::TXT, None, &huge));
+        assert_eq!(e.reason, REASON_INVALID_RECORD);
+        assert!(
+            e.message.contains("more than one message holds"),
+            "{}",
+            e.message
+        );
+    }
+
+    #[test]
+    fn a_dnsrecord_carries_what_its_status_says() {
+        let mut r = rec("www", api::RecordType::A, None, &["192.0.2.1"]);
+        r.status = Some(DNSRecordStatus {
+            fqdn: Some("old.example.com.".into()),
+            record_type: Some(api::RecordType::TXT),
+            phase: Some(Phase::Error),
+            reason: Some("Conflict".into()),
+            ..Default::default()
+        });
+        let v = dns_record(&r, &zone(), ttl(300), false);
+        assert!(!v.managed && !v.deleting);
+        assert_eq!(v.object_name, "r");
+        assert_eq!(
+            v.status_key,
+            Some((
+                DomainName::parse_absolute("old.example.com").unwrap(),
+                RecordType::Txt
+            ))
+        );
+        assert_eq!(v.error_reason.as_deref(), Some("Conflict"));
+        r.status.as_mut().unwrap().phase = Some(Phase::Ready);
+        assert_eq!(dns_record(&r, &zone(), ttl(300), true).error_reason, None);
+    }
+
+    #[test]
+    fn an_inline_apex_ns_entry_keeps_what_validates() {
+        let entry = ZoneRecord {
+            name: "@".into(),
+            type_: api::RecordType::NS,
+            ttl: Some(7200),
+            values: vec!["ns2".into(), "bad name!".into()],
+        };
+        let InlineRecord::ApexNs {
+            ttl: t,
+            names,
+            errors,
+        } = inline_record(&zone(), &entry, ttl(300))
+        else {
+            panic!("an apex NS entry")
+        };
+        assert_eq!(t, Some(ttl(7200)));
+        assert_eq!(names.len(), 1);
+        assert_eq!(names[0].fqdn(), "ns2.example.com.");
+        assert_eq!(errors.len(), 1);
+        assert_eq!(errors[0].reason, REASON_INVALID_RECORD);
+        assert!(
+            errors[0].message.contains("values[1]"),
+            "{}",
+            errors[0].message
+        );
+        let entry = ZoneRecord {
+            name: "www".into(),
+            type_: api::RecordType::MX,
+            ttl: None,
+            values: vec!["bogus".into()],
+        };
+        let InlineRecord::Rrset(Err(e)) = inline_record(&zone(), &entry, ttl(300)) else {
+            panic!("a refused record set")
+        };
+        assert!(e.message.starts_with("invalid values[0]"), "{}", e.message);
+    }
+
+    #[test]
+    fn a_placement_needs_only_a_valid_zone_name() {
+        let mut cluster = BindCluster::new("c", Default::default());
+        cluster.metadata.namespace = Some("ns".into());
+        let mut z: BindZone = serde_json::from_value(serde_json::json!({
+            "apiVersion": "bind.unkin.net/v1alpha1",
+            "kind": "BindZone",
+            "metadata": {"name": "z"},
+            "spec": {
+                "clusterRef": "c", "zoneName": "example.com", "view": "internal",
+                "catalog": true, "updateKeyRef": "upd",
+            },
+        }))
+        .unwrap();
+        z.metadata.namespace = Some("ns".into());
+        let p = zone_placement(&z, &cluster).unwrap();
+        assert_eq!(p.zone, zone());
+        assert_eq!(p.view.as_ref().map(ViewName::as_str), Some("internal"));
+        let base = ZoneName::parse(&cluster.catalog_zone_name()).unwrap();
+        assert_eq!(
+            p.catalog,
+            Some(catalog_zone_for(&base, p.view.as_ref()).unwrap())
+        );
+        z.spec.view = Some("not a view\"".into());
+        assert_eq!(zone_placement(&z, &cluster).unwrap().view, None);
+        z.spec.zone_name = "bad zone\"".into();
+        let e = zone_placement(&z, &cluster).unwrap_err().to_string();
+        assert!(e.contains("spec.zoneName"), "{e}");
+    }
+}

@@ -222,3 +222,52 @@ async fn settle_orphans(
     write_record_statuses(&ctx.base, reports).await?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn zone() -> ZoneName {
+        ZoneName::parse("example.com").unwrap()
+    }
+
+    fn view(v: &str) -> Option<ViewName> {
+        Some(ViewName::parse(v).unwrap())
+    }
+
+    #[test]
+    fn a_never_applied_zone_is_removed_where_its_spec_places_it() {
+        let cat = ZoneName::parse("catalog.internal").unwrap();
+        let spec = ZonePlacement {
+            zone: zone(),
+            view: None,
+            type_: ZoneType::Primary,
+            catalog: Some(cat.clone()),
+        };
+        let r = Removal::plan(&spec, &Applied::default());
+        assert_eq!(r.views, vec![None]);
+        assert!(r.primary && !r.secondary);
+        assert_eq!(r.catalogs, vec![(cat, None)]);
+    }
+
+    #[test]
+    fn a_moved_zone_is_removed_from_its_old_view_catalog_and_type_too() {
+        let old_cat = ZoneName::parse("catalog-old.internal").unwrap();
+        let spec = ZonePlacement {
+            zone: zone(),
+            view: view("external"),
+            type_: ZoneType::Secondary,
+            catalog: None,
+        };
+        let applied = Applied {
+            type_: Some(TYPE_PRIMARY.into()),
+            view: Some("internal".into()),
+            catalog: Some(old_cat.fqdn()),
+            ..Default::default()
+        };
+        let r = Removal::plan(&spec, &applied);
+        assert_eq!(r.views, vec![view("external"), view("internal")]);
+        assert!(r.primary && r.secondary);
+        assert_eq!(r.catalogs, vec![(old_cat, view("internal"))]);
+    }
+}
