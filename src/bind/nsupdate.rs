@@ -210,7 +210,7 @@ pub fn check_change(zone: &ZoneName, c: &RrsetChange) -> Result<(), BatchError> 
             });
         }
     }
-    let size = change_unit(c).size;
+    let size = change_size(c);
     if size > MESSAGE_BUDGET {
         return Err(BatchError::ChangeTooLarge {
             name: name.fqdn(),
@@ -252,11 +252,25 @@ fn check(batch: &UpdateBatch) -> Result<(), BatchError> {
     Ok(())
 }
 
+/// The estimated bytes a change takes in a message (no text is built:
+/// validation asks this of every record set).
+fn change_size(c: &RrsetChange) -> usize {
+    let base = c.name().wire_len() + RR_FIXED;
+    let adds = match c {
+        RrsetChange::Replace { values, .. } => values
+            .iter()
+            .collect::<BTreeSet<&Rdata>>()
+            .into_iter()
+            .map(|v| base + v.wire_len())
+            .sum(),
+        RrsetChange::Delete { .. } => 0,
+    };
+    base + adds
+}
+
 fn change_unit(c: &RrsetChange) -> Unit {
     let name = c.name();
-    let base = name.wire_len() + RR_FIXED;
     let mut lines = vec![format!("update delete {} {}", name.fqdn(), c.rtype())];
-    let mut size = base;
     if let RrsetChange::Replace {
         rtype, ttl, values, ..
     } = c
@@ -270,10 +284,12 @@ fn change_unit(c: &RrsetChange) -> Unit {
                 rtype,
                 v
             ));
-            size += base + v.wire_len();
         }
     }
-    Unit { lines, size }
+    Unit {
+        lines,
+        size: change_size(c),
+    }
 }
 
 fn apex_unit(zone: &ZoneName, ns: &ApexNs) -> Option<Unit> {
