@@ -143,3 +143,133 @@ async fn run_with_turns_ready_after_sync_and_counts_into_the_given_registry() {
         .await
         .unwrap();
 }
+
+/// Real reconciles of all four kinds, run by the controllers themselves
+/// (`run_scoped` on the in-memory API, nothing called by hand), are counted
+/// and timed by the one guard they all run in, failures by category, and
+/// read back from the registry as `/metrics` serves it.
+#[tokio::test]
+async fn every_controller_counts_its_own_reconciles() {
+    use bind_operator::api::{
+        BindCluster, BindTSIGKey, BindZone, DNSRecord, REASON_KEY_AVAILABLE,
+        REASON_SECRET_NOT_FOUND,
+    };
+    use bind_operator::controller::Scope;
+    use kube::api::{Api, PostParams};
+    use serde::de::DeserializeOwned;
+    use support::NS;
+
+    async fn create<K>(client: &kube::Client, json: serde_json::Value)
+    where
+        K: kube::Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+            + Clone
+            + serde::Serialize
+            + DeserializeOwned
+            + std::fmt::Debug,
+    {
+        let obj: K = serde_json::from_value(json).unwrap();
+        Api::<K>::namespaced(client.clone(), NS)
+            .create(&PostParams::default(), &obj)
+            .await
+            .unwrap();
+    }
+
+    let api = support::memapi();
+    let client = api.client();
+    let metrics = Metrics::new();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let manager = tokio::spawn(controller::run_scoped(
+        client.clone(),
+        Arc::new(FakeExec::default()),
+        Arc::new(FixedNetwork),
+        metrics.clone(),
+        Readiness::new(),
+        Scope::cluster(),
+        async move {
+            let _ = stop_rx.await;
+        },
+    ));
+    let meta = |name: &str| serde_json::json!({"name": name, "namespace": NS});
+    create::<BindTSIGKey>(
+        &client,
+        serde_json::json!({"metadata": meta("gen"), "spec": {}}),
+    )
+    .await;
+    // A key whose Secret does not exist: a permanent problem the reconcile
+    // reports in status, still counted by its category.
+    create::<BindTSIGKey>(
+        &client,
+        serde_json::json!({"metadata": meta("lost"),
+            "spec": {"secretRef": {"name": "nowhere", "key": "secret"}}}),
+    )
+    .await;
+    create::<BindCluster>(
+        &client,
+        serde_json::json!({"metadata": meta("c"), "spec": {"replicas": 1}}),
+    )
+    .await;
+    create::<BindZone>(
+        &client,
+        serde_json::json!({"metadata": meta("z"),
+            "spec": {"clusterRef": "c", "zoneName": "example.org"}}),
+    )
+    .await;
+    create::<DNSRecord>(
+        &client,
+        serde_json::json!({"metadata": meta("www"),
+            "spec": {"zoneRef": "z", "name": "www", "type": "A", "values": ["192.0.2.1"]}}),
+    )
+    .await;
+
+    for kind in ["BindCluster", "BindZone", "DNSRecord", "BindTSIGKey"] {
+        support::eventually(&format!("a counted {kind} reconcile"), || {
+            (reconciles(&metrics, kind) >= 1.0).then_some(())
+        })
+        .await;
+        support::eventually(&format!("a timed {kind} reconcile"), || {
+            let hist = "bind_operator_reconcile_duration_seconds";
+            let count = promtext::parse(&metrics.encode())
+                .unwrap()
+                .get(hist)
+                .and_then(|f| f.value(&format!("{hist}_count"), &[("controller", kind)]))
+                .unwrap_or(0.0);
+            (count >= 1.0).then_some(())
+        })
+        .await;
+    }
+    support::eventually("the missing secret counted by its category", || {
+        (errors(&metrics, "BindTSIGKey", REASON_SECRET_NOT_FOUND) >= 1.0).then_some(())
+    })
+    .await;
+    // What the counted reconciles did, as a user sees it.
+    support::eventually("the generated key Ready", || {
+        let k: BindTSIGKey = api.get(Some(NS), "gen")?;
+        let ready = bind_operator::api::find_condition(&k.status?.conditions, "Ready")?.clone();
+        (ready.reason == REASON_KEY_AVAILABLE).then_some(())
+    })
+    .await;
+    support::eventually("the record's finalizer", || {
+        let r: DNSRecord = api.get(Some(NS), "www")?;
+        (!r.metadata.finalizers?.is_empty()).then_some(())
+    })
+    .await;
+    support::eventually("a Warning Event for the missing secret", || {
+        api.list::<k8s_openapi::api::events::v1::Event>()
+            .into_iter()
+            .any(|e| e.reason.as_deref() == Some(REASON_SECRET_NOT_FOUND))
+            .then_some(())
+    })
+    .await;
+    println!(
+        "reconciles: BindCluster={} BindZone={} DNSRecord={} BindTSIGKey={}; BindTSIGKey errors SecretNotFound={}",
+        reconciles(&metrics, "BindCluster"),
+        reconciles(&metrics, "BindZone"),
+        reconciles(&metrics, "DNSRecord"),
+        reconciles(&metrics, "BindTSIGKey"),
+        errors(&metrics, "BindTSIGKey", REASON_SECRET_NOT_FOUND),
+    );
+    stop_tx.send(()).unwrap();
+    support::within("the manager to stop", manager)
+        .await
+        .unwrap();
+}

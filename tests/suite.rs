@@ -33,6 +33,7 @@ mod bind_golden;
 mod bind_injection;
 mod bind_named;
 mod controller_cluster;
+mod controller_invalid_objects;
 mod controller_metrics;
 mod controller_reasons;
 mod controller_reconfig;
