@@ -44,6 +44,7 @@ mod controller_restart;
 mod controller_run;
 mod controller_scope;
 mod controller_secrets;
+mod controller_stores;
 mod controller_transfer;
 mod controller_tsig;
 mod controller_zone_dnssec;
