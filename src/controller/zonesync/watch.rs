@@ -243,7 +243,14 @@ async fn watch_clusters(ctx: Arc<ZoneContext>, wake: mpsc::UnboundedSender<Objec
             .subscribe()
             .flat_map(move |k| stream::iter(clusters_loading(&clusters_store, &k)).map(key_of))
             .boxed(),
-        stores.feeds.zones.subscribe().map(Change::Zone).boxed(),
+        // Only what can change a zone's group: spec (generation), deletion.
+        stores
+            .feeds
+            .zones
+            .subscribe()
+            .filter(changed(zone_trigger, ctx.zones.clone()))
+            .map(Change::Zone)
+            .boxed(),
     ]);
     let mut changes = std::pin::pin!(changes);
     let mut last: HashMap<ObjKey, u64> = HashMap::new();
