@@ -132,10 +132,15 @@ pub async fn run_scoped(
         // The BindZone and DNSRecord controllers.
         zonesync::run(ctx.clone(), zonesync::Settings::default(), shutdown.clone()).boxed(),
     ];
-    // The watches stop with the controllers (nothing else reads them).
+    // One task: on every wake the watches go first, so a reconcile that
+    // starts in this poll reads every change that has arrived (e.g. the
+    // status its predecessor just wrote, whose recorded config hashes keep
+    // a second reconfig from happening). The watches stop with the
+    // controllers (nothing else reads them).
     tokio::select! {
-        _ = futures::future::join_all(controllers) => {}
+        biased;
         () = streams.drive() => {}
+        _ = futures::future::join_all(controllers) => {}
     }
     tracing::info!("controllers stopped");
 }

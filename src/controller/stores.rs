@@ -27,8 +27,8 @@
 //! version) is logged, reported by a Warning Event on it, and skipped, so
 //! it cannot stall the watch of its kind (a failed list would be retried
 //! forever and the store would never be ready). If an earlier version of it
-//! was valid, the store keeps that version until the object is fixed or
-//! deleted.
+//! was valid, the store keeps that version (across re-lists too) until the
+//! object is fixed or deleted.
 //!
 //! Touches the cluster (list/watch; Events for undeserialisable objects).
 //! Holds Secret *metadata* only: key material is read on demand and never
@@ -172,7 +172,7 @@ impl Streams {
 
 /// Sends what the reflector applied on to the subscribers.
 struct Dispatch<K: Resource<DynamicType = ()> + 'static> {
-    kind: &'static str,
+    kind: String,
     store: Store<K>,
     subscribers: Senders<K>,
     ready: Option<oneshot::Sender<()>>,
@@ -221,7 +221,7 @@ where
                     let _ = ready.send(());
                 }
             }
-            Err(e) => tracing::warn!(kind = self.kind, error = %e, "watch failed; retrying"),
+            Err(e) => tracing::warn!(kind = %self.kind, error = %e, "watch failed; retrying"),
         }
     }
 }
@@ -238,7 +238,7 @@ where
     let subscribers: Senders<K> = Arc::default();
     let (ready_tx, ready_rx) = oneshot::channel::<()>();
     let mut dispatch = Dispatch {
-        kind: leak_kind::<K>(),
+        kind: K::kind(&()).into_owned(),
         store: store.clone(),
         subscribers: subscribers.clone(),
         ready: Some(ready_tx),
@@ -259,11 +259,6 @@ where
         ready: ready_rx.map(|_| ()).boxed().shared(),
     };
     (store, feed, driver)
-}
-
-/// The kind's name as a static label (a handful of kinds, once each).
-fn leak_kind<K: Resource<DynamicType = ()>>() -> &'static str {
-    Box::leak(K::kind(&()).into_owned().into_boxed_str())
 }
 
 /// A watch of a built-in kind.
@@ -324,21 +319,30 @@ where
                         None
                     }
                 };
+                let last_valid = |g: &DeserializeGuard<K>| {
+                    let meta = g.meta();
+                    let name = meta.name.clone().unwrap_or_default();
+                    store.get(
+                        &ObjectRef::<K>::new(&name)
+                            .within(meta.namespace.as_deref().unwrap_or_default()),
+                    )
+                };
                 let out = match event {
+                    // Skipped: the store keeps the last valid version.
                     watcher::Event::Apply(g) => valid(g).map(watcher::Event::Apply),
-                    watcher::Event::InitApply(g) => valid(g).map(watcher::Event::InitApply),
+                    // A re-list must not drop the last valid version either.
+                    watcher::Event::InitApply(g) => {
+                        let kept = g.0.is_err().then(|| last_valid(&g)).flatten();
+                        valid(g)
+                            .or_else(|| kept.map(|o| o.as_ref().clone()))
+                            .map(watcher::Event::InitApply)
+                    }
+                    // Deleted while invalid: forget the last valid version.
                     watcher::Event::Delete(g) => {
-                        // Deleted while invalid: forget the last valid
-                        // version, if the store holds one.
-                        let meta = g.meta();
-                        let name = meta.name.clone().unwrap_or_default();
-                        let r = ObjectRef::<K>::new(&name)
-                            .within(meta.namespace.as_deref().unwrap_or_default());
+                        let kept = g.0.is_err().then(|| last_valid(&g)).flatten();
                         match g.0 {
                             Ok(obj) => Some(watcher::Event::Delete(obj)),
-                            Err(_) => store
-                                .get(&r)
-                                .map(|o| watcher::Event::Delete(o.as_ref().clone())),
+                            Err(_) => kept.map(|o| watcher::Event::Delete(o.as_ref().clone())),
                         }
                     }
                     watcher::Event::Init => Some(watcher::Event::Init),
