@@ -201,12 +201,13 @@ pub fn clusters_using_secret(
 
 /// Reconciles one BindCluster, inside the measuring guard.
 pub async fn reconcile(cluster: Arc<BindCluster>, ctx: Arc<Context>) -> Result<Action, Error> {
-    if cluster.meta().deletion_timestamp.is_some() {
-        // Children go with it (owner references); BIND state lives in pods.
-        return Ok(Action::await_change());
-    }
-    ctx.stores.wait_until_ready().await;
     let run = async {
+        if cluster.meta().deletion_timestamp.is_some() {
+            // Children go with it (owner references); BIND state lives in
+            // pods.
+            return Ok(Action::await_change());
+        }
+        ctx.stores.wait_until_ready().await;
         match converge(&cluster, &ctx).await {
             Err(e) if !e.is_transient() => {
                 // A problem with the spec or what it names: say so in
