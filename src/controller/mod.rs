@@ -10,11 +10,15 @@
 //!   context wraps either in [`exec::MeteredExecutor`] (exec metrics).
 //! - [`network::Network`]: where secondaries reach the primary and where a
 //!   pod answers DNS ([`network::ClusterNetwork`] in a cluster).
-//! - [`error::Categorized`]: the error-category pattern (category = Event
-//!   reason and log label), with the shared `error_policy` and `report`.
+//! - [`error`]: the error-category pattern (category = Event reason and
+//!   log/metric label, [`error::Category`] for the operator's own), the
+//!   shared `error_policy`, and [`error::measured`], the guard every
+//!   reconcile runs in (span, metrics, the Event of a failure).
+//! - [`stores`]: one shared cache per kind, filled by one watch each, with
+//!   feeds that any controller subscribes to (pods, children, keys,
+//!   Secrets, BindZones, DNSRecords alike); one readiness future.
 //! - [`bindzone`], [`dnsrecord`], [`zonesync`]: zones and records on the
-//!   servers (the zone is the unit of write); they keep their own BindZone
-//!   and DNSRecord caches (shared by both controllers).
+//!   servers (the zone is the unit of write).
 //! - [`apply`]: server-side apply with one field manager, skipped when the
 //!   cached child already carries the same content hash.
 //! - [`names`]: names, labels and annotations of everything we create (the
@@ -25,11 +29,12 @@
 //!   owns leader election, `/healthz`, `/readyz` and `/metrics`) and
 //!   `bind-operator local` (the in-memory one) both call them.
 //!
-//! Adding a controller (BindZone, DNSRecord): write `yourkind::controller(
-//! ctx, streams, shutdown) -> impl Future<Output = ()>` like
-//! [`bindcluster::controller`]; add the stores and streams it needs to
-//! [`stores::Stores`] / [`stores::Streams`] (each stream is consumed by one
-//! controller), and push it in [`run`] where marked.
+//! Adding a controller: write `yourkind::controller(ctx, shutdown) -> impl
+//! Future<Output = ()>` like [`bindcluster::controller`], triggered by
+//! subscribers of the shared stores (`ctx.stores.feeds.<kind>.subscribe()`;
+//! add a store and feed in [`stores`] for a new kind), run its reconcile
+//! inside [`error::measured`], and push it in [`run_scoped`] where the
+//! others are.
 //!
 //! Touches the cluster. Never logs, returns or records key material.
 
@@ -120,34 +125,22 @@ pub async fn run_scoped(
             }
         }
     };
-    let Streams {
-        clusters,
-        keys,
-        pods,
-        statefulsets,
-        configmaps,
-        services,
-        pdbs,
-        secrets,
-    } = streams;
-    let cluster_streams = bindcluster::ClusterStreams {
-        clusters,
-        keys,
-        pods,
-        statefulsets,
-        configmaps,
-        services,
-        pdbs,
-        secrets,
-    };
     let controllers: Vec<BoxFuture<'static, ()>> = vec![
         synced.boxed(),
         bindtsigkey::controller(ctx.clone(), shutdown.clone()).boxed(),
-        bindcluster::controller(ctx.clone(), cluster_streams, shutdown.clone()).boxed(),
-        // The BindZone and DNSRecord controllers, with their own shared
-        // BindZone/DNSRecord caches (each feeds both controllers).
+        bindcluster::controller(ctx.clone(), shutdown.clone()).boxed(),
+        // The BindZone and DNSRecord controllers.
         zonesync::run(ctx.clone(), zonesync::Settings::default(), shutdown.clone()).boxed(),
     ];
-    futures::future::join_all(controllers).await;
+    // One task: on every wake the watches go first, so a reconcile that
+    // starts in this poll reads every change that has arrived (e.g. the
+    // status its predecessor just wrote, whose recorded config hashes keep
+    // a second reconfig from happening). The watches stop with the
+    // controllers (nothing else reads them).
+    tokio::select! {
+        biased;
+        () = streams.drive() => {}
+        _ = futures::future::join_all(controllers) => {}
+    }
     tracing::info!("controllers stopped");
 }

@@ -21,10 +21,9 @@ mod steps;
 use crate::controller::error::KubeMessage;
 use std::future::Future;
 use std::sync::Arc;
-use std::time::Instant;
 
 use futures::StreamExt as _;
-use k8s_openapi::api::core::v1::{Pod, Secret, Service};
+use k8s_openapi::api::core::v1::{Pod, Secret};
 use kube::api::{Api, PartialObjectMeta};
 use kube::runtime::Controller;
 use kube::runtime::controller::Action;
@@ -34,8 +33,8 @@ use kube::{Resource, ResourceExt as _};
 use super::Shutdown;
 use super::apply::apply_status;
 use super::bindtsigkey::material::{self, MaterialError};
-use super::context::{Context, REQUEUE_LONG};
-use super::error::{Categorized, error_policy, report};
+use super::context::Context;
+use super::error::{Categorized, Category, error_policy, measured, rejected};
 use super::names::LABEL_CLUSTER;
 use super::network::NetworkError;
 use crate::api::{
@@ -69,7 +68,7 @@ pub enum Error {
     },
     #[error("invalid cluster spec: {message}")]
     InvalidSpec { message: String },
-    #[error(transparent)]
+    #[error("failed to load the cluster's keys: {0}")]
     Key(#[from] MaterialError),
     #[error(transparent)]
     Config(#[from] ConfigError),
@@ -91,12 +90,12 @@ impl Categorized for Error {
             // Transient categories are Event reasons only; the permanent
             // ones become the Ready condition's reason.
             Error::Kube { source, .. } if rejected(source) => REASON_APPLY_REJECTED,
-            Error::Kube { .. } => "KubeApiFailed",
+            Error::Kube { .. } => Category::KubeApiFailed.as_str(),
             Error::InvalidSpec { .. } | Error::Config(_) => REASON_INVALID_SPEC,
             Error::Key(e) => e.category(),
             Error::RndcSecretInvalid { .. } => REASON_INVALID_RNDC_SECRET,
             Error::TransferSecretInvalid { .. } => REASON_INVALID_TRANSFER_SECRET,
-            Error::PrimaryAddress(_) => "PrimaryAddressUnknown",
+            Error::PrimaryAddress(_) => Category::PrimaryAddressUnknown.as_str(),
         }
     }
 
@@ -113,12 +112,6 @@ impl Categorized for Error {
     }
 }
 
-/// The API server refused the object itself (422 Invalid, e.g. a change
-/// to an immutable StatefulSet field): retrying unchanged cannot help.
-fn rejected(e: &kube::Error) -> bool {
-    matches!(e, kube::Error::Api(s) if s.code == 422)
-}
-
 impl From<RenderError> for Error {
     fn from(e: RenderError) -> Self {
         Error::InvalidSpec {
@@ -127,45 +120,31 @@ impl From<RenderError> for Error {
     }
 }
 
-/// The BindCluster controller, fed by the shared streams: its own objects,
-/// its children (owner references), the BindTSIGKeys it loads, its pods,
-/// and Secrets (its own, and those holding its keys' material).
-pub fn controller(
-    ctx: Arc<Context>,
-    streams: ClusterStreams,
-    shutdown: Shutdown,
-) -> impl Future<Output = ()> {
+/// The BindCluster controller, fed by subscribers of the shared stores:
+/// its own objects, its children (owner references), the BindTSIGKeys it
+/// loads, its pods, and Secrets (its own, and those holding its keys'
+/// material).
+pub fn controller(ctx: Arc<Context>, shutdown: Shutdown) -> impl Future<Output = ()> {
+    let feeds = &ctx.stores.feeds;
     let clusters = ctx.stores.clusters.clone();
     let keys = ctx.stores.keys.clone();
     let clusters_for_keys = clusters.clone();
     let clusters_for_secrets = clusters.clone();
-    Controller::for_stream(streams.clusters, clusters)
-        .owns_stream(streams.statefulsets)
-        .owns_stream(streams.configmaps)
-        .owns_stream(streams.services)
-        .owns_stream(streams.pdbs)
-        .watches_stream(streams.keys, move |key| {
+    Controller::for_shared_stream(feeds.clusters.subscribe(), clusters)
+        .owns_shared_stream(feeds.statefulsets.subscribe())
+        .owns_shared_stream(feeds.configmaps.subscribe())
+        .owns_shared_stream(feeds.services.subscribe())
+        .owns_shared_stream(feeds.pdbs.subscribe())
+        .watches_shared_stream(feeds.keys.subscribe(), move |key| {
             clusters_loading(&clusters_for_keys, &key)
         })
-        .watches_stream(streams.pods, |pod| cluster_of_pod(&pod))
-        .watches_stream(streams.secrets, move |secret| {
+        .watches_shared_stream(feeds.pods.subscribe(), |pod| cluster_of_pod(&pod))
+        .watches_shared_stream(feeds.secrets.subscribe(), move |secret| {
             clusters_using_secret(&clusters_for_secrets, &keys, &secret)
         })
         .graceful_shutdown_on(shutdown)
         .run(reconcile, error_policy::<BindCluster, Error>, ctx)
         .for_each(|_| futures::future::ready(()))
-}
-
-/// The streams [`controller`] consumes (taken from [`super::stores::Streams`]).
-pub struct ClusterStreams {
-    pub clusters: super::stores::Trigger<BindCluster>,
-    pub keys: super::stores::Trigger<BindTSIGKey>,
-    pub pods: super::stores::Trigger<Pod>,
-    pub statefulsets: super::stores::Trigger<k8s_openapi::api::apps::v1::StatefulSet>,
-    pub configmaps: super::stores::Trigger<k8s_openapi::api::core::v1::ConfigMap>,
-    pub services: super::stores::Trigger<Service>,
-    pub pdbs: super::stores::Trigger<k8s_openapi::api::policy::v1::PodDisruptionBudget>,
-    pub secrets: super::stores::Trigger<PartialObjectMeta<Secret>>,
 }
 
 /// Clusters that load `key` (its clusterRef, or every cluster in the
@@ -220,37 +199,29 @@ pub fn clusters_using_secret(
     out
 }
 
-/// Reconciles one BindCluster.
+/// Reconciles one BindCluster, inside the measuring guard.
 pub async fn reconcile(cluster: Arc<BindCluster>, ctx: Arc<Context>) -> Result<Action, Error> {
-    if cluster.meta().deletion_timestamp.is_some() {
-        // Children go with it (owner references); BIND state lives in pods.
-        return Ok(Action::await_change());
-    }
-    ctx.stores.wait_until_ready().await;
-    let started = Instant::now();
-    let converged = converge(&cluster, &ctx).await;
-    // A permanent problem is handled (status, Ok) but still counted.
-    let problem = converged.as_ref().err().map(Categorized::category);
-    ctx.metrics
-        .reconcile(MetricsController::BindCluster, started.elapsed(), problem);
-    match converged {
-        Ok(action) => Ok(action),
-        Err(e) if e.is_transient() => {
-            report(&ctx, cluster.as_ref(), "Reconcile", &e).await;
-            Err(e)
+    let run = async {
+        if cluster.meta().deletion_timestamp.is_some() {
+            // Children go with it (owner references); BIND state lives in
+            // pods.
+            return Ok(Action::await_change());
         }
-        Err(e) => {
-            // A problem with the spec or what it names: say so, change
-            // nothing that is serving, wait for a change.
-            let ready = read::ready_pod_count(&ctx.stores.pods, &cluster);
-            let status = status::failed_status(&cluster, ready, e.category(), e.to_string());
-            // One Event per new problem, not one per look at the same one.
-            if write_status(&ctx, &cluster, status).await? {
-                report(&ctx, cluster.as_ref(), "Reconcile", &e).await;
+        ctx.stores.wait_until_ready().await;
+        match converge(&cluster, &ctx).await {
+            Err(e) if !e.is_transient() => {
+                // A problem with the spec or what it names: say so in
+                // status, change nothing that is serving, wait for a change
+                // (the guard reports it, `error_policy` waits long).
+                let ready = read::ready_pod_count(&ctx.stores.pods, &cluster);
+                let status = status::failed_status(&cluster, ready, e.category(), e.to_string());
+                write_status(&ctx, &cluster, status).await?;
+                Err(e)
             }
-            Ok(Action::requeue(REQUEUE_LONG))
+            other => other,
         }
-    }
+    };
+    measured(&ctx, MetricsController::BindCluster, cluster.as_ref(), run).await
 }
 
 async fn converge(cluster: &BindCluster, ctx: &Context) -> Result<Action, Error> {

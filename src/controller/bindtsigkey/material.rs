@@ -64,7 +64,9 @@ impl MaterialError {
             MaterialError::SecretKeyMissing { .. } => REASON_SECRET_KEY_MISSING,
             MaterialError::InvalidSecret { .. } => REASON_INVALID_SECRET,
             MaterialError::InvalidKeyName { .. } => REASON_INVALID_KEY_NAME,
-            MaterialError::Kube { .. } => "KubeApiFailed",
+            MaterialError::Kube { .. } => {
+                crate::controller::error::Category::KubeApiFailed.as_str()
+            }
         }
     }
 

@@ -13,21 +13,20 @@ pub mod names;
 use crate::controller::error::KubeMessage;
 use std::future::Future;
 use std::sync::Arc;
-use std::time::Instant;
 
 use futures::StreamExt as _;
 use k8s_openapi::api::core::v1::Secret;
 use kube::ResourceExt as _;
 use kube::api::{Api, ObjectMeta, PartialObjectMeta, PostParams};
+use kube::runtime::Controller;
 use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
 use kube::runtime::reflector::{ObjectRef, Store};
-use kube::runtime::{Controller, WatchStreamExt as _, watcher};
 
 use super::Shutdown;
 use super::apply::{apply_status, now, owner_ref};
-use super::context::{Context, REQUEUE_LONG};
-use super::error::{Categorized, error_policy, report};
+use super::context::Context;
+use super::error::{Categorized, Category, error_policy, measured};
 use super::names::{LABEL_MANAGED_BY, MANAGER};
 use crate::api::{
     BindTSIGKey, BindTSIGKeyStatus, CONDITION_READY, REASON_KEY_AVAILABLE, REASON_SECRET_CONFLICT,
@@ -78,7 +77,7 @@ impl Categorized for Error {
             Error::Material(e) => e.category(),
             Error::SecretConflict { .. } => REASON_SECRET_CONFLICT,
             Error::Name { reason, .. } => reason,
-            Error::CreateSecret { .. } | Error::Status { .. } => "KubeApiFailed",
+            Error::CreateSecret { .. } | Error::Status { .. } => Category::KubeApiFailed.as_str(),
         }
     }
 
@@ -91,34 +90,24 @@ impl Categorized for Error {
     }
 }
 
-/// The BindTSIGKey controller: its own objects, plus the metadata of every
-/// Secret (a user's Secret appearing or changing, or the generated one
-/// being deleted, re-reconciles the keys that use it).
+/// The BindTSIGKey controller, fed by subscribers of the shared stores:
+/// its own objects, plus the metadata of every Secret (a user's Secret
+/// appearing or changing, or the generated one being deleted, re-reconciles
+/// the keys that use it).
 pub fn controller(ctx: Arc<Context>, shutdown: Shutdown) -> impl Future<Output = ()> {
-    let client = ctx.client.clone();
-    let (keys, writer) = kube::runtime::reflector::store();
-    let key_events = ctx
-        .scope
-        .watch::<BindTSIGKey>(&client, watcher::Config::default())
-        .reflect(writer)
-        .applied_objects();
-    let secrets = ctx
-        .scope
-        .watch::<PartialObjectMeta<Secret>>(&client, watcher::Config::default())
-        .touched_objects();
-    // A key refused for a duplicate keyName is looked at again when one of
-    // the others changes or goes.
-    let peer_events = ctx
-        .scope
-        .watch::<BindTSIGKey>(&client, watcher::Config::default())
-        .touched_objects();
+    let feeds = &ctx.stores.feeds;
+    let keys = ctx.stores.keys.clone();
     let mapper_keys = keys.clone();
     let peers = keys.clone();
-    Controller::for_stream(key_events, keys)
-        .watches_stream(secrets, move |secret| {
+    Controller::for_shared_stream(feeds.keys.subscribe(), keys)
+        .watches_shared_stream(feeds.secrets.subscribe(), move |secret| {
             keys_using_secret(&mapper_keys, &secret)
         })
-        .watches_stream(peer_events, move |key| keys_named_like(&peers, &key))
+        // A key refused for a duplicate keyName is looked at again when one
+        // of the others changes or goes.
+        .watches_shared_stream(feeds.keys.subscribe(), move |key| {
+            keys_named_like(&peers, &key)
+        })
         .graceful_shutdown_on(shutdown)
         .run(reconcile, error_policy::<BindTSIGKey, Error>, ctx)
         .for_each(|_| futures::future::ready(()))
@@ -158,39 +147,32 @@ pub fn keys_named_like(
         .collect()
 }
 
-/// Reconciles one BindTSIGKey.
+/// Reconciles one BindTSIGKey, inside the measuring guard.
 pub async fn reconcile(key: Arc<BindTSIGKey>, ctx: Arc<Context>) -> Result<Action, Error> {
-    let started = Instant::now();
-    let outcome = ensure_material(&key, &ctx).await;
-    // A permanent problem is handled (status, Ok) but still counted.
-    let problem = outcome.as_ref().err().map(Categorized::category);
-    let result = settle(&key, &ctx, outcome).await;
-    let problem = problem.or_else(|| result.as_ref().err().map(Categorized::category));
-    ctx.metrics
-        .reconcile(MetricsController::BindTSIGKey, started.elapsed(), problem);
-    result
+    let run = async {
+        let outcome = ensure_material(&key, &ctx).await;
+        settle(&key, &ctx, outcome).await
+    };
+    measured(&ctx, MetricsController::BindTSIGKey, key.as_ref(), run).await
 }
 
-/// Reports the outcome of [`ensure_material`] in status and Events, and
-/// picks when to look again.
+/// Reports the outcome of [`ensure_material`] in status. A failure is
+/// returned (the guard counts it and reports it by an Event): a transient
+/// one at once, a permanent one once status says so.
 async fn settle(
     key: &BindTSIGKey,
     ctx: &Context,
     outcome: Result<Option<usize>, Error>,
 ) -> Result<Action, Error> {
-    let failure = match &outcome {
-        Err(e) if e.is_transient() => {
-            report(ctx, key, "ResolveKey", e).await;
-            return Err(outcome.unwrap_err());
-        }
-        Err(e) => Some(e),
-        Ok(_) => None,
+    let (failure, secret_len) = match outcome {
+        Err(e) if e.is_transient() => return Err(e),
+        Err(e) => (Some(e), None),
+        Ok(len) => (None, len),
     };
     let secret_name = material::secret_location(key).0;
-    let secret_len = outcome.as_ref().ok().copied().flatten();
     let mut status = desired_status(
         key,
-        failure.map(|e| (e.category(), e.to_string())),
+        failure.as_ref().map(|e| (e.category(), e.to_string())),
         &secret_name,
     );
     set_warning_condition(
@@ -199,8 +181,7 @@ async fn settle(
         key.metadata.generation,
         now(),
     );
-    let changed = key.status.as_ref() != Some(&status);
-    if changed {
+    if key.status.as_ref() != Some(&status) {
         let api: Api<BindTSIGKey> =
             Api::namespaced(ctx.client.clone(), &key.namespace().unwrap_or_default());
         let value = serde_json::to_value(&status).expect("status serialises");
@@ -212,13 +193,7 @@ async fn settle(
             })?;
     }
     match failure {
-        Some(e) => {
-            // One Event per new problem, not one per look at the same one.
-            if changed {
-                report(ctx, key, "ResolveKey", e).await;
-            }
-            Ok(Action::requeue(REQUEUE_LONG))
-        }
+        Some(e) => Err(e),
         None => Ok(Action::await_change()),
     }
 }

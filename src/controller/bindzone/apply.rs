@@ -290,8 +290,8 @@ async fn settle_records(
     Ok(())
 }
 
-/// Reports a failed convergence on the zone (status, Event) and hands the
-/// error to `error_policy` for backoff.
+/// Reports a failed convergence in the zone's status and returns the
+/// error (the guard publishes its Event, `error_policy` backs off).
 async fn failed(ctx: &ZoneContext, zone: &BindZone, e: ServerError) -> Result<Action, Error> {
     let phase = match e {
         ServerError::Unreachable { .. } | ServerError::Transfer { .. } => Phase::Pending,
@@ -307,15 +307,7 @@ async fn failed(ctx: &ZoneContext, zone: &BindZone, e: ServerError) -> Result<Ac
         dnssec: None,
     };
     write_zone_status(&ctx.base.client, zone, &report).await?;
-    ctx.base
-        .publish_event(
-            zone,
-            EventType::Warning,
-            e.category(),
-            "Converge",
-            e.to_string(),
-        )
-        .await;
+    // The Warning Event is the measuring guard's (`error::measured`).
     Err(Error::Server {
         zone: zone.spec.zone_name.clone(),
         source: e,

@@ -26,7 +26,6 @@ pub mod secondary;
 pub mod serials;
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use kube::ResourceExt as _;
 use kube::api::Api;
@@ -34,7 +33,7 @@ use kube::runtime::controller::Action;
 use kube::runtime::finalizer::{self, Event, finalizer};
 
 use crate::api::BindZone;
-use crate::controller::error::{Categorized, KubeMessage};
+use crate::controller::error::{Categorized, Category, KubeMessage, measured, rejected};
 use crate::controller::zonesync::keys::KeyError;
 use crate::controller::zonesync::server::ServerError;
 use crate::controller::zonesync::state::backoff;
@@ -86,29 +85,34 @@ fn finalizer_message(e: &finalizer::Error<Error>) -> String {
 impl Categorized for Error {
     fn category(&self) -> &'static str {
         match self {
-            Error::Write(_) => "KubeApiFailed",
+            Error::Write(_) => Category::KubeApiFailed.as_str(),
             Error::Keys(e) => e.category(),
             Error::Server { source, .. } => source.category(),
             Error::Blocked { reason, .. } => reason,
-            Error::Finalizer { .. } => "FinalizerFailed",
+            Error::Finalizer { .. } => Category::FinalizerFailed.as_str(),
         }
     }
 
+    /// Servers down, API hiccups and deletions waiting for pods are
+    /// retried with backoff; an API refusal of the object itself or a
+    /// batch that cannot be built waits for a change. (A bad spec or a
+    /// missing key never gets here: it is reported in status and the zone
+    /// waits for the change that wakes it.)
     fn is_transient(&self) -> bool {
-        true
+        match self {
+            Error::Write(e) => !rejected(&e.source),
+            Error::Keys(e) => e.is_api(),
+            Error::Server { source, .. } => !matches!(source, ServerError::Batch { .. }),
+            Error::Blocked { .. } | Error::Finalizer { .. } => true,
+        }
     }
 }
 
-/// Reconciles one BindZone behind the zone finalizer; counted in the
-/// reconcile metrics with the failure's category.
+/// Reconciles one BindZone behind the zone finalizer, inside the
+/// measuring guard.
 pub async fn reconcile(zone: Arc<BindZone>, ctx: Arc<ZoneContext>) -> Result<Action, Error> {
-    let started = Instant::now();
-    let result = converge(zone, &ctx).await;
-    let problem = result.as_ref().err().map(Categorized::category);
-    ctx.base
-        .metrics
-        .reconcile(MetricsController::BindZone, started.elapsed(), problem);
-    result
+    let run = converge(zone.clone(), &ctx);
+    measured(&ctx.base, MetricsController::BindZone, zone.as_ref(), run).await
 }
 
 async fn converge(zone: Arc<BindZone>, ctx: &ZoneContext) -> Result<Action, Error> {
@@ -136,7 +140,8 @@ async fn converge(zone: Arc<BindZone>, ctx: &ZoneContext) -> Result<Action, Erro
 }
 
 /// Logs the failure and retries with exponential backoff per zone (a down
-/// primary is retried, never given up on, and never hot-looped).
+/// primary is retried, never given up on, and never hot-looped). Only
+/// transient failures get here (see [`measured`]).
 pub fn error_policy(zone: Arc<BindZone>, err: &Error, ctx: Arc<ZoneContext>) -> Action {
     let key = (zone.namespace().unwrap_or_default(), zone.name_any());
     let failures = ctx.state.failed(&key);

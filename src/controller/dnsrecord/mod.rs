@@ -9,14 +9,13 @@
 //! Touches the cluster (finalizer and status writes); never a BIND pod.
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use kube::ResourceExt as _;
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::ObjectRef;
 
 use crate::api::{BindZone, DNSRecord};
-use crate::controller::error::Categorized;
+use crate::controller::error::{Categorized, Category, measured, rejected};
 use crate::controller::zonesync::ZoneContext;
 use crate::controller::zonesync::plan::has_record_finalizer;
 use crate::controller::zonesync::writes::{
@@ -26,18 +25,20 @@ use crate::controller::zonesync::writes::{
 use crate::api::REASON_ZONE_NOT_FOUND;
 use crate::operator::Controller as MetricsController;
 
-/// A failed DNSRecord reconcile (only API writes can fail here).
+/// A failed DNSRecord reconcile (only API writes can fail here; the
+/// write error names the step: finalizer, status or release).
 #[derive(Debug, thiserror::Error)]
 #[error(transparent)]
 pub struct Error(#[from] WriteError);
 
 impl Categorized for Error {
     fn category(&self) -> &'static str {
-        "KubeApiFailed"
+        Category::KubeApiFailed.as_str()
     }
 
+    /// Retried unless the API server refused the object itself.
     fn is_transient(&self) -> bool {
-        true
+        !rejected(&self.0.source)
     }
 }
 
@@ -48,15 +49,16 @@ fn zone_of(ctx: &ZoneContext, r: &DNSRecord) -> Option<Arc<BindZone>> {
 }
 
 /// Reconciles one DNSRecord (see the module docs for what it leaves to the
-/// zone); counted in the reconcile metrics with the failure's category.
+/// zone), inside the measuring guard.
 pub async fn reconcile(record: Arc<DNSRecord>, ctx: Arc<ZoneContext>) -> Result<Action, Error> {
-    let started = Instant::now();
-    let result = settle(&record, &ctx).await;
-    let problem = result.as_ref().err().map(Categorized::category);
-    ctx.base
-        .metrics
-        .reconcile(MetricsController::DNSRecord, started.elapsed(), problem);
-    result
+    let run = settle(&record, &ctx);
+    measured(
+        &ctx.base,
+        MetricsController::DNSRecord,
+        record.as_ref(),
+        run,
+    )
+    .await
 }
 
 async fn settle(record: &Arc<DNSRecord>, ctx: &ZoneContext) -> Result<Action, Error> {

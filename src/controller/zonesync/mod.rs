@@ -7,8 +7,9 @@
 //! - [`state`]: in-memory snapshots, surveys, catalog epochs, backoff.
 //! - [`survey`]: one `dig` per pod for every zone of a cluster, cached.
 //! - [`keys`]: the TSIG keys a zone signs with (material read on demand).
-//! - [`watch`]: the shared BindZone / DNSRecord caches, trigger filters, the
-//!   pod poller, and [`run`], which starts both controllers.
+//! - [`watch`]: the zone controllers' triggers (subscribers of the shared
+//!   stores), trigger filters, the cluster watcher, and [`run`], which
+//!   starts both controllers.
 //! - [`writes`]: statuses, the DNSRecord finalizer, the applied annotation.
 //!
 //! Touches the cluster (watches, Secret reads) and BIND pods (exec). Key
@@ -60,8 +61,6 @@ pub const RECORD_QUIET: Duration = Duration::from_millis(300);
 /// never stop changing still flushes (a plain trailing debounce would
 /// starve it).
 pub const RECORD_MAX_WAIT: Duration = Duration::from_secs(2);
-/// How often the pod poller compares the clusters' pods (store reads only).
-pub const POD_POLL: Duration = Duration::from_secs(1);
 /// First retry after a failed flush; doubled per failure.
 pub const RETRY_BASE: Duration = Duration::from_secs(5);
 /// Longest retry delay after repeated failures.
@@ -83,7 +82,6 @@ pub struct Settings {
     pub survey_max_age: Duration,
     pub record_quiet: Duration,
     pub record_max_wait: Duration,
-    pub pod_poll: Duration,
     pub retry_base: Duration,
     pub retry_max: Duration,
     pub recheck_after_write: Duration,
@@ -97,7 +95,6 @@ impl Default for Settings {
             survey_max_age: SURVEY_MAX_AGE,
             record_quiet: RECORD_QUIET,
             record_max_wait: RECORD_MAX_WAIT,
-            pod_poll: POD_POLL,
             retry_base: RETRY_BASE,
             retry_max: RETRY_MAX,
             recheck_after_write: RECHECK_AFTER_WRITE,

@@ -25,6 +25,7 @@ use crate::bind::parse::{
 };
 use crate::bind::zone::{PrimaryZone, SecondaryZone, Soa};
 use crate::bind::{TsigKey, Ttl, ViewName, ZoneName};
+use crate::controller::error::Category;
 use crate::controller::exec::{ExecError, ExecOutput, PodExecutor, PodRef};
 
 use super::diff::Served;
@@ -90,11 +91,11 @@ impl ServerError {
     /// Static category: Event and condition reason.
     pub fn category(&self) -> &'static str {
         match self {
-            ServerError::Unreachable { .. } => "PrimaryUnavailable",
-            ServerError::Rndc { .. } => "ZoneCommandFailed",
-            ServerError::Update { .. } => "UpdateFailed",
-            ServerError::Transfer { .. } => "TransferFailed",
-            ServerError::Batch { .. } => "InvalidBatch",
+            ServerError::Unreachable { .. } => Category::PrimaryUnavailable.as_str(),
+            ServerError::Rndc { .. } => Category::ZoneCommandFailed.as_str(),
+            ServerError::Update { .. } => Category::UpdateFailed.as_str(),
+            ServerError::Transfer { .. } => Category::TransferFailed.as_str(),
+            ServerError::Batch { .. } => Category::InvalidBatch.as_str(),
         }
     }
 

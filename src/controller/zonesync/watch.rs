@@ -1,7 +1,7 @@
-//! Wiring of the two zone controllers: the BindZone and DNSRecord caches
-//! (shared reflectors: each feeds both controllers, and an object is in the
-//! cache before any controller hears of it), the trigger filters, the pod
-//! poller, and [`run`].
+//! Wiring of the two zone controllers: their triggers (subscribers of the
+//! shared BindZone and DNSRecord stores: an object is in the cache before
+//! any controller hears of it), the trigger filters, the cluster watcher,
+//! and [`run`].
 //!
 //! Triggers, and why:
 //! - BindZone changes wake the zone, but only spec (generation), deletion
@@ -13,14 +13,16 @@
 //!   or two zone flushes, not 1,000.
 //! - The same DNSRecord changes wake the DNSRecord controller (finalizer,
 //!   zone-not-found status).
-//! - The pod poller compares each cluster's pods, object and loaded keys
-//!   (with their readiness) on every tick (cache reads only) and wakes the
-//!   cluster's zones when they change: a primary restarted on an empty
-//!   volume is repaired at once, new secondaries get their secondary zones,
-//!   a zone waiting for a key goes on. It also wakes a zone when the set of
-//!   BindZones naming the same zone changes (a duplicate removed).
+//! - Changes of pods, BindClusters and BindTSIGKeys (subscribers of the
+//!   shared stores, each mapped to its cluster through the stores) wake the
+//!   cluster's zones when the cluster's pods, object or loaded keys (with
+//!   their readiness) changed: a primary restarted on an empty volume is
+//!   repaired at once, new secondaries get their secondary zones, a zone
+//!   waiting for a key goes on. A BindZone change wakes the zones whose set
+//!   of BindZones naming the same zone changed (a duplicate removed).
 //!
-//! Touches the cluster (list/watch of BindZones and DNSRecords).
+//! Reads the shared stores ([`crate::controller::stores`]); watches nothing
+//! itself.
 
 use std::collections::{HashMap, HashSet};
 use std::hash::{Hash, Hasher};
@@ -28,14 +30,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::channel::mpsc;
-use futures::{StreamExt as _, future};
+use futures::{StreamExt as _, future, stream};
 use kube::runtime::controller::{Config, Controller};
-use kube::runtime::reflector::{self, ObjectRef, Store};
-use kube::runtime::{WatchStreamExt as _, watcher};
+use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Resource, ResourceExt as _};
 
 use crate::api::{BindCluster, BindZone, CONDITION_READY, DNSRecord, is_condition_true};
 use crate::controller::bindcluster::read::loaded_keys;
+use crate::controller::bindcluster::{cluster_of_pod, clusters_loading};
 use crate::controller::context::Context;
 use crate::controller::{Shutdown, bindzone, dnsrecord};
 
@@ -48,9 +50,6 @@ use super::{Settings, ZoneContext};
 /// cluster with 1,000 zones must not open 1,000 pods/exec streams at once
 /// (after an operator restart every zone is checked).
 const ZONE_CONCURRENCY: u16 = 8;
-
-/// Events a shared cache may buffer per subscriber before its watch waits.
-const SUBSCRIBER_BUFFER: usize = 8192;
 
 fn hash_of<T: Hash>(t: &T) -> u64 {
     let mut h = std::collections::hash_map::DefaultHasher::new();
@@ -207,94 +206,102 @@ fn group_key(z: &BindZone) -> GroupKey {
     )
 }
 
-/// The live BindZones of each group, by name (one pass, not zones x zones).
-fn zone_groups(zones: &[Arc<BindZone>]) -> HashMap<GroupKey, Vec<String>> {
-    let mut out: HashMap<GroupKey, Vec<String>> = HashMap::new();
-    for z in zones
-        .iter()
-        .filter(|z| z.metadata.deletion_timestamp.is_none())
-    {
-        out.entry(group_key(z)).or_default().push(z.name_any());
-    }
-    for names in out.values_mut() {
-        names.sort();
-    }
-    out
+/// What the cluster watcher hears: a cluster to look at, or a BindZone.
+enum Change {
+    Cluster(ObjKey),
+    Zone(Arc<BindZone>),
 }
 
-/// Wakes the zones of a cluster whose pods or object changed. A cluster
+/// Wakes the zones of a cluster whose pods, object or loaded keys changed
+/// (by [`cluster_fingerprint`]), and the zones whose duplicates changed.
+/// Event-driven: pods, clusters and keys come from subscribers of the
+/// shared stores, mapped to their cluster through the stores. A cluster
 /// seen for the first time wakes its zones too: a restart that happened
 /// before the first look must not go unnoticed (a zone that is current
 /// answers from memory, with no exec).
-async fn poll_pods(ctx: Arc<ZoneContext>, wake: mpsc::UnboundedSender<ObjectRef<BindZone>>) {
+async fn watch_clusters(ctx: Arc<ZoneContext>, wake: mpsc::UnboundedSender<ObjectRef<BindZone>>) {
+    let stores = &ctx.base.stores;
+    let key_of =
+        |r: ObjectRef<BindCluster>| Change::Cluster((r.namespace.unwrap_or_default(), r.name));
+    let clusters_store = stores.clusters.clone();
+    let changes = stream::select_all([
+        stores
+            .feeds
+            .pods
+            .subscribe()
+            .filter_map(move |p| future::ready(cluster_of_pod(&p).map(key_of)))
+            .boxed(),
+        stores
+            .feeds
+            .clusters
+            .subscribe()
+            .map(|c| Change::Cluster((c.namespace().unwrap_or_default(), c.name_any())))
+            .boxed(),
+        stores
+            .feeds
+            .keys
+            .subscribe()
+            .flat_map(move |k| stream::iter(clusters_loading(&clusters_store, &k)).map(key_of))
+            .boxed(),
+        // Only what can change a zone's group: spec (generation), deletion.
+        stores
+            .feeds
+            .zones
+            .subscribe()
+            .filter(changed(zone_trigger, ctx.zones.clone()))
+            .map(Change::Zone)
+            .boxed(),
+    ]);
+    let mut changes = std::pin::pin!(changes);
     let mut last: HashMap<ObjKey, u64> = HashMap::new();
-    // Zone -> the other BindZones naming the same zone: a duplicate waiting
-    // for the others to go is woken when one goes.
-    let mut last_peers: HashMap<ObjKey, Vec<String>> = HashMap::new();
-    loop {
-        tokio::time::sleep(ctx.settings.pod_poll).await;
-        let zones = ctx.zones.state();
-        let mut now: HashMap<ObjKey, u64> = HashMap::new();
-        let mut now_peers: HashMap<ObjKey, Vec<String>> = HashMap::new();
-        let groups = zone_groups(&zones);
-        let peers_of = |_: &Arc<ZoneContext>, z: &Arc<BindZone>| -> Vec<String> {
-            groups.get(&group_key(z)).cloned().unwrap_or_default()
-        };
-        for z in &zones {
-            let key = (
-                z.namespace().unwrap_or_default(),
-                z.spec.cluster_ref.clone(),
-            );
-            if let std::collections::hash_map::Entry::Vacant(e) = now.entry(key) {
-                let fp = cluster_fingerprint(&ctx, e.key());
-                e.insert(fp);
+    // The live BindZones of each group: a duplicate waiting for the others
+    // to go is woken when one goes.
+    let mut last_peers: HashMap<GroupKey, Vec<String>> = HashMap::new();
+    while let Some(change) = changes.next().await {
+        match change {
+            Change::Cluster(key) => {
+                let fp = cluster_fingerprint(&ctx, &key);
+                if last.insert(key.clone(), fp) == Some(fp) {
+                    continue;
+                }
+                for z in ctx.zones.state().iter().filter(|z| {
+                    z.namespace().as_deref() == Some(key.0.as_str()) && z.spec.cluster_ref == key.1
+                }) {
+                    tracing::debug!(cluster = %key.1, zone = %z.name_any(), "cluster, pods or keys changed; waking zone");
+                    let _ = wake.unbounded_send(ObjectRef::from_obj(z.as_ref()));
+                }
+            }
+            Change::Zone(zone) => {
+                let group = group_key(&zone);
+                let members: Vec<Arc<BindZone>> = ctx
+                    .zones
+                    .state()
+                    .into_iter()
+                    .filter(|z| z.metadata.deletion_timestamp.is_none() && group_key(z) == group)
+                    .collect();
+                let mut peers: Vec<String> = members.iter().map(|z| z.name_any()).collect();
+                peers.sort();
+                let before = last_peers.insert(group, peers.clone());
+                if before.is_some_and(|before| before != peers) {
+                    for z in &members {
+                        tracing::debug!(zone = %z.name_any(), "zones naming the same zone changed; waking zone");
+                        let _ = wake.unbounded_send(ObjectRef::from_obj(z.as_ref()));
+                    }
+                }
             }
         }
-        for z in &zones {
-            let key = (
-                z.namespace().unwrap_or_default(),
-                z.spec.cluster_ref.clone(),
-            );
-            let zkey = (z.namespace().unwrap_or_default(), z.name_any());
-            let peers = peers_of(&ctx, z);
-            let peers_changed = last_peers.get(&zkey).is_some_and(|before| *before != peers);
-            now_peers.insert(zkey, peers);
-            if last.get(&key) != now.get(&key) || peers_changed {
-                tracing::debug!(cluster = %key.1, zone = %z.name_any(), "cluster, pods, keys or duplicates changed; waking zone");
-                let _ = wake.unbounded_send(ObjectRef::from_obj(z.as_ref()));
-            }
-        }
-        last = now;
-        last_peers = now_peers;
     }
 }
 
-/// Runs the BindZone and DNSRecord controllers (and the caches they share)
-/// until `shutdown`; in-flight reconciles finish first. `ctx.stores` must be
-/// driven by the caller (see [`crate::controller::run`]).
+/// Runs the BindZone and DNSRecord controllers until `shutdown`; in-flight
+/// reconciles finish first. `ctx.stores` must be driven by the caller (see
+/// [`crate::controller::run`]).
 pub async fn run(ctx: Arc<Context>, settings: Settings, shutdown: Shutdown) {
-    let client = ctx.client.clone();
-    let (zones, zone_writer) = reflector::store_shared::<BindZone>(SUBSCRIBER_BUFFER);
-    let (records, record_writer) = reflector::store_shared::<DNSRecord>(SUBSCRIBER_BUFFER);
-    let zone_sub = zone_writer
-        .subscribe()
-        .expect("a shared store can subscribe");
-    let record_sub_zone = record_writer
-        .subscribe()
-        .expect("a shared store can subscribe");
-    let record_sub_self = record_writer
-        .subscribe()
-        .expect("a shared store can subscribe");
-    let zones_main = ctx
-        .scope
-        .watch::<BindZone>(&client, watcher::Config::default())
-        .reflect_shared(zone_writer)
-        .for_each(|_| future::ready(()));
-    let records_main = ctx
-        .scope
-        .watch::<DNSRecord>(&client, watcher::Config::default())
-        .reflect_shared(record_writer)
-        .for_each(|_| future::ready(()));
+    let zones = ctx.stores.zones.clone();
+    let records = ctx.stores.records.clone();
+    let zone_sub = ctx.stores.feeds.zones.subscribe();
+    let record_sub_zone = ctx.stores.feeds.records.subscribe();
+    let record_sub_self = ctx.stores.feeds.records.subscribe();
 
     let zctx = Arc::new(ZoneContext {
         base: ctx,
@@ -311,10 +318,6 @@ pub async fn run(ctx: Arc<Context>, settings: Settings, shutdown: Shutdown) {
         async move {
             // Reconcile only from full caches: a half-filled pod or record
             // cache would read as "primary gone" or "no records".
-            let _ = futures::join!(
-                zctx.zones.wait_until_ready(),
-                zctx.records.wait_until_ready()
-            );
             zctx.base.stores.wait_until_ready().await;
             let zone_ctrl = Controller::for_shared_stream(
                 zone_sub.filter(changed(zone_trigger, zctx.zones.clone())),
@@ -340,9 +343,7 @@ pub async fn run(ctx: Arc<Context>, settings: Settings, shutdown: Shutdown) {
         .filter_map(|r| future::ready(zone_of(r)));
     let background = async {
         futures::join!(
-            zones_main,
-            records_main,
-            poll_pods(zctx.clone(), wake_tx.clone()),
+            watch_clusters(zctx.clone(), wake_tx.clone()),
             coalesce(
                 record_wakes,
                 wake_tx,

@@ -53,7 +53,6 @@ pub fn test_settings() -> Settings {
         survey_max_age: Duration::from_secs(30),
         record_quiet: Duration::from_millis(50),
         record_max_wait: Duration::from_millis(500),
-        pod_poll: Duration::from_millis(100),
         retry_base: Duration::from_millis(100),
         retry_max: Duration::from_millis(400),
         recheck_after_write: Duration::from_secs(600),
