@@ -369,6 +369,21 @@ impl Rdata {
         })
     }
 
+    /// Checks that depend on the owner name as well as the rdata (BIND
+    /// refuses the whole update otherwise): an SVCB at a `_dns` name.
+    pub fn check_owner(
+        &self,
+        rtype: RecordType,
+        owner: &DomainName,
+    ) -> Result<(), ValidationError> {
+        match self {
+            Rdata::Svcb(s) if rtype == RecordType::Svcb => s
+                .check_dns_owner(owner)
+                .map_err(|r| bad(rtype, &self.to_string(), &r)),
+            _ => Ok(()),
+        }
+    }
+
     /// A conservative estimate of the rdata's wire length (never below it).
     pub fn wire_len(&self) -> usize {
         match self {

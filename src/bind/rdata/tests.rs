@@ -323,3 +323,40 @@ fn hostile_values_are_rejected() {
         assert!(out.contains("\\010") || out.contains("\";\""), "{out}");
     }
 }
+
+#[test]
+fn dns_server_svcb_needs_what_bind_9_20_checks() {
+    let owner = |n: &str| DomainName::resolve(n, &z()).unwrap();
+    let check = |n: &str, v: &str| {
+        Rdata::parse(RecordType::Svcb, v, &z())
+            .unwrap()
+            .check_owner(RecordType::Svcb, &owner(n))
+    };
+    // Each verdict as BIND 9.20.30's named-checkzone gave it.
+    for (name, value, ok) in [
+        ("_dns", "1 . alpn=h2", false),
+        ("_dns", "1 . alpn=h3", false),
+        ("_dns", "1 . alpn=h2c", false),
+        ("_dns", "1 . alpn=http/1.1", false),
+        ("_dns", "1 . alpn=dot,h2", false),
+        ("_DNS", "1 . alpn=h2", false),
+        ("_dns.x", "1 . alpn=h2", false),
+        ("_853._dns", "1 . alpn=h2", false),
+        ("_dns._dns", "1 . alpn=h2", false),
+        ("_dns", "1 . port=53", false),
+        ("_dns", "0 foo.", false),
+        ("_dns", "1 . alpn=dot,doq", true),
+        ("_dns", "1 . alpn=H2", true),
+        ("_dns", "1 . alpn=h3-29", true),
+        ("_dns", "1 . alpn=h2 dohpath=/q{?dns}", true),
+        ("_dns", "1 . alpn=h2 key7=\"/q{?dns}\"", true),
+        ("x._dns", "1 . alpn=h2", true),
+        ("_x._dns", "1 . alpn=h2", true),
+        ("www", "1 . alpn=h2", true),
+    ] {
+        assert_eq!(check(name, value).is_ok(), ok, "{name} SVCB {value}");
+    }
+    // HTTPS records are not checked.
+    let https = Rdata::parse(RecordType::Https, "1 . alpn=h2", &z()).unwrap();
+    assert!(https.check_owner(RecordType::Https, &owner("_dns")).is_ok());
+}
