@@ -11,12 +11,14 @@
 //! quoted as BIND quotes them ([`svcb`]), LOC with every field and BIND's
 //! rounding ([`loc`]). Parsing dig's own text gives the same value back.
 //!
-//! Hand-written rather than `hickory-proto` or `domain`: the comparison is
-//! with BIND's text, and neither crate prints it (hickory writes `alpn`
-//! unquoted with a trailing comma and has no LOC type; neither splits hex
-//! like dig nor writes the IPv4-compatible AAAA form), so a printer of our
-//! own would be needed on top anyway; and names here are deliberately
-//! narrower than DNS allows (see [`super::name`]).
+//! Hand-written rather than `hickory-proto` or `domain`, decided by
+//! correctness against BIND's text: hickory-proto's SVCB `alpn` prints its
+//! ids unquoted with a trailing comma (named: `alpn="h2,h3"`) and it has no
+//! LOC type; both crates print addresses with Rust's `Ipv6Addr` (`::c000:201`
+//! where named prints `::192.0.2.1`) and neither splits hex the way dig
+//! does. A printer of our own would be needed on top of either, and the
+//! names here are deliberately narrower than DNS allows (see
+//! [`super::name`]), so a crate would add a second name type to police.
 //!
 //! Only a fixed set of types is accepted, each with a parser that admits no
 //! newline or other control character. What goes into an nsupdate script is
