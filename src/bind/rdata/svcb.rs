@@ -200,7 +200,7 @@ impl Svcb {
                 None => (*t, None),
             };
             let key = key_number(k)?;
-            if (1..=6).contains(&key) && k.to_ascii_lowercase().starts_with("key") {
+            if usize::from(key) < NAMES.len() && k.to_ascii_lowercase().starts_with("key") {
                 return Err(format!(
                     "has {k}: write this parameter by its name ({})",
                     key_name(key)

@@ -280,6 +280,7 @@ fn what_bind_refuses_is_refused_with_a_reason() {
         ("SVCB", "1 . key01=abc".into()),
         ("SVCB", "1 . key65536=abc".into()),
         ("SVCB", "1 . key1=h2".into()),
+        ("SVCB", "1 . key0=alpn alpn=h2".into()),
         ("SVCB", "1 . port=+8".into()),
         ("SVCB", "1 . port=65536".into()),
         ("SVCB", "1 . bogus=1".into()),
