@@ -361,3 +361,26 @@ fn dns_server_svcb_needs_what_bind_9_20_checks() {
     let https = Rdata::parse(RecordType::Https, "1 . alpn=h2", &z()).unwrap();
     assert!(https.check_owner(RecordType::Https, &owner("_dns")).is_ok());
 }
+
+/// Names in rdata: named keeps the case it was given and prints it (dig
+/// showed `WWW.Example.com.`), DNS compares without case, so both sides
+/// fold to lowercase. Escaped labels (`\.`, `\032`) are outside the name
+/// alphabet: refused from users, and a served one never parses, so it stays
+/// as dig's text and differs from anything wanted (it is rewritten).
+#[test]
+fn rdata_names_fold_case_and_refuse_escapes() {
+    for (t, v) in [
+        ("CNAME", "WWW.Example.COM."),
+        ("MX", "10 WWW.Example.COM."),
+        ("SRV", "0 0 1 WWW.Example.COM."),
+        ("HTTPS", "1 WWW.Example.COM."),
+    ] {
+        let out = p(t, v).unwrap();
+        let last = out.split(' ').next_back().unwrap();
+        assert_eq!(last, "www.example.com.", "{t} {v}");
+    }
+    for v in [r"a\.b.example.", r"a\032b.example.", "a b.", "é.example."] {
+        assert!(p("CNAME", v).is_err(), "{v}");
+        assert!(p("HTTPS", &format!("1 {v}")).is_err(), "{v}");
+    }
+}
