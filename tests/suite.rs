@@ -32,6 +32,7 @@ mod bench_smoke;
 mod bind_golden;
 mod bind_injection;
 mod bind_named;
+mod bind_roundtrip;
 mod controller_cluster;
 mod controller_invalid_objects;
 mod controller_metrics;

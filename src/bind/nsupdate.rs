@@ -60,7 +60,11 @@ impl RrsetChange {
         let values = values
             .iter()
             .enumerate()
-            .map(|(i, v)| Rdata::parse(rtype, v, zone).map_err(|e| e.at(&format!("values[{i}]"))))
+            .map(|(i, v)| {
+                Rdata::parse(rtype, v, zone)
+                    .and_then(|r| r.check_owner(rtype, &name).map(|()| r))
+                    .map_err(|e| e.at(&format!("values[{i}]")))
+            })
             .collect::<Result<Vec<_>, _>>()?;
         Ok(RrsetChange::Replace {
             name,
