@@ -121,6 +121,7 @@ fn record_set(
         .enumerate()
         .map(|(i, v)| {
             Rdata::parse(rtype, v, zone)
+                .and_then(|r| r.check_owner(rtype, &name).map(|()| r))
                 .map_err(|e| RecordError::invalid(e.at(&format!("{at}values[{i}]"))))
         })
         .collect::<Result<Vec<_>, _>>()?;
