@@ -8,5 +8,7 @@ pub mod api;
 pub mod bind;
 pub mod controller;
 pub mod local;
+pub mod offline;
 pub mod operator;
 pub mod render;
+pub mod telemetry;

@@ -14,7 +14,7 @@ use bind_operator::api::{
 };
 use bind_operator::bind::render::render_cluster;
 use bind_operator::bind::{Endpoint, Ttl, ZoneName};
-use bind_operator::render::offline::{RenderOptions, render_dir};
+use bind_operator::offline::{RenderOptions, render_dir};
 use bind_operator::render::validate::{
     ConfigError, LoadedKey, cluster_config, record_change, tsig_key, zone_config,
 };

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use bind_operator::api::{BindCluster, BindTSIGKey};
 use bind_operator::controller::{bindcluster, bindtsigkey};
 use bind_operator::local::manifest_dir::load_dir;
-use bind_operator::render::objects::{OBJECTS_FILE, REDACTED};
+use bind_operator::offline::objects::{OBJECTS_FILE, REDACTED};
 use kube::api::{Api, DynamicObject, PostParams};
 use serde_json::Value;
 use support::{Harness, PRIMARY_IP};

@@ -18,7 +18,7 @@ use super::names::{EVENT_REPORTER, FIELD_MANAGER};
 use super::network::Network;
 use super::scope::Scope;
 use super::stores::Stores;
-use crate::operator::Metrics;
+use crate::telemetry::Metrics;
 
 /// Requeue while something is on its way (a pod becoming ready, a mount
 /// propagating): seconds.

@@ -5,7 +5,9 @@
 //!   ([`REQUEUE_SHORT`], [`REQUEUE_LONG`]).
 //! - [`exec::PodExecutor`]: "run this command in pod P". `layout(pod)` says
 //!   where BIND lives in that pod; reconcilers build every command from it
-//!   with `bind::commands`, so no argv is ever rewritten. In a cluster:
+//!   with `bind::commands` (composing them where one exec must do two
+//!   things, as zonesync's update-then-SOA `sh -c`), and the executor runs
+//!   the argv it is given unchanged. In a cluster:
 //!   [`exec::KubeExecutor`] (pods/exec); local mode brings its own. The
 //!   context wraps either in [`exec::MeteredExecutor`] (exec metrics).
 //! - [`network::Network`]: where secondaries reach the primary and where a
@@ -21,15 +23,19 @@
 //!   local runtime creates pods with the StatefulSet template's labels plus
 //!   `statefulset.kubernetes.io/pod-name`, as the StatefulSet controller does).
 //! - [`run`] / [`run_scoped`]: start every controller; `bind-operator run` (a
-//!   real API server, via [`manager`] on [`crate::operator::serve`], which
-//!   owns leader election, `/healthz`, `/readyz` and `/metrics`) and
-//!   `bind-operator local` (the in-memory one) both call them.
+//!   real API server, via `operator::manager` on `operator::serve`, which
+//!   own leader election, `/healthz`, `/readyz` and `/metrics`) and
+//!   `bind-operator local` (the in-memory one) both call them. Metrics and
+//!   readiness are [`crate::telemetry`]'s: this module never uses
+//!   `crate::operator` (tests/arch_layers.rs checks the direction).
 //!
-//! Adding a controller (BindZone, DNSRecord): write `yourkind::controller(
-//! ctx, streams, shutdown) -> impl Future<Output = ()>` like
-//! [`bindcluster::controller`]; add the stores and streams it needs to
-//! [`stores::Stores`] / [`stores::Streams`] (each stream is consumed by one
-//! controller), and push it in [`run`] where marked.
+//! Adding a controller: give it a module whose entry point
+//! (`controller(ctx, …, shutdown) -> impl Future<Output = ()>`, like
+//! [`bindcluster::controller`] or [`bindtsigkey::controller`]) runs until
+//! shutdown, and push it onto the list in [`run_scoped`]; the BindZone and
+//! DNSRecord controllers are started together by [`zonesync::run`]. The
+//! caches it reads come from [`stores::Stores`] / [`stores::Streams`] (each
+//! stream is consumed by one controller).
 //!
 //! Touches the cluster. Never logs, returns or records key material.
 
@@ -41,7 +47,6 @@ pub mod context;
 pub mod dnsrecord;
 pub mod error;
 pub mod exec;
-pub mod manager;
 pub mod names;
 pub mod network;
 pub mod scope;
@@ -55,7 +60,7 @@ use futures::FutureExt as _;
 use futures::future::BoxFuture;
 use kube::Client;
 
-use crate::operator::{Metrics, Readiness};
+use crate::telemetry::{Metrics, Readiness};
 
 pub use context::{Context, REQUEUE_LONG, REQUEUE_SHORT};
 pub use error::Categorized;

@@ -43,8 +43,8 @@ use crate::api::{
     REASON_INVALID_SPEC, REASON_INVALID_TRANSFER_SECRET,
 };
 use crate::bind::render::{RenderError, render_cluster, view_key_names};
-use crate::operator::Controller as MetricsController;
 use crate::render::validate::{ConfigError, cluster_config};
+use crate::telemetry::Controller as MetricsController;
 
 pub use read::{
     ClusterKeys, cluster_keys, cluster_pods, ensure_rndc_secret, ensure_transfer_secret, pod_ready,
