@@ -28,6 +28,7 @@ mod api_deploy;
 mod api_examples;
 mod api_types;
 mod api_validation;
+mod arch_layers;
 mod bench_smoke;
 mod bind_golden;
 mod bind_injection;

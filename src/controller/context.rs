@@ -12,8 +12,8 @@ use k8s_openapi::api::core::v1::ObjectReference;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::{Client, Resource};
 
-use super::bindcluster::{NotifyMemo, ReconfigMemo};
 use super::exec::{MeteredExecutor, PodExecutor};
+use super::memo::{NotifyMemo, ReconfigMemo};
 use super::names::{EVENT_REPORTER, FIELD_MANAGER};
 use super::network::Network;
 use super::scope::Scope;

@@ -47,6 +47,7 @@ pub mod context;
 pub mod dnsrecord;
 pub mod error;
 pub mod exec;
+pub mod memo;
 pub mod names;
 pub mod network;
 pub mod scope;

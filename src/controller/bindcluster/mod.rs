@@ -49,7 +49,6 @@ use crate::telemetry::Controller as MetricsController;
 pub use read::{
     ClusterKeys, cluster_keys, cluster_pods, ensure_rndc_secret, ensure_transfer_secret, pod_ready,
 };
-pub use reconfig::{NotifyMemo, ReconfigMemo};
 pub use steps::primary_pod;
 
 /// Event reason for each pod that loaded a new config.

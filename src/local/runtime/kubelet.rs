@@ -27,7 +27,6 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use super::Shared;
-use super::controller;
 use super::volume::Sources;
 use super::worker::{self, WorkerHandle};
 
@@ -98,9 +97,19 @@ where
     })
 }
 
-/// Starts the watches, the kubelet loop and (if configured) the
-/// StatefulSet controller; returns their tasks.
-pub(crate) fn start(shared: &Arc<Shared>) -> Vec<JoinHandle<()>> {
+/// The caches, once started: what the kubelet loop and the StatefulSet
+/// controller run off.
+pub(crate) struct Watches {
+    pub(crate) tasks: Vec<JoinHandle<()>>,
+    pub(crate) stores: Stores,
+    pub(crate) ready: Ready,
+    /// Bumped on every event of any watch.
+    pub(crate) changes: watch::Receiver<u64>,
+}
+
+/// Starts the watches (the caller starts what runs off them: the kubelet
+/// loop, [`start_kubelet`], and the StatefulSet controller).
+pub(crate) fn start_watches(shared: &Arc<Shared>) -> Watches {
     let client = shared.client.clone();
     let (changes, rx) = watch::channel(0u64);
     let (pods, pw) = reflector::store();
@@ -111,7 +120,7 @@ pub(crate) fn start(shared: &Arc<Shared>) -> Vec<JoinHandle<()>> {
     if let Some(sel) = &shared.config.pod_selector {
         pod_config = pod_config.labels(sel);
     }
-    let mut tasks = vec![
+    let tasks = vec![
         reflect(
             shared,
             Api::<Pod>::all(client.clone()),
@@ -148,16 +157,22 @@ pub(crate) fn start(shared: &Arc<Shared>) -> Vec<JoinHandle<()>> {
         secrets,
     };
     let ready = ready(&stores);
-    if shared.config.run_statefulsets {
-        tasks.push(tokio::spawn(controller::run(
-            shared.clone(),
-            stores.clone(),
-            ready.clone(),
-            rx.clone(),
-        )));
+    Watches {
+        tasks,
+        stores,
+        ready,
+        changes: rx,
     }
-    tasks.push(tokio::spawn(run(shared.clone(), stores, ready, rx)));
-    tasks
+}
+
+/// Starts the kubelet loop off the watches' caches.
+pub(crate) fn start_kubelet(
+    shared: &Arc<Shared>,
+    stores: Stores,
+    ready: Ready,
+    changes: watch::Receiver<u64>,
+) -> JoinHandle<()> {
+    tokio::spawn(run(shared.clone(), stores, ready, changes))
 }
 
 /// Resolves (true) once every cache holds its initial list; false if a
