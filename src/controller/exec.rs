@@ -29,7 +29,7 @@ use kube::Client;
 use kube::api::{Api, AttachParams};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
-use super::error::KubeMessage;
+use super::kube_message::KubeMessage;
 use super::names::{
     APP_NAME, BIND_CONTAINER, LABEL_CLUSTER, LABEL_MANAGED_BY, LABEL_NAME, MANAGER,
     statefulset_name,

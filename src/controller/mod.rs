@@ -47,6 +47,7 @@ pub mod context;
 pub mod dnsrecord;
 pub mod error;
 pub mod exec;
+pub mod kube_message;
 pub mod memo;
 pub mod names;
 pub mod network;

@@ -31,14 +31,13 @@
 pub mod config;
 pub mod health;
 pub mod leader;
-pub mod leadership;
 pub mod manager;
 pub mod serve;
 
 pub use config::{ConfigError, LeaderElectionConfig, OperatorConfig};
 pub use health::HealthServer;
+pub use leader::Leadership;
 pub use leader::{Attempt, LeaderElector, LeaderError, LeaseTiming, Role};
-pub use leadership::Leadership;
 // The serve API takes and hands out these; they live in the leaf `telemetry`.
 pub use crate::telemetry::{Controller, Metrics, Readiness};
 pub use serve::{Operator, RunContext, ServeError, serve, shutdown_signal};

@@ -30,8 +30,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::config::OperatorConfig;
 use super::health::{HealthError, HealthServer};
+use super::leader::Leadership;
 use super::leader::{LeaderElector, LeaderError, Role};
-use super::leadership::Leadership;
 use crate::telemetry::{Metrics, Readiness};
 
 /// What the controllers' future is given.

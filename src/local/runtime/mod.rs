@@ -56,6 +56,7 @@ mod probe;
 mod statefulset;
 mod table;
 mod volume;
+mod watches;
 mod worker;
 
 use std::path::PathBuf;
@@ -291,12 +292,12 @@ impl LocalRuntime {
         });
         // The watches, then what runs off them (the StatefulSet controller
         // only where no real API server runs its own).
-        let kubelet::Watches {
+        let watches::Watches {
             mut tasks,
             stores,
             ready,
             changes,
-        } = kubelet::start_watches(&shared);
+        } = watches::start_watches(&shared);
         if shared.config.run_statefulsets {
             tasks.push(tokio::spawn(controller::run(
                 shared.clone(),
