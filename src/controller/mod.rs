@@ -51,6 +51,7 @@ pub mod kube_message;
 pub mod memo;
 pub mod names;
 pub mod network;
+pub mod pods;
 pub mod scope;
 pub mod stores;
 pub mod zonesync;

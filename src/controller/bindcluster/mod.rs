@@ -38,6 +38,7 @@ use super::context::{Context, REQUEUE_LONG};
 use super::error::{Categorized, error_policy, report};
 use super::names::LABEL_CLUSTER;
 use super::network::NetworkError;
+use super::pods;
 use crate::api::{
     BindCluster, BindClusterStatus, BindTSIGKey, REASON_APPLY_REJECTED, REASON_INVALID_RNDC_SECRET,
     REASON_INVALID_SPEC, REASON_INVALID_TRANSFER_SECRET,
@@ -46,9 +47,7 @@ use crate::bind::render::{RenderError, render_cluster, view_key_names};
 use crate::render::validate::{ConfigError, cluster_config};
 use crate::telemetry::Controller as MetricsController;
 
-pub use read::{
-    ClusterKeys, cluster_keys, cluster_pods, ensure_rndc_secret, ensure_transfer_secret, pod_ready,
-};
+pub use read::{ClusterKeys, cluster_keys, ensure_rndc_secret, ensure_transfer_secret};
 pub use steps::primary_pod;
 
 /// Event reason for each pod that loaded a new config.
@@ -274,7 +273,7 @@ async fn converge(cluster: &BindCluster, ctx: &Context) -> Result<Action, Error>
     // The children that carry the rendered files and the pod template.
     steps::apply_rendered(ctx, cluster, &files).await?;
     // Per-pod reconfig, then the primary's NOTIFY list.
-    let pods = read::cluster_pods(&ctx.stores.pods, cluster);
+    let pods = pods::cluster_pods(&ctx.stores.pods, cluster);
     let mut outcome = steps::reconfigure(ctx, cluster, &pods, &files).await;
     let view_keys = view_key_names(&cfg)?;
     steps::notify(
