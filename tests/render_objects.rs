@@ -132,11 +132,8 @@ fn normalise(mut v: Value) -> Value {
 
 fn rendered_docs(text: &str) -> BTreeMap<(String, String), Value> {
     let mut out = BTreeMap::new();
-    for doc in serde_yaml::Deserializer::from_str(text) {
-        let v: Value = serde::Deserialize::deserialize(doc).unwrap();
-        if v.is_null() {
-            continue;
-        }
+    for doc in bind_operator::yaml::documents(text) {
+        let v: Value = doc.value.unwrap();
         let kind = v["kind"].as_str().unwrap().to_string();
         let name = v["metadata"]["name"].as_str().unwrap().to_string();
         assert!(

@@ -38,7 +38,7 @@ fn doc<K: kube::Resource<DynamicType = ()> + Serialize>(object: &K) -> Doc {
     Doc {
         kind: K::kind(&()).into_owned(),
         name: object.name_any(),
-        yaml: serde_yaml::to_string(object).expect("Kubernetes objects serialise to YAML"),
+        yaml: crate::yaml::to_string(object).expect("Kubernetes objects serialise to YAML"),
     }
 }
 
