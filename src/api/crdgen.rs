@@ -139,8 +139,9 @@ const YAML11_BOOLEANS: &[&str] = &[
     "OFF",
 ];
 
-/// Quotes plain scalars that YAML 1.1 reads as booleans. serde_yaml writes
-/// YAML 1.2, where `yes` is a string, but kubectl and the API server read
+/// Quotes plain scalars that YAML 1.1 reads as booleans. A YAML 1.2 writer
+/// may leave them plain (serde_yaml did; `crate::yaml`'s writer quotes them
+/// itself, this stays as the guarantee), but kubectl and the API server read
 /// YAML 1.1: an unquoted `- yes` in an enum became `true`, and the API
 /// server then refused `dnssecValidation: "yes"` (measured on v1.36).
 /// Lines inside block scalars (descriptions) are left as they are.
