@@ -410,3 +410,58 @@ fn documents_are_numbered_in_order_whatever_the_separators_yaml_and_json_alike()
         "{errors:#?}"
     );
 }
+
+/// What `kubectl get dnsrecords -o yaml` prints is one `kind: List`
+/// document: its items load as objects of their own (server-owned metadata
+/// dropped as for any export), numbered as the List's document, and the
+/// document after it is the next number.
+#[test]
+fn a_kind_list_document_loads_its_items_under_its_number() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let item = |n: &str| {
+        let mut v: serde_json::Value =
+            bind_operator::yaml::from_str(&record(n, "example-com", n, "192.0.2.1")).unwrap();
+        v["metadata"]["resourceVersion"] = "42".into();
+        v
+    };
+    let list = serde_json::json!({
+        "apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""},
+        "items": [item("l1"), item("l2")],
+    });
+    let text = format!(
+        "{}---\n{}",
+        bind_operator::yaml::to_string(&list).unwrap(),
+        record("after", "example-com", "after", "192.0.2.2")
+    );
+    write(d, "export.yaml", &text);
+    let loaded = load_dir(d);
+    assert!(loaded.errors.is_empty(), "{:?}", loaded.errors);
+    let at = |name: &str| {
+        let m = loaded
+            .manifests
+            .iter()
+            .find(|m| m.key.name == name)
+            .unwrap();
+        assert!(
+            m.object["metadata"].get("resourceVersion").is_none(),
+            "{name}"
+        );
+        m.at.to_string()
+    };
+    assert!(
+        at("l1").starts_with("export.yaml document 1 "),
+        "{}",
+        at("l1")
+    );
+    assert!(
+        at("l2").starts_with("export.yaml document 1 "),
+        "{}",
+        at("l2")
+    );
+    assert!(
+        at("after").starts_with("export.yaml document 2 "),
+        "{}",
+        at("after")
+    );
+}

@@ -282,7 +282,8 @@ impl fmt::Debug for Manifest {
 /// `.json` files hold one JSON value or several concatenated; anything else
 /// is read as multi-document YAML ([`crate::yaml::documents`]: split at
 /// `---` lines, empty documents skipped). Documents are numbered 1, 2, ...
-/// in the order they appear, whether they parse or not.
+/// in the order they appear, whether they parse or not; the items of a
+/// `kind: List` share their List's number.
 pub fn parse_file(file: &std::path::Path, text: &str) -> Vec<Result<Manifest, ManifestError>> {
     let is_json = file
         .extension()
@@ -306,7 +307,7 @@ pub fn parse_file(file: &std::path::Path, text: &str) -> Vec<Result<Manifest, Ma
             let line = 1 + text[..stream.byte_offset() + skipped].matches('\n').count();
             let Some(item) = stream.next() else { break };
             match item {
-                Ok(value) => out.push(check_document(next_at(line), value)),
+                Ok(value) => check_each(&mut out, next_at(line), value),
                 Err(e) => {
                     let at = next_at(e.line());
                     out.push(Err(ManifestError::new(
@@ -323,7 +324,7 @@ pub fn parse_file(file: &std::path::Path, text: &str) -> Vec<Result<Manifest, Ma
     }
     for doc in crate::yaml::documents(text) {
         match doc.value {
-            Ok(value) => out.push(check_document(next_at(doc.line), value)),
+            Ok(value) => check_each(&mut out, next_at(doc.line), value),
             Err(message) => out.push(Err(ManifestError::new(
                 next_at(doc.line),
                 Problem::Parse,
@@ -332,6 +333,25 @@ pub fn parse_file(file: &std::path::Path, text: &str) -> Vec<Result<Manifest, Ma
         }
     }
     out
+}
+
+/// Checks one document: a `v1` `List` (what `kubectl get -o yaml` prints
+/// for several objects) is its items, each checked as an object of its own
+/// under the List's document reference; anything else is one object.
+fn check_each(out: &mut Vec<Result<Manifest, ManifestError>>, at: DocRef, value: Value) {
+    let items = value
+        .as_object()
+        .filter(|o| str_field(o, "apiVersion") == "v1" && str_field(o, "kind") == "List")
+        .and_then(|o| o.get("items"))
+        .and_then(Value::as_array);
+    match items {
+        Some(items) => {
+            for item in items {
+                out.push(check_document(at.clone(), item.clone()));
+            }
+        }
+        None => out.push(check_document(at, value)),
+    }
 }
 
 /// Checks one parsed document and normalises it into what is applied.
