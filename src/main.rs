@@ -171,8 +171,8 @@ fn main() -> ExitCode {
             health_addr,
             leader_election,
             watch_namespaces,
-        } => bind_operator::controller::manager::run_blocking(
-            bind_operator::controller::manager::Options {
+        } => bind_operator::operator::manager::run_blocking(
+            bind_operator::operator::manager::Options {
                 log_filter: log_level,
                 log_json,
                 health_addr,
@@ -247,7 +247,7 @@ fn render(
     port: u16,
     secrets_from_dir: bool,
 ) -> Result<(), String> {
-    use bind_operator::render::offline::{RenderOptions, render_dir};
+    use bind_operator::offline::{RenderOptions, render_dir};
     let primary = bind_operator::bind::Endpoint::new(ip, port).map_err(|e| e.to_string())?;
     let opts = RenderOptions {
         primary,

@@ -111,10 +111,9 @@ fn crds_regenerate_writes_both_directories() {
 /// The committed all-in-one file, parsed document by document.
 fn committed_crds() -> Vec<Value> {
     let text = std::fs::read_to_string(repo().join("crds/all.yaml")).unwrap();
-    serde_yaml::Deserializer::from_str(&text)
-        .map(|doc| {
-            serde_yaml::from_value::<Value>(serde::Deserialize::deserialize(doc).unwrap()).unwrap()
-        })
+    bind_operator::yaml::documents(&text)
+        .into_iter()
+        .map(|doc| doc.value.unwrap())
         .collect()
 }
 

@@ -18,13 +18,13 @@ fn repo() -> PathBuf {
 }
 
 fn parse_all(text: &str, what: &str) -> Vec<Value> {
-    serde_yaml::Deserializer::from_str(text)
-        .enumerate()
-        .map(|(i, doc)| {
-            serde::Deserialize::deserialize(doc)
-                .unwrap_or_else(|e| panic!("{what} document {i} is not YAML: {e}"))
+    bind_operator::yaml::documents(text)
+        .into_iter()
+        .map(|doc| {
+            let line = doc.line;
+            doc.value
+                .unwrap_or_else(|e| panic!("{what} document at line {line} is not YAML: {e}"))
         })
-        .filter(|v: &Value| !v.is_null())
         .collect()
 }
 
@@ -250,7 +250,8 @@ fn strip_template(text: &str) -> String {
 
 #[test]
 fn helm_chart_metadata_values_and_templates_parse() {
-    let chart: Value = serde_yaml::from_str(&read("deploy/helm/bind-operator/Chart.yaml")).unwrap();
+    let chart: Value =
+        bind_operator::yaml::from_str(&read("deploy/helm/bind-operator/Chart.yaml")).unwrap();
     assert_eq!(chart["apiVersion"], "v2");
     assert_eq!(chart["name"], "bind-operator");
     assert_eq!(
@@ -261,7 +262,7 @@ fn helm_chart_metadata_values_and_templates_parse() {
     assert!(chart["version"].is_string());
 
     let values: Value =
-        serde_yaml::from_str(&read("deploy/helm/bind-operator/values.yaml")).unwrap();
+        bind_operator::yaml::from_str(&read("deploy/helm/bind-operator/values.yaml")).unwrap();
     for pointer in [
         "/image/repository",
         "/image/tag",
@@ -316,12 +317,12 @@ fn helm_chart_metadata_values_and_templates_parse() {
 
 #[test]
 fn helm_and_kustomize_grant_the_same_rbac() {
-    let helm: Value = serde_yaml::from_str(&strip_template(&read(
+    let helm: Value = bind_operator::yaml::from_str(&strip_template(&read(
         "deploy/helm/bind-operator/templates/clusterrole.yaml",
     )))
     .unwrap();
     let kustomize: Value =
-        serde_yaml::from_str(&read("deploy/kustomize/base/clusterrole.yaml")).unwrap();
+        bind_operator::yaml::from_str(&read("deploy/kustomize/base/clusterrole.yaml")).unwrap();
     assert_eq!(permissions(&helm), permissions(&kustomize));
 }
 
@@ -366,7 +367,7 @@ fn namespaced_overlay_grants_roles_in_its_namespace_only() {
         return;
     };
     let base: Value =
-        serde_yaml::from_str(&read("deploy/kustomize/base/clusterrole.yaml")).unwrap();
+        bind_operator::yaml::from_str(&read("deploy/kustomize/base/clusterrole.yaml")).unwrap();
     for d in docs.iter().filter(|d| {
         matches!(
             d["kind"].as_str(),
@@ -411,7 +412,7 @@ fn namespaced_overlay_grants_roles_in_its_namespace_only() {
 #[test]
 fn helm_watch_namespaces_swaps_the_cluster_role_for_roles() {
     let values: Value =
-        serde_yaml::from_str(&read("deploy/helm/bind-operator/values.yaml")).unwrap();
+        bind_operator::yaml::from_str(&read("deploy/helm/bind-operator/values.yaml")).unwrap();
     assert_eq!(
         values["watchNamespaces"],
         json!([]),
@@ -438,7 +439,8 @@ fn helm_watch_namespaces_swaps_the_cluster_role_for_roles() {
         .expect("a RoleBinding");
     assert_eq!(binding["roleRef"]["kind"], "Role");
     let cluster_role: Value =
-        serde_yaml::from_str(&strip_template(&read(&format!("{tpl}/clusterrole.yaml")))).unwrap();
+        bind_operator::yaml::from_str(&strip_template(&read(&format!("{tpl}/clusterrole.yaml"))))
+            .unwrap();
     assert_eq!(permissions(role), permissions(&cluster_role));
     assert!(read(&format!("{tpl}/deployment.yaml")).contains("BIND_OPERATOR_WATCH_NAMESPACES"));
 }

@@ -25,12 +25,14 @@ fn documents() -> Vec<(String, usize, Value)> {
     for path in paths {
         let text = std::fs::read_to_string(&path).unwrap();
         let file = path.file_name().unwrap().to_string_lossy().into_owned();
-        for (i, doc) in serde_yaml::Deserializer::from_str(&text).enumerate() {
-            let value: Value = serde::Deserialize::deserialize(doc)
+        for (i, doc) in bind_operator::yaml::documents(&text)
+            .into_iter()
+            .enumerate()
+        {
+            let value: Value = doc
+                .value
                 .unwrap_or_else(|e| panic!("{file} document {i} is not valid YAML: {e}"));
-            if !value.is_null() {
-                docs.push((file.clone(), i, value));
-            }
+            docs.push((file.clone(), i, value));
         }
     }
     docs

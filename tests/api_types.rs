@@ -13,7 +13,7 @@ use serde_json::Value;
 /// Parses YAML into `T`, serialises back, and asserts the JSON value is
 /// unchanged (nothing dropped, nothing renamed).
 fn round_trip<T: DeserializeOwned + Serialize>(yaml: &str) -> T {
-    let input: Value = serde_yaml::from_str(yaml).expect("fixture is valid YAML");
+    let input: Value = bind_operator::yaml::from_str(yaml).expect("fixture is valid YAML");
     let typed: T = serde_json::from_value(input.clone()).expect("fixture deserialises");
     let output = serde_json::to_value(&typed).expect("serialises");
     assert_eq!(
@@ -51,7 +51,7 @@ status:
 
 #[test]
 fn bindtsigkey_defaults() {
-    let key: BindTSIGKey = serde_yaml::from_str(
+    let key: BindTSIGKey = bind_operator::yaml::from_str(
         "apiVersion: bind.unkin.net/v1alpha1\nkind: BindTSIGKey\nmetadata: {name: k}\nspec:\n  secretRef: {name: s}\n",
     )
     .unwrap();
@@ -117,7 +117,7 @@ status:
 
 #[test]
 fn bindcluster_defaults() {
-    let c: BindCluster = serde_yaml::from_str(
+    let c: BindCluster = bind_operator::yaml::from_str(
         "apiVersion: bind.unkin.net/v1alpha1\nkind: BindCluster\nmetadata: {name: c}\nspec: {}\n",
     )
     .unwrap();
@@ -183,7 +183,7 @@ spec:
 
 #[test]
 fn bindzone_defaults() {
-    let z: BindZone = serde_yaml::from_str(
+    let z: BindZone = bind_operator::yaml::from_str(
         "apiVersion: bind.unkin.net/v1alpha1\nkind: BindZone\nmetadata: {name: z}\nspec: {clusterRef: c, zoneName: example.com, primaries: [{address: 192.0.2.1}]}\n",
     )
     .unwrap();
@@ -223,7 +223,7 @@ status:
     );
     assert_eq!(r.spec.type_, RecordType::AAAA);
 
-    let apex: DNSRecord = serde_yaml::from_str(
+    let apex: DNSRecord = bind_operator::yaml::from_str(
         "apiVersion: bind.unkin.net/v1alpha1\nkind: DNSRecord\nmetadata: {name: a}\nspec: {zoneRef: z, type: TXT, values: ['\"hello\"']}\n",
     )
     .unwrap();
@@ -241,12 +241,12 @@ fn unknown_enum_spellings_are_rejected() {
             "apiVersion: bind.unkin.net/v1alpha1\nkind: DNSRecord\nmetadata: {{name: a}}\n{bad}\n"
         );
         assert!(
-            serde_yaml::from_str::<DNSRecord>(&doc).is_err(),
+            bind_operator::yaml::from_str::<DNSRecord>(&doc).is_err(),
             "{bad} should not parse"
         );
     }
     let doc = "apiVersion: bind.unkin.net/v1alpha1\nkind: BindTSIGKey\nmetadata: {name: k}\nspec: {algorithm: HMAC-SHA256}\n";
-    assert!(serde_yaml::from_str::<BindTSIGKey>(doc).is_err());
+    assert!(bind_operator::yaml::from_str::<BindTSIGKey>(doc).is_err());
 }
 
 #[test]
@@ -270,7 +270,7 @@ fn record_type_parses_case_insensitively_from_bind_output() {
 
 #[test]
 fn catalog_zone_name_is_explicit_or_derived_per_cluster() {
-    let mut c: BindCluster = serde_yaml::from_str(
+    let mut c: BindCluster = bind_operator::yaml::from_str(
         "apiVersion: bind.unkin.net/v1alpha1\nkind: BindCluster\nmetadata: {name: main, namespace: dns}\nspec: {catalog: {transferKeyRef: xfr}}\n",
     )
     .unwrap();

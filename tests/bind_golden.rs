@@ -21,8 +21,8 @@ use bind_operator::bind::Endpoint;
 use bind_operator::bind::commands;
 use bind_operator::bind::layout::mount;
 use bind_operator::bind::parse::parse_checkconf;
-use bind_operator::render::objects::OBJECTS_FILE;
-use bind_operator::render::offline::{RenderOptions, render_dir};
+use bind_operator::offline::objects::OBJECTS_FILE;
+use bind_operator::offline::{RenderOptions, render_dir};
 
 /// A stand-in for the primary Service's ClusterIP.
 const PRIMARY_IP: &str = "10.96.0.10";

@@ -30,7 +30,7 @@ use bind_operator::controller::bindzone::read::valid_records;
 use bind_operator::controller::zonesync::RECORD_FINALIZER;
 use bind_operator::controller::zonesync::diff::{Served, diff};
 use bind_operator::controller::zonesync::plan::{Desired, Verdict, ZoneInputs, plan};
-use bind_operator::render::offline::{RenderOptions, render_dir};
+use bind_operator::offline::{RenderOptions, render_dir};
 use bind_operator::render::validate::{
     ConfigError, LoadedKey, PrimaryZoneConfig, ZoneConfig, cluster_config, tsig_key, zone_config,
 };

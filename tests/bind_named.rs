@@ -8,12 +8,13 @@ use crate::support_bind as harness;
 use std::time::{Duration, Instant};
 
 use bind_operator::bind::commands::{self, local_server};
-use bind_operator::bind::nsupdate::{ApexNs, RrsetChange, UpdateBatch, build_script};
+use bind_operator::bind::nsupdate::{
+    ApexNs, RrsetChange, UpdateBatch, build_script, catalog_add_member, catalog_remove_member,
+};
 use bind_operator::bind::parse::{self, NsupdateError};
 use bind_operator::bind::render::{ClusterConfig, RenderedFiles, render_cluster};
 use bind_operator::bind::zone::{
-    PrimaryZone, Soa, ZoneSkeleton, catalog_add_member, catalog_primary_zone,
-    catalog_remove_member, catalog_skeleton,
+    PrimaryZone, Soa, ZoneSkeleton, catalog_primary_zone, catalog_skeleton,
 };
 use bind_operator::bind::{DomainName, Rdata, RecordType, TsigAlgorithm, TsigKey, Ttl, ZoneName};
 use harness::{Pod, dig_short, run, run_ok, wait_until};

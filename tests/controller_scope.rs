@@ -150,7 +150,7 @@ async fn every_request_carries_the_operator_user_agent() {
         String::from_utf8_lossy(&req).into_owned()
     });
     let config = kube::Config::new(format!("http://127.0.0.1:{port}").parse().unwrap());
-    let client = controller::manager::client_for(config).unwrap();
+    let client = bind_operator::operator::manager::client_for(config).unwrap();
     support::within("the version", client.apiserver_version())
         .await
         .unwrap();

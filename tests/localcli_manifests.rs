@@ -329,3 +329,139 @@ fn a_missing_directory_is_an_error_value_that_protects_everything() {
     );
     assert!(loaded.is_uncertain(&bind_operator::local::manifests::DocRef::file("any.yaml")));
 }
+
+/// The one loader (local mode and `render` both read through it) numbers
+/// documents from 1 in the order they appear: a leading or trailing `---`
+/// and empty or comment-only documents take no number, a document that
+/// does not parse takes one, and the documents after it still load. JSON
+/// files number their concatenated values the same way. A mapping that
+/// repeats a key is refused, as kubectl refuses it.
+#[test]
+fn documents_are_numbered_in_order_whatever_the_separators_yaml_and_json_alike() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let good = |n: &str| record(n, "example-com", n, "192.0.2.1");
+    let head = format!("---\n# only a comment\n---\n{}---\n\n---\n", good("r1"));
+    let broken_at = head.lines().count() + 1;
+    let broken = "kind: DNSRecord\nmetadata: {name: [broken\n---\n";
+    let dup_at = broken_at + broken.lines().count();
+    let dup = "apiVersion: bind.unkin.net/v1alpha1\nkind: DNSRecord\nkind: DNSRecord\nmetadata: {name: d}\n---\n";
+    write(
+        d,
+        "a.yaml",
+        &format!("{head}{broken}{dup}{}---\n", good("r2")),
+    );
+    let json = |n: &str| {
+        let v: serde_json::Value = bind_operator::yaml::from_str(&good(n)).unwrap();
+        serde_json::to_string(&v).unwrap()
+    };
+    write(
+        d,
+        "b.json",
+        &format!("{}\n{}\n{{\"kind\": }}\n", json("j1"), json("j2")),
+    );
+
+    let loaded = load_dir(d);
+    let names: BTreeSet<String> = loaded
+        .manifests
+        .iter()
+        .map(|m| m.key.name.clone())
+        .collect();
+    assert_eq!(
+        names,
+        BTreeSet::from(["r1", "r2", "j1", "j2"].map(String::from))
+    );
+    let at = |m: &bind_operator::local::manifests::Manifest| m.at.to_string();
+    let r2 = loaded
+        .manifests
+        .iter()
+        .find(|m| m.key.name == "r2")
+        .unwrap();
+    assert!(at(r2).starts_with("a.yaml document 4 "), "{}", at(r2));
+    let j2 = loaded
+        .manifests
+        .iter()
+        .find(|m| m.key.name == "j2")
+        .unwrap();
+    assert!(at(j2).starts_with("b.json document 2 "), "{}", at(j2));
+
+    let errors: Vec<String> = loaded.errors.iter().map(ToString::to_string).collect();
+    assert_eq!(errors.len(), 3, "{errors:#?}");
+    assert!(
+        errors[0].starts_with(&format!(
+            "a.yaml document 2 (line {broken_at}): failed to parse YAML"
+        )),
+        "{errors:#?}"
+    );
+    // The parser's position counts from the top of the file too.
+    assert!(
+        errors[0].contains(&format!("line {}", broken_at + 1)),
+        "{}",
+        errors[0]
+    );
+    assert!(
+        errors[1].starts_with(&format!(
+            "a.yaml document 3 (line {dup_at}): failed to parse YAML"
+        )) && errors[1].contains("duplicate mapping key: kind"),
+        "{errors:#?}"
+    );
+    assert!(
+        errors[2].starts_with("b.json document 3 (line 3)"),
+        "{errors:#?}"
+    );
+}
+
+/// What `kubectl get dnsrecords -o yaml` prints is one `kind: List`
+/// document: its items load as objects of their own (server-owned metadata
+/// dropped as for any export), numbered as the List's document, and the
+/// document after it is the next number.
+#[test]
+fn a_kind_list_document_loads_its_items_under_its_number() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let item = |n: &str| {
+        let mut v: serde_json::Value =
+            bind_operator::yaml::from_str(&record(n, "example-com", n, "192.0.2.1")).unwrap();
+        v["metadata"]["resourceVersion"] = "42".into();
+        v
+    };
+    let list = serde_json::json!({
+        "apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""},
+        "items": [item("l1"), item("l2")],
+    });
+    let text = format!(
+        "{}---\n{}",
+        bind_operator::yaml::to_string(&list).unwrap(),
+        record("after", "example-com", "after", "192.0.2.2")
+    );
+    write(d, "export.yaml", &text);
+    let loaded = load_dir(d);
+    assert!(loaded.errors.is_empty(), "{:?}", loaded.errors);
+    let at = |name: &str| {
+        let m = loaded
+            .manifests
+            .iter()
+            .find(|m| m.key.name == name)
+            .unwrap();
+        assert!(
+            m.object["metadata"].get("resourceVersion").is_none(),
+            "{name}"
+        );
+        m.at.to_string()
+    };
+    assert!(
+        at("l1").starts_with("export.yaml document 1 "),
+        "{}",
+        at("l1")
+    );
+    assert!(
+        at("l2").starts_with("export.yaml document 1 "),
+        "{}",
+        at("l2")
+    );
+    assert!(
+        at("after").starts_with("export.yaml document 2 "),
+        "{}",
+        at("after")
+    );
+}

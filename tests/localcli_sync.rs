@@ -130,7 +130,7 @@ async fn objects_the_sync_did_not_apply_are_never_deleted() {
     let api: kube::Api<bind_operator::api::DNSRecord> =
         kube::Api::default_namespaced(client.clone());
     let foreign: bind_operator::api::DNSRecord =
-        serde_yaml::from_str(&record("foreign", "example-com", "f", "192.0.2.7")).unwrap();
+        bind_operator::yaml::from_str(&record("foreign", "example-com", "f", "192.0.2.7")).unwrap();
     api.create(&Default::default(), &foreign).await.unwrap();
 
     let mut sync = ManifestSync::new(dir.path());

@@ -8,8 +8,8 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use bind_operator::operator::health::HealthServer;
-use bind_operator::operator::metrics::CONTENT_TYPE;
 use bind_operator::operator::{Controller, Metrics, Readiness};
+use bind_operator::telemetry::metrics::CONTENT_TYPE;
 use http::{Method, StatusCode};
 use support::{get, promtext, request, within};
 use tokio_util::sync::CancellationToken;

@@ -125,6 +125,50 @@ async fn the_second_takes_over_after_the_first_stops_renewing() {
     assert_eq!(*b.role().borrow(), Role::Leader);
 }
 
+/// A leader whose wall clock runs an hour behind writes a `renewTime` an
+/// hour old. Expiry is timed from when the standby saw the record, on its
+/// own clock (as client-go does), so the standby still waits a full lease
+/// duration before taking it, rather than at once.
+#[tokio::test]
+async fn a_renew_time_from_a_skewed_clock_does_not_shorten_the_lease() {
+    use k8s_openapi::api::coordination::v1::LeaseSpec;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
+    use k8s_openapi::jiff::{SignedDuration, Timestamp};
+
+    let mem = MemApi::new();
+    let an_hour_ago = Timestamp::now() - SignedDuration::from_hours(1);
+    let skewed = Lease {
+        metadata: ObjectMeta {
+            name: Some(LEASE.into()),
+            namespace: Some(NAMESPACE.into()),
+            ..ObjectMeta::default()
+        },
+        spec: Some(LeaseSpec {
+            holder_identity: Some("op-skewed".into()),
+            lease_duration_seconds: Some(1),
+            acquire_time: Some(MicroTime(an_hour_ago)),
+            renew_time: Some(MicroTime(an_hour_ago)),
+            lease_transitions: Some(0),
+            ..LeaseSpec::default()
+        }),
+    };
+    Api::<Lease>::namespaced(mem.client(), NAMESPACE)
+        .create(&PostParams::default(), &skewed)
+        .await
+        .unwrap();
+    let b = candidate(&mem, "op-b");
+    let started = Instant::now();
+    let leadership = within("b takes the unrenewed lease", b.acquire()).await;
+    let waited = started.elapsed();
+    assert!(
+        waited >= Duration::from_millis(900),
+        "b took a lease it had seen for only {waited:?} (judged by the holder's renewTime)"
+    );
+    assert!(leadership.is_leader());
+    assert_eq!(holder(&mem).as_deref(), Some("op-b"));
+    assert_eq!(transitions(&mem), 1);
+}
+
 /// Counts candidates that believe they lead, over time.
 fn leaders(roles: &[tokio::sync::watch::Receiver<Role>]) -> usize {
     roles.iter().filter(|r| *r.borrow() == Role::Leader).count()

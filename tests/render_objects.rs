@@ -16,7 +16,7 @@ use std::sync::Arc;
 use bind_operator::api::{BindCluster, BindTSIGKey};
 use bind_operator::controller::{bindcluster, bindtsigkey};
 use bind_operator::local::manifest_dir::load_dir;
-use bind_operator::render::objects::{OBJECTS_FILE, REDACTED};
+use bind_operator::offline::objects::{OBJECTS_FILE, REDACTED};
 use kube::api::{Api, DynamicObject, PostParams};
 use serde_json::Value;
 use support::{Harness, PRIMARY_IP};
@@ -132,11 +132,8 @@ fn normalise(mut v: Value) -> Value {
 
 fn rendered_docs(text: &str) -> BTreeMap<(String, String), Value> {
     let mut out = BTreeMap::new();
-    for doc in serde_yaml::Deserializer::from_str(text) {
-        let v: Value = serde::Deserialize::deserialize(doc).unwrap();
-        if v.is_null() {
-            continue;
-        }
+    for doc in bind_operator::yaml::documents(text) {
+        let v: Value = doc.value.unwrap();
         let kind = v["kind"].as_str().unwrap().to_string();
         let name = v["metadata"]["name"].as_str().unwrap().to_string();
         assert!(

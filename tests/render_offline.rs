@@ -15,7 +15,7 @@ use std::process::Command;
 
 use base64::Engine as _;
 use bind_operator::local::manifest_dir::load_dir;
-use bind_operator::render::objects::{OBJECTS_FILE, REDACTED};
+use bind_operator::offline::objects::{OBJECTS_FILE, REDACTED};
 
 fn examples_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("examples")

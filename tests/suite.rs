@@ -4,6 +4,8 @@
 //! files are not auto-discovered (`autotests = false`);
 //! `every_test_file_is_in_the_suite` fails when one is left out.
 
+#[path = "support/arch/mod.rs"]
+mod support_arch;
 #[path = "support/bind/mod.rs"]
 mod support_bind;
 #[path = "support/controller/mod.rs"]
@@ -28,6 +30,7 @@ mod api_deploy;
 mod api_examples;
 mod api_types;
 mod api_validation;
+mod arch_layers;
 mod bench_smoke;
 mod bind_golden;
 mod bind_injection;

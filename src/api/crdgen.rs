@@ -13,14 +13,14 @@ use super::{BindCluster, BindTSIGKey, BindZone, DNSRecord};
 /// Failure to turn a CRD into YAML.
 #[derive(Debug, thiserror::Error)]
 pub enum CrdGenError {
-    /// serde_yaml refused the CRD value.
+    /// The YAML writer refused the CRD value.
     #[error("failed to serialise CRD {name} to YAML")]
     Yaml {
         /// CRD name, e.g. `bindzones.bind.unkin.net`.
         name: String,
         /// Underlying serialiser error.
         #[source]
-        source: serde_yaml::Error,
+        source: crate::yaml::SerializeError,
     },
 }
 
@@ -124,7 +124,7 @@ pub fn generated() -> Vec<GeneratedCrd> {
 
 /// One CRD as a YAML document (no leading `---`).
 pub fn to_yaml(crd: &CustomResourceDefinition) -> Result<String, CrdGenError> {
-    serde_yaml::to_string(crd)
+    crate::yaml::to_string(crd)
         .map(|text| quote_yaml11_booleans(&text))
         .map_err(|source| CrdGenError::Yaml {
             name: crd.metadata.name.clone().unwrap_or_default(),
@@ -132,15 +132,16 @@ pub fn to_yaml(crd: &CustomResourceDefinition) -> Result<String, CrdGenError> {
         })
 }
 
-/// Words YAML 1.1 reads as booleans that YAML 1.2 (serde_yaml) leaves
+/// Words YAML 1.1 reads as booleans that a YAML 1.2 writer may leave
 /// unquoted.
 const YAML11_BOOLEANS: &[&str] = &[
     "y", "Y", "yes", "Yes", "YES", "n", "N", "no", "No", "NO", "on", "On", "ON", "off", "Off",
     "OFF",
 ];
 
-/// Quotes plain scalars that YAML 1.1 reads as booleans. serde_yaml writes
-/// YAML 1.2, where `yes` is a string, but kubectl and the API server read
+/// Quotes plain scalars that YAML 1.1 reads as booleans. A YAML 1.2 writer
+/// may leave them plain (serde_yaml did; `crate::yaml`'s writer quotes them
+/// itself, this stays as the guarantee), but kubectl and the API server read
 /// YAML 1.1: an unquoted `- yes` in an enum became `true`, and the API
 /// server then refused `dnssecValidation: "yes"` (measured on v1.36).
 /// Lines inside block scalars (descriptions) are left as they are.
@@ -281,7 +282,9 @@ mod yaml11_tests {
             "enum:\n- auto\n- 'yes'\n- 'no'\nx: 'on'\ndescription: |-\n  - no\n  yes\nafter: 'no'\n"
         );
         let all = all_yaml().unwrap();
-        assert!(all.contains("- 'yes'\n"), "dnssecValidation's enum");
+        // The YAML writer quotes it itself (double quotes, which YAML 1.1
+        // reads the same); either way it is never plain.
+        assert!(all.contains("- \"yes\"\n"), "dnssecValidation's enum");
         assert!(!all.contains("- yes\n"));
     }
 }

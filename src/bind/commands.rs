@@ -434,13 +434,15 @@ fn dig_base(layout: &PodLayout) -> Vec<String> {
     ]
 }
 
-/// A liveness/readiness probe: asks this pod's named for `version.bind`
-/// (CHAOS TXT). dig exits 0 only when named answered, so the probe checks
-/// DNS, not just the process (a named that lost its port keeps running).
+/// The pods' liveness/readiness probe (the StatefulSet's exec probe runs
+/// this argv): asks this pod's named for `version.bind` (CHAOS TXT), which
+/// it answers itself (`+norecurse`). dig exits 0 on any answer and 9 when
+/// no server replied, so the probe checks DNS, not just the process (a
+/// named that lost its listener keeps running).
 pub fn probe(layout: &PodLayout) -> Command {
     let mut a = dig_base(layout);
     a.extend([
-        "+short".into(),
+        "+norecurse".into(),
         "version.bind".into(),
         "CH".into(),
         "TXT".into(),

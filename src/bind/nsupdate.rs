@@ -16,6 +16,7 @@ use super::error::ValidationError;
 use super::name::{DomainName, ZoneName};
 use super::rdata::{Rdata, RecordType};
 use super::types::{Endpoint, TsigKey, Ttl};
+use super::zone::catalog_member_owner;
 
 /// BIND's default `max-records-per-type`.
 pub const MAX_RDATA_PER_RRSET: usize = 100;
@@ -428,6 +429,28 @@ pub fn build_soa_script(
         text,
         messages: 1,
         changes: 1,
+    }
+}
+
+// Catalog membership is a change like any other; the member's owner name
+// is zone knowledge (`zone::catalog_member_owner`), the change is ours.
+
+/// The nsupdate change that makes `zone` a catalog member (PTR at its
+/// stable member id). Send it signed with the transfer key.
+pub fn catalog_add_member(catalog: &ZoneName, zone: &ZoneName) -> RrsetChange {
+    RrsetChange::Replace {
+        name: catalog_member_owner(catalog, zone),
+        rtype: RecordType::Ptr,
+        ttl: Ttl::new(0).expect("zero is a ttl"),
+        values: vec![Rdata::Name(zone.as_domain().clone())],
+    }
+}
+
+/// The nsupdate change that removes `zone` from the catalog.
+pub fn catalog_remove_member(catalog: &ZoneName, zone: &ZoneName) -> RrsetChange {
+    RrsetChange::Delete {
+        name: catalog_member_owner(catalog, zone),
+        rtype: RecordType::Ptr,
     }
 }
 

@@ -21,7 +21,6 @@ use super::conf::{ConfWriter, Tok};
 use super::error::ValidationError;
 use super::layout::data;
 use super::name::{DomainName, ZoneName};
-use super::nsupdate::RrsetChange;
 use super::rdata::{Rdata, RecordType};
 use super::types::{AclElement, Endpoint, KeyName, Ttl, ViewName};
 
@@ -356,25 +355,6 @@ pub fn catalog_member_id(zone: &ZoneName) -> String {
 pub fn catalog_member_owner(catalog: &ZoneName, zone: &ZoneName) -> DomainName {
     DomainName::resolve(&format!("{}.zones", catalog_member_id(zone)), catalog)
         .expect("a hex label under a valid zone is valid")
-}
-
-/// The nsupdate change that makes `zone` a catalog member (PTR at its
-/// stable member id). Send it signed with the transfer key.
-pub fn catalog_add_member(catalog: &ZoneName, zone: &ZoneName) -> RrsetChange {
-    RrsetChange::Replace {
-        name: catalog_member_owner(catalog, zone),
-        rtype: RecordType::Ptr,
-        ttl: Ttl::new(0).expect("zero is a ttl"),
-        values: vec![Rdata::Name(zone.as_domain().clone())],
-    }
-}
-
-/// The nsupdate change that removes `zone` from the catalog.
-pub fn catalog_remove_member(catalog: &ZoneName, zone: &ZoneName) -> RrsetChange {
-    RrsetChange::Delete {
-        name: catalog_member_owner(catalog, zone),
-        rtype: RecordType::Ptr,
-    }
 }
 
 #[cfg(test)]

@@ -32,7 +32,7 @@ use kube::runtime::events::EventType;
 use tracing::Instrument as _;
 
 use super::context::{Context, REQUEUE_LONG, REQUEUE_SHORT};
-use crate::operator::{Controller as MetricsController, Metrics};
+use crate::telemetry::{Controller as MetricsController, Metrics};
 
 /// The operator's own error categories (those that are not a condition
 /// reason of the API): one enum, so no category is a string spelled twice.
@@ -84,46 +84,9 @@ pub fn rejected(e: &kube::Error) -> bool {
     matches!(e, kube::Error::Api(s) if s.code == 422)
 }
 
-/// One readable sentence for a kube error, for every message that reaches
-/// a status, an Event or a log: the API server's own message and its
-/// reason (`pod edge-0 does not have a host assigned (BadRequest)`), never
-/// kube's `ApiError: ... (Status { status: Some(Failure), ... })` dump.
-pub struct KubeMessage<'a>(pub &'a kube::Error);
-
-impl std::fmt::Display for KubeMessage<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.0 {
-            kube::Error::Api(status) => {
-                let message = status.message.trim().trim_end_matches('.');
-                match (message.is_empty(), status.reason.is_empty()) {
-                    (false, false) => write!(f, "{message} ({})", status.reason),
-                    (false, true) => f.write_str(message),
-                    (true, false) => write!(f, "{} (HTTP {})", status.reason, status.code),
-                    (true, true) => write!(f, "the API server answered HTTP {}", status.code),
-                }
-            }
-            other => {
-                // kube's other messages are one line already; their sources
-                // add the detail ("ServiceError: client error (Connect)").
-                write!(f, "{other}")?;
-                let mut source = std::error::Error::source(other);
-                while let Some(s) = source {
-                    let text = s.to_string();
-                    if !other.to_string().contains(&text) {
-                        write!(f, ": {text}")?;
-                    }
-                    source = s.source();
-                }
-                Ok(())
-            }
-        }
-    }
-}
-
-/// [`KubeMessage`] as a String.
-pub fn kube_message(e: &kube::Error) -> String {
-    KubeMessage(e).to_string()
-}
+// Re-exported: the formatter is a leaf that `exec` uses too, and `exec`
+// may not depend on this module (which depends on the context).
+pub use super::kube_message::{KubeMessage, kube_message};
 
 /// A reconcile error with a category.
 pub trait Categorized: std::error::Error {

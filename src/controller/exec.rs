@@ -2,7 +2,9 @@
 //! command from the pod's [`PodLayout`] (which the executor supplies), hand
 //! it to [`PodExecutor::exec`], and get stdout back; so the in-cluster
 //! pods/exec executor here and the local executor (local mode) run the very
-//! same commands and no argv is ever rewritten.
+//! same commands: an executor runs the argv it is given unchanged (a
+//! reconciler may compose builders' commands before, as zonesync's
+//! update-then-SOA `sh -c` does, but never an executor after).
 //!
 //! [`KubeExecutor`] execs only into pods this operator made for BIND: it
 //! reads the pod first and refuses one without our labels and StatefulSet
@@ -27,14 +29,14 @@ use kube::Client;
 use kube::api::{Api, AttachParams};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
-use super::error::KubeMessage;
+use super::kube_message::KubeMessage;
 use super::names::{
     APP_NAME, BIND_CONTAINER, LABEL_CLUSTER, LABEL_MANAGED_BY, LABEL_NAME, MANAGER,
     statefulset_name,
 };
 use crate::bind::commands::Command;
 use crate::bind::layout::PodLayout;
-use crate::operator::Metrics;
+use crate::telemetry::Metrics;
 
 /// A command that runs longer than this is abandoned (a wedged named must
 /// not wedge a reconcile forever).

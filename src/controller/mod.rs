@@ -5,7 +5,9 @@
 //!   ([`REQUEUE_SHORT`], [`REQUEUE_LONG`]).
 //! - [`exec::PodExecutor`]: "run this command in pod P". `layout(pod)` says
 //!   where BIND lives in that pod; reconcilers build every command from it
-//!   with `bind::commands`, so no argv is ever rewritten. In a cluster:
+//!   with `bind::commands` (composing them where one exec must do two
+//!   things, as zonesync's update-then-SOA `sh -c`), and the executor runs
+//!   the argv it is given unchanged. In a cluster:
 //!   [`exec::KubeExecutor`] (pods/exec); local mode brings its own. The
 //!   context wraps either in [`exec::MeteredExecutor`] (exec metrics).
 //! - [`network::Network`]: where secondaries reach the primary and where a
@@ -25,9 +27,11 @@
 //!   local runtime creates pods with the StatefulSet template's labels plus
 //!   `statefulset.kubernetes.io/pod-name`, as the StatefulSet controller does).
 //! - [`run`] / [`run_scoped`]: start every controller; `bind-operator run` (a
-//!   real API server, via [`manager`] on [`crate::operator::serve`], which
-//!   owns leader election, `/healthz`, `/readyz` and `/metrics`) and
-//!   `bind-operator local` (the in-memory one) both call them.
+//!   real API server, via `operator::manager` on `operator::serve`, which
+//!   own leader election, `/healthz`, `/readyz` and `/metrics`) and
+//!   `bind-operator local` (the in-memory one) both call them. Metrics and
+//!   readiness are [`crate::telemetry`]'s: this module never uses
+//!   `crate::operator` (tests/arch_layers.rs checks the direction).
 //!
 //! Adding a controller: write `yourkind::controller(ctx, shutdown) -> impl
 //! Future<Output = ()>` like [`bindcluster::controller`], triggered by
@@ -45,10 +49,13 @@ pub mod bindzone;
 pub mod context;
 pub mod dnsrecord;
 pub mod error;
+pub mod events;
 pub mod exec;
-pub mod manager;
+pub mod kube_message;
+pub mod memo;
 pub mod names;
 pub mod network;
+pub mod pods;
 pub mod scope;
 pub mod stores;
 pub mod zonesync;
@@ -60,7 +67,7 @@ use futures::FutureExt as _;
 use futures::future::BoxFuture;
 use kube::Client;
 
-use crate::operator::{Metrics, Readiness};
+use crate::telemetry::{Metrics, Readiness};
 
 pub use context::{Context, REQUEUE_LONG, REQUEUE_SHORT};
 pub use error::Categorized;

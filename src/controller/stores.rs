@@ -53,7 +53,7 @@ use kube::runtime::{WatchStreamExt as _, watcher};
 use kube::{Client, Resource};
 use serde::de::DeserializeOwned;
 
-use super::context::Events;
+use super::events::Events;
 use super::names::managed_selector;
 use super::scope::{EventStream, Scope};
 use crate::api::{BindCluster, BindTSIGKey, BindZone, DNSRecord};

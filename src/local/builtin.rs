@@ -134,37 +134,3 @@ pub(crate) fn check_namespace(name: &str, object: Map<String, Value>) -> Result<
         .map_err(|e| format!("not a valid Namespace: {e}"))?;
     Ok(value)
 }
-
-#[cfg(test)]
-mod tests {
-    use super::super::manifests::{DocRef, Problem, check_document};
-
-    #[test]
-    fn secret_string_data_becomes_base64_data() {
-        let doc = serde_json::json!({
-            "apiVersion": "v1", "kind": "Secret",
-            "metadata": {"name": "s"},
-            "data": {"a": "YQ=="},
-            "stringData": {"b": "bb"}
-        });
-        let m = check_document(DocRef::file("s.yaml"), doc).unwrap();
-        assert_eq!(m.object["data"]["b"], "YmI=");
-        assert_eq!(m.object["data"]["a"], "YQ==");
-        assert_eq!(m.object["type"], "Opaque");
-        assert!(m.object.get("stringData").is_none());
-        assert!(!format!("{m:?}").contains("YmI="));
-    }
-
-    #[test]
-    fn bad_base64_is_reported_without_the_value() {
-        let doc = serde_json::json!({
-            "apiVersion": "v1", "kind": "Secret",
-            "metadata": {"name": "s"},
-            "data": {"k": "not base64 secret!"}
-        });
-        let err = check_document(DocRef::file("s.yaml"), doc).unwrap_err();
-        assert_eq!(err.problem, Problem::Invalid);
-        assert!(err.message.contains("data.k is not valid base64"));
-        assert!(!err.to_string().contains("secret!"));
-    }
-}

@@ -460,7 +460,7 @@ async fn cluster_client(path: Option<&Path>) -> Result<Client, LocalError> {
                 detail: e.to_string(),
             })?,
     };
-    crate::controller::manager::client_for(config).map_err(LocalError::Client)
+    crate::operator::manager::client_for(config).map_err(LocalError::Client)
 }
 
 /// Logs to stderr, so stdout carries only the table and the verdict.

@@ -13,10 +13,8 @@
 
 use std::fmt;
 use std::path::PathBuf;
-use std::sync::OnceLock;
 
 use kube::core::ApiResource;
-use regex::Regex;
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
@@ -282,7 +280,10 @@ impl fmt::Debug for Manifest {
 
 /// Splits `text` (the content of `file`) into documents and checks each.
 /// `.json` files hold one JSON value or several concatenated; anything else
-/// is read as multi-document YAML. Empty documents are skipped.
+/// is read as multi-document YAML ([`crate::yaml::documents`]: split at
+/// `---` lines, empty documents skipped). Documents are numbered 1, 2, ...
+/// in the order they appear, whether they parse or not; the items of a
+/// `kind: List` share their List's number.
 pub fn parse_file(file: &std::path::Path, text: &str) -> Vec<Result<Manifest, ManifestError>> {
     let is_json = file
         .extension()
@@ -306,7 +307,7 @@ pub fn parse_file(file: &std::path::Path, text: &str) -> Vec<Result<Manifest, Ma
             let line = 1 + text[..stream.byte_offset() + skipped].matches('\n').count();
             let Some(item) = stream.next() else { break };
             match item {
-                Ok(value) => out.push(check_document(next_at(line), value)),
+                Ok(value) => check_each(&mut out, next_at(line), value),
                 Err(e) => {
                     let at = next_at(e.line());
                     out.push(Err(ManifestError::new(
@@ -321,67 +322,36 @@ pub fn parse_file(file: &std::path::Path, text: &str) -> Vec<Result<Manifest, Ma
         }
         return out;
     }
-    for (start_line, chunk) in split_yaml(text) {
-        for doc in serde_yaml::Deserializer::from_str(chunk) {
-            let parsed: Result<Value, _> = serde::Deserialize::deserialize(doc);
-            match parsed {
-                Ok(Value::Null) => {}
-                Ok(value) => out.push(check_document(next_at(start_line), value)),
-                Err(e) => {
-                    let at = next_at(start_line);
-                    let message = shift_lines(&e.to_string(), start_line - 1);
-                    out.push(Err(ManifestError::new(
-                        at,
-                        Problem::Parse,
-                        format!("failed to parse YAML: {message}"),
-                    )));
-                    break;
-                }
-            }
+    for doc in crate::yaml::documents(text) {
+        match doc.value {
+            Ok(value) => check_each(&mut out, next_at(doc.line), value),
+            Err(message) => out.push(Err(ManifestError::new(
+                next_at(doc.line),
+                Problem::Parse,
+                format!("failed to parse YAML: {message}"),
+            ))),
         }
     }
     out
 }
 
-/// Splits YAML text at `---` separator lines (as kubectl does, so one broken
-/// document cannot take the following ones with it). Yields each chunk with
-/// the 1-based line it starts on.
-fn split_yaml(text: &str) -> Vec<(usize, &str)> {
-    let mut chunks = Vec::new();
-    let mut start = 0;
-    let mut start_line = 1;
-    let mut offset = 0;
-    for (i, line) in text.split_inclusive('\n').enumerate() {
-        if is_separator(line) {
-            chunks.push((start_line, &text[start..offset]));
-            start = offset + line.len();
-            start_line = i + 2;
+/// Checks one document: a `v1` `List` (what `kubectl get -o yaml` prints
+/// for several objects) is its items, each checked as an object of its own
+/// under the List's document reference; anything else is one object.
+fn check_each(out: &mut Vec<Result<Manifest, ManifestError>>, at: DocRef, value: Value) {
+    let items = value
+        .as_object()
+        .filter(|o| str_field(o, "apiVersion") == "v1" && str_field(o, "kind") == "List")
+        .and_then(|o| o.get("items"))
+        .and_then(Value::as_array);
+    match items {
+        Some(items) => {
+            for item in items {
+                out.push(check_document(at.clone(), item.clone()));
+            }
         }
-        offset += line.len();
+        None => out.push(check_document(at, value)),
     }
-    chunks.push((start_line, &text[start..]));
-    chunks
-}
-
-/// Makes the parser's "at line N" positions, counted within one document,
-/// count from the top of the file.
-fn shift_lines(message: &str, offset: usize) -> String {
-    static LINE: OnceLock<Regex> = OnceLock::new();
-    let re = LINE.get_or_init(|| Regex::new(r"\bline (\d+)").expect("constant pattern compiles"));
-    re.replace_all(message, |c: &regex::Captures<'_>| {
-        let n: usize = c[1].parse().unwrap_or(0);
-        format!("line {}", n + offset)
-    })
-    .into_owned()
-}
-
-/// `---` alone on its line, optionally followed by a comment.
-fn is_separator(line: &str) -> bool {
-    let Some(rest) = line.strip_prefix("---") else {
-        return false;
-    };
-    let rest = rest.trim();
-    rest.is_empty() || rest.starts_with('#')
 }
 
 /// Checks one parsed document and normalises it into what is applied.
@@ -533,15 +503,33 @@ pub(crate) fn admission_message(err: AdmissionError) -> String {
 mod tests {
     use super::*;
 
+    // The built-in kinds' checks (`builtin`), through the document checker.
     #[test]
-    fn split_keeps_line_numbers_and_ignores_inline_dashes() {
-        let text = "a: 1\n---\nb: 2\n--- # next\nc: |\n  ---x\n";
-        let chunks = split_yaml(text);
-        assert_eq!(
-            chunks,
-            vec![(1, "a: 1\n"), (3, "b: 2\n"), (5, "c: |\n  ---x\n")]
-        );
-        assert!(!is_separator("---x\n"));
-        assert!(is_separator("---   \n"));
+    fn secret_string_data_becomes_base64_data() {
+        let doc = serde_json::json!({
+            "apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": "s"},
+            "data": {"a": "YQ=="},
+            "stringData": {"b": "bb"}
+        });
+        let m = check_document(DocRef::file("s.yaml"), doc).unwrap();
+        assert_eq!(m.object["data"]["b"], "YmI=");
+        assert_eq!(m.object["data"]["a"], "YQ==");
+        assert_eq!(m.object["type"], "Opaque");
+        assert!(m.object.get("stringData").is_none());
+        assert!(!format!("{m:?}").contains("YmI="));
+    }
+
+    #[test]
+    fn bad_base64_is_reported_without_the_value() {
+        let doc = serde_json::json!({
+            "apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": "s"},
+            "data": {"k": "not base64 secret!"}
+        });
+        let err = check_document(DocRef::file("s.yaml"), doc).unwrap_err();
+        assert_eq!(err.problem, Problem::Invalid);
+        assert!(err.message.contains("data.k is not valid base64"));
+        assert!(!err.to_string().contains("secret!"));
     }
 }

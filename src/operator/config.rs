@@ -10,7 +10,7 @@
 //! | `POD_NAMESPACE` | namespace of the Lease (downward API) | required with leader election |
 //! | `BIND_OPERATOR_LEASE_NAME` | name of the Lease, to run two installations in one namespace | `bind-operator-leader` |
 //! | `BIND_OPERATOR_WATCH_NAMESPACES` | comma-separated namespaces to watch (then Roles there suffice); empty: every namespace | every namespace |
-//! | `RUST_LOG` | log filter; read by the logging setup (`controller::manager`, under `--log-level`), not here | `info` |
+//! | `RUST_LOG` | log filter; read by the logging setup (`operator::manager`, under `--log-level`), not here | `info` |
 //!
 //! Lease timing is not configurable: client-go's defaults (15s lease, 10s
 //! renew deadline, 2s retry) suit an operator whose work is idempotent.

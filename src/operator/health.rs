@@ -21,8 +21,6 @@
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -34,7 +32,8 @@ use tokio::net::TcpListener;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use super::metrics::{self, Metrics};
+use crate::telemetry::Readiness;
+use crate::telemetry::metrics::{self, Metrics};
 
 /// Path of the liveness probe.
 pub const HEALTHZ_PATH: &str = "/healthz";
@@ -46,26 +45,6 @@ pub const METRICS_PATH: &str = "/metrics";
 /// A client that has not sent its request headers by then is dropped, so
 /// idle or slow connections cannot pile up.
 const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// The readiness flag behind `/readyz`. Cheap to clone; clones share it.
-#[derive(Clone, Debug, Default)]
-pub struct Readiness {
-    ready: Arc<AtomicBool>,
-}
-
-impl Readiness {
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    pub fn set_ready(&self, ready: bool) {
-        self.ready.store(ready, Ordering::SeqCst);
-    }
-
-    pub fn is_ready(&self) -> bool {
-        self.ready.load(Ordering::SeqCst)
-    }
-}
 
 #[derive(Debug, thiserror::Error)]
 pub enum HealthError {

@@ -1,11 +1,15 @@
 //! Running the operator as a Kubernetes workload: Lease-based leader
-//! election (`leader`), the `/healthz`, `/readyz` and `/metrics` endpoints
-//! (`health`, `metrics`), the environment the Deployment sets (`config`),
-//! and the process lifecycle that ties them to the controllers (`serve`).
+//! election (`leader`, `leadership`), the `/healthz`, `/readyz` and
+//! `/metrics` endpoints (`health`; the metrics registry and the readiness
+//! flag themselves are in [`crate::telemetry`]), the environment the
+//! Deployment sets (`config`), the process lifecycle that ties them to the
+//! controllers (`serve`), and `bind-operator run`'s wiring of all of it to
+//! [`crate::controller::run_scoped`] (`manager`).
 //!
-//! Touches the cluster only through the leader elector (one Lease). Holds
-//! no reconcile logic and no BIND knowledge: the controllers are handed in
-//! as a future by the `run` wiring.
+//! The top of the process: uses the controllers, never the other way
+//! round. Touches the cluster through the leader elector (one Lease) and the
+//! client it builds for the controllers. Holds no reconcile logic and no
+//! BIND knowledge: `serve` is handed the controllers as a future.
 //!
 //! Typical wiring:
 //!
@@ -27,13 +31,13 @@
 pub mod config;
 pub mod health;
 pub mod leader;
-pub mod leadership;
-pub mod metrics;
+pub mod manager;
 pub mod serve;
 
 pub use config::{ConfigError, LeaderElectionConfig, OperatorConfig};
-pub use health::{HealthServer, Readiness};
+pub use health::HealthServer;
+pub use leader::Leadership;
 pub use leader::{Attempt, LeaderElector, LeaderError, LeaseTiming, Role};
-pub use leadership::Leadership;
-pub use metrics::{Controller, Metrics};
+// The serve API takes and hands out these; they live in the leaf `telemetry`.
+pub use crate::telemetry::{Controller, Metrics, Readiness};
 pub use serve::{Operator, RunContext, ServeError, serve, shutdown_signal};

@@ -29,10 +29,10 @@ use std::net::SocketAddr;
 use tokio_util::sync::CancellationToken;
 
 use super::config::OperatorConfig;
-use super::health::{HealthError, HealthServer, Readiness};
+use super::health::{HealthError, HealthServer};
+use super::leader::Leadership;
 use super::leader::{LeaderElector, LeaderError, Role};
-use super::leadership::Leadership;
-use super::metrics::Metrics;
+use crate::telemetry::{Metrics, Readiness};
 
 /// What the controllers' future is given.
 #[derive(Clone, Debug)]

@@ -37,18 +37,16 @@ use super::context::Context;
 use super::error::{Categorized, Category, error_policy, measured, rejected};
 use super::names::LABEL_CLUSTER;
 use super::network::NetworkError;
+use super::pods;
 use crate::api::{
     BindCluster, BindClusterStatus, BindTSIGKey, REASON_APPLY_REJECTED, REASON_INVALID_RNDC_SECRET,
     REASON_INVALID_SPEC, REASON_INVALID_TRANSFER_SECRET,
 };
 use crate::bind::render::{RenderError, render_cluster, view_key_names};
-use crate::operator::Controller as MetricsController;
 use crate::render::validate::{ConfigError, cluster_config};
+use crate::telemetry::Controller as MetricsController;
 
-pub use read::{
-    ClusterKeys, cluster_keys, cluster_pods, ensure_rndc_secret, ensure_transfer_secret, pod_ready,
-};
-pub use reconfig::{NotifyMemo, ReconfigMemo};
+pub use read::{ClusterKeys, cluster_keys, ensure_rndc_secret, ensure_transfer_secret};
 pub use steps::primary_pod;
 
 /// Event reason for each pod that loaded a new config.
@@ -246,7 +244,7 @@ async fn converge(cluster: &BindCluster, ctx: &Context) -> Result<Action, Error>
     // The children that carry the rendered files and the pod template.
     steps::apply_rendered(ctx, cluster, &files).await?;
     // Per-pod reconfig, then the primary's NOTIFY list.
-    let pods = read::cluster_pods(&ctx.stores.pods, cluster);
+    let pods = pods::cluster_pods(&ctx.stores.pods, cluster);
     let mut outcome = steps::reconfigure(ctx, cluster, &pods, &files).await;
     let view_keys = view_key_names(&cfg)?;
     steps::notify(

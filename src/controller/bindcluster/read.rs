@@ -1,7 +1,7 @@
 //! Reads what a BindCluster refers to: the BindTSIGKeys it loads (from the
 //! cache) and their material (one Secret read each), the rndc Secret and,
 //! without a transferKeyRef, the transfer-key Secret (both generated once),
-//! and its pods (from the cache).
+//! and how many of its pods are Ready (from the cache, via `controller::pods`).
 //!
 //! Touches the cluster (Secret reads; one create each of the generated
 //! Secrets).
@@ -23,7 +23,8 @@ use crate::api::{BindCluster, BindTSIGKey};
 use crate::bind::TsigKey;
 use crate::controller::bindtsigkey::{material, names};
 use crate::controller::context::Context;
-use crate::controller::names::{LABEL_CLUSTER, rndc_secret_name, transfer_secret_name};
+use crate::controller::names::{rndc_secret_name, transfer_secret_name};
+use crate::controller::pods::{cluster_pods, pod_ready};
 use crate::render::validate::LoadedKey;
 
 /// The keys a cluster loads, resolved: each BindTSIGKey with its key, and
@@ -88,20 +89,6 @@ pub fn loaded_keys(keys: &Store<BindTSIGKey>, cluster: &BindCluster) -> Vec<Arc<
     out
 }
 
-/// The cluster's pods (labelled with its name), by name, from the cache.
-pub fn cluster_pods(pods: &Store<Pod>, cluster: &BindCluster) -> Vec<Arc<Pod>> {
-    let name = cluster.name_any();
-    let mut out: Vec<_> = pods
-        .state()
-        .into_iter()
-        .filter(|p| {
-            p.namespace() == cluster.namespace() && p.labels().get(LABEL_CLUSTER) == Some(&name)
-        })
-        .collect();
-    out.sort_by_key(|p| p.name_any());
-    out
-}
-
 /// How many of the cluster's pods are Ready.
 pub fn ready_pod_count(pods: &Store<Pod>, cluster: &BindCluster) -> i32 {
     let n = cluster_pods(pods, cluster)
@@ -109,16 +96,6 @@ pub fn ready_pod_count(pods: &Store<Pod>, cluster: &BindCluster) -> i32 {
         .filter(|p| pod_ready(p))
         .count();
     i32::try_from(n).unwrap_or(i32::MAX)
-}
-
-/// Whether a pod is Ready and not on its way out.
-pub fn pod_ready(pod: &Pod) -> bool {
-    pod.meta().deletion_timestamp.is_none()
-        && pod
-            .status
-            .as_ref()
-            .and_then(|s| s.conditions.as_ref())
-            .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
 }
 
 /// Makes sure the rndc Secret exists, creating it with fresh material the

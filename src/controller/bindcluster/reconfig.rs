@@ -8,9 +8,8 @@
 //! Touches pods only through the executor; reads no API. Never logs the
 //! mounted files (keys.conf is key material).
 
-use std::collections::{BTreeMap, HashMap};
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::collections::BTreeMap;
+use std::time::Duration;
 
 use crate::api::{REASON_APPLIED, REASON_EXEC_FAILED, REASON_PROPAGATING, REASON_RECONFIG_FAILED};
 use crate::bind::commands::{
@@ -22,6 +21,7 @@ use crate::bind::parse::parse_checkconf;
 use crate::bind::{Endpoint, KeyName, ViewName};
 use crate::controller::context::{REQUEUE_LONG, REQUEUE_SHORT};
 use crate::controller::exec::{PodExecutor, PodRef};
+use crate::controller::memo::{NotifyMemo, ReconfigMemo};
 
 /// One pod as the reconfig step sees it.
 #[derive(Debug, Clone)]
@@ -111,41 +111,6 @@ impl Outcome {
 /// would run the same failing reconfig (and checkconf) a second time.
 pub const RECONFIG_RETRY_AFTER: Duration = REQUEUE_LONG.saturating_sub(Duration::from_secs(10));
 
-/// Failed reconfigs by pod: the config hash that failed, the reported
-/// failure (checkconf detail, never key material) and when. Memory only:
-/// after an operator restart a failing config is tried once more.
-#[derive(Default)]
-pub struct ReconfigMemo {
-    failed: Mutex<HashMap<PodRef, (String, String, Instant)>>,
-}
-
-impl ReconfigMemo {
-    /// The failure to report again instead of retrying, if `hash` failed
-    /// on `pod` less than [`RECONFIG_RETRY_AFTER`] ago.
-    fn recent_failure(&self, pod: &PodRef, hash: &str) -> Option<String> {
-        let failed = self.failed.lock().unwrap_or_else(|p| p.into_inner());
-        failed
-            .get(pod)
-            .filter(|(h, _, at)| h == hash && at.elapsed() < RECONFIG_RETRY_AFTER)
-            .map(|(_, message, _)| message.clone())
-    }
-
-    fn record(&self, pod: &PodRef, hash: &str, outcome: Option<&str>) {
-        let mut failed = self.failed.lock().unwrap_or_else(|p| p.into_inner());
-        match outcome {
-            Some(message) => {
-                failed.insert(
-                    pod.clone(),
-                    (hash.to_string(), message.to_string(), Instant::now()),
-                );
-            }
-            None => {
-                failed.remove(pod);
-            }
-        }
-    }
-}
-
 /// Runs the reconfig step over `pods` (sorted by the caller), starting from
 /// the recorded `previous` hashes. Pods not in `pods` drop out. A config
 /// that failed on a pod recently is reported from `memo`, not run again.
@@ -170,7 +135,7 @@ pub async fn reconfig_pods(
             out.waiting.push(name.clone());
             continue;
         }
-        if let Some(failure) = memo.recent_failure(&p.pod, &want) {
+        if let Some(failure) = memo.recent_failure(&p.pod, &want, RECONFIG_RETRY_AFTER) {
             out.failed.push(failure);
             continue;
         }
@@ -222,30 +187,6 @@ pub async fn reconfig_pods(
         out.reconfigured.push((name.clone(), want));
     }
     out
-}
-
-/// What the operator last knew the primary's NOTIFY list to be, per
-/// primary pod (by uid and container restart: a new pod, or a restarted
-/// container on an emptied volume, may start with an empty list). Memory only:
-/// after an operator restart the list is read once per cluster.
-#[derive(Default)]
-pub struct NotifyMemo {
-    known: Mutex<HashMap<PodRef, (String, String)>>,
-}
-
-impl NotifyMemo {
-    fn get(&self, pod: &PodRef, uid: &str) -> Option<String> {
-        let known = self.known.lock().unwrap_or_else(|p| p.into_inner());
-        known
-            .get(pod)
-            .filter(|(u, _)| u == uid)
-            .map(|(_, text)| text.clone())
-    }
-
-    fn set(&self, pod: &PodRef, uid: &str, text: String) {
-        let mut known = self.known.lock().unwrap_or_else(|p| p.into_inner());
-        known.insert(pod.clone(), (uid.to_string(), text));
-    }
 }
 
 /// Makes the primary NOTIFY exactly `targets`: signed with the transfer

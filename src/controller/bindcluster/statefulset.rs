@@ -29,6 +29,7 @@ use sha2::{Digest as _, Sha256};
 
 use super::build::{RNDC_DATA_KEY_FILE, child_meta};
 use crate::api::BindCluster;
+use crate::bind::commands;
 use crate::bind::layout::{PodLayout, defaults, mount};
 use crate::controller::names::{
     ANNOTATION_ENTRYPOINT_HASH, BIND_CONTAINER, CONFIG_VOLUME, DATA_VOLUME, TMP_VOLUME,
@@ -64,28 +65,11 @@ pub fn entrypoint_hash(entrypoint: &str) -> String {
     hex::encode(Sha256::digest(entrypoint.as_bytes()))
 }
 
-/// A probe command that asks named a question over DNS (a named that lost
-/// its listener keeps running, so the process alone proves nothing). dig
-/// exits 0 on any answer, 9 when no server replied.
-pub fn dns_probe_command(layout: &PodLayout) -> Vec<String> {
-    vec![
-        layout.tools.dig.clone(),
-        "-p".into(),
-        layout.dns_port.to_string(),
-        format!("@{}", layout.server_addr),
-        "+time=2".into(),
-        "+tries=1".into(),
-        "+norecurse".into(),
-        "version.bind".into(),
-        "CH".into(),
-        "TXT".into(),
-    ]
-}
-
 fn probe(layout: &PodLayout, failure_threshold: i32, initial_delay: i32) -> Probe {
     Probe {
         exec: Some(ExecAction {
-            command: Some(dns_probe_command(layout)),
+            // What the probe asks is BIND knowledge: `commands::probe`.
+            command: Some(commands::probe(layout).argv),
         }),
         period_seconds: Some(PROBE_PERIOD_SECONDS),
         timeout_seconds: Some(PROBE_TIMEOUT_SECONDS),

@@ -24,6 +24,7 @@ use crate::controller::apply::{apply_if_changed, apply_secret_if_changed};
 use crate::controller::context::{Context, REQUEST_KIND_APPLY, REQUEUE_LONG, REQUEUE_SHORT};
 use crate::controller::exec::PodRef;
 use crate::controller::names::{pod_ordinal, primary_pod_name, primary_service_name};
+use crate::controller::pods;
 
 fn apply_err(kind: &str, name: &str) -> impl FnOnce(kube::Error) -> Error {
     let object = format!("{kind} {name}");
@@ -144,7 +145,7 @@ pub async fn reconfigure(
         .iter()
         .map(|p| PodView {
             pod: PodRef::new(&ns, p.name_any()),
-            ready: read::pod_ready(p),
+            ready: pods::pod_ready(p),
             primary: pod_ordinal(&name, &p.name_any()) == Some(0),
         })
         .collect();
@@ -214,7 +215,7 @@ pub async fn notify(
     else {
         return;
     };
-    if !read::pod_ready(primary)
+    if !pods::pod_ready(primary)
         || outcome.applied.get(&primary.name_any()) != Some(&wanted(files).hash_for(true))
     {
         return;
@@ -262,7 +263,7 @@ pub async fn finish(
     outcome: &Outcome,
 ) -> Result<Action, Error> {
     let ready_pods = read::ready_pod_count(&ctx.stores.pods, cluster);
-    let failing = status::failing_pods(&read::cluster_pods(&ctx.stores.pods, cluster));
+    let failing = status::failing_pods(&pods::cluster_pods(&ctx.stores.pods, cluster));
     let new_status = status::converged_status(cluster, ready_pods, outcome, failing);
     let requeue = outcome.requeue();
     if requeue == Some(REQUEUE_LONG) {

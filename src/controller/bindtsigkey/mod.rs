@@ -32,8 +32,8 @@ use crate::api::{
     BindTSIGKey, BindTSIGKeyStatus, CONDITION_READY, REASON_KEY_AVAILABLE, REASON_SECRET_CONFLICT,
     is_condition_true, new_condition, set_condition,
 };
-use crate::operator::Controller as MetricsController;
 use crate::render::warnings::{key_warnings, set_warning_condition};
+use crate::telemetry::Controller as MetricsController;
 use material::MaterialError;
 
 /// Event reason when the operator generated a key.

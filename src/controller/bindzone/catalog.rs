@@ -6,10 +6,8 @@
 //!
 //! Touches BIND pods (exec) only.
 
-use crate::bind::nsupdate::UpdateBatch;
-use crate::bind::zone::{
-    catalog_add_member, catalog_primary_zone, catalog_remove_member, catalog_skeleton,
-};
+use crate::bind::nsupdate::{UpdateBatch, catalog_add_member, catalog_remove_member};
+use crate::bind::zone::{catalog_primary_zone, catalog_skeleton};
 use crate::bind::{TsigKey, ViewName, ZoneName};
 use crate::controller::zonesync::ZoneContext;
 use crate::controller::zonesync::server::{Created, ServerError, Target};

@@ -39,7 +39,7 @@ use crate::controller::zonesync::server::ServerError;
 use crate::controller::zonesync::state::backoff;
 use crate::controller::zonesync::writes::WriteError;
 use crate::controller::zonesync::{ZONE_FINALIZER, ZoneContext};
-use crate::operator::Controller as MetricsController;
+use crate::telemetry::Controller as MetricsController;
 
 /// A failed BindZone reconcile. Server failures come back here after the
 /// statuses that report them were written, so `error_policy` backs off.

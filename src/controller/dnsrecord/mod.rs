@@ -23,7 +23,7 @@ use crate::controller::zonesync::writes::{
 };
 
 use crate::api::REASON_ZONE_NOT_FOUND;
-use crate::operator::Controller as MetricsController;
+use crate::telemetry::Controller as MetricsController;
 
 /// A failed DNSRecord reconcile (only API writes can fail here; the
 /// write error names the step: finalizer, status or release).

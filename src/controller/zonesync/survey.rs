@@ -16,7 +16,8 @@ use kube::ResourceExt as _;
 use crate::api::BindCluster;
 use crate::bind::ZoneName;
 use crate::controller::exec::PodRef;
-use crate::controller::names::{LABEL_CLUSTER, pod_ordinal};
+use crate::controller::names::pod_ordinal;
+use crate::controller::pods;
 
 use super::ZoneContext;
 use super::server::Target;
@@ -31,16 +32,6 @@ pub struct PodInfo {
     pub ready: bool,
     /// Changes when the pod is replaced or its containers restart.
     pub identity: u64,
-}
-
-/// Whether a pod is Ready and not on its way out.
-pub fn pod_ready(pod: &Pod) -> bool {
-    pod.metadata.deletion_timestamp.is_none()
-        && pod
-            .status
-            .as_ref()
-            .and_then(|s| s.conditions.as_ref())
-            .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
 }
 
 fn identity(pod: &Pod) -> u64 {
@@ -59,20 +50,14 @@ fn identity(pod: &Pod) -> u64 {
 /// The cluster's pods (by ordinal), from the cache.
 pub fn cluster_pods(ctx: &ZoneContext, cluster: &BindCluster) -> Vec<PodInfo> {
     let name = cluster.name_any();
-    let ns = cluster.namespace();
-    let mut out: Vec<PodInfo> = ctx
-        .base
-        .stores
-        .pods
-        .state()
+    let mut out: Vec<PodInfo> = pods::cluster_pods(&ctx.base.stores.pods, cluster)
         .into_iter()
-        .filter(|p| p.namespace() == ns && p.labels().get(LABEL_CLUSTER) == Some(&name))
         .filter_map(|p| {
             let ordinal = pod_ordinal(&name, &p.name_any())?;
             Some(PodInfo {
                 pod: PodRef::new(p.namespace().unwrap_or_default(), p.name_any()),
                 ordinal,
-                ready: pod_ready(&p),
+                ready: pods::pod_ready(&p),
                 identity: identity(&p),
             })
         })

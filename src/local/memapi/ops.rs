@@ -318,7 +318,7 @@ impl State {
         if kind == PatchKind::Apply {
             let applied: Value = match serde_json::from_slice(body) {
                 Ok(v) => v,
-                Err(_) => serde_yaml::from_slice(body).map_err(|e| parse_err(&e))?,
+                Err(_) => crate::yaml::from_slice(body).map_err(|e| parse_err(&e))?,
             };
             return self.apply(t, applied, q);
         }

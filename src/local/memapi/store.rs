@@ -14,7 +14,6 @@ use serde_json::Value;
 use super::faults::Hooks;
 use super::meta;
 use super::registry::{Registry, ResourceInfo};
-use super::watch::Watcher;
 
 /// (group, plural): one collection, whatever the version.
 pub(crate) type ResKey = (String, String);
@@ -56,10 +55,24 @@ pub(crate) struct Change {
     pub(crate) prev: Option<Arc<Value>>,
 }
 
+/// A live watch as the store sees it (`watch::Watcher` is the one kind):
+/// every committed change is offered to it, in commit order, and it is
+/// dropped once it reports its client gone. A trait so the store does not
+/// depend on the watch module that builds on it.
+pub(crate) trait Subscriber: Send + Sync {
+    fn id(&self) -> u64;
+    /// Forwards `change` if this watch sees it; `false` once its client has
+    /// gone away.
+    fn offer(&self, change: &Change) -> bool;
+    fn is_open(&self) -> bool;
+    /// Queues a BOOKMARK at `rv`; `false` once its client has gone away.
+    fn bookmark(&self, rv: u64, initial_end: bool) -> bool;
+}
+
 pub(crate) struct State {
     pub(crate) registry: Registry,
     pub(crate) hooks: Hooks,
-    pub(crate) watchers: Vec<Watcher>,
+    pub(crate) watchers: Vec<Box<dyn Subscriber>>,
     pub(crate) next_watcher_id: u64,
     rv: u64,
     objects: HashMap<ResKey, BTreeMap<ObjKey, Entry>>,

@@ -18,7 +18,7 @@ use super::path::{Query, Target};
 use super::registry::ResourceInfo;
 use super::selector::{FieldSelector, LabelSelector};
 use super::status::ApiError;
-use super::store::{Change, EventType, ResKey, State, res_key};
+use super::store::{Change, EventType, ResKey, State, Subscriber, res_key};
 
 /// One open watch.
 pub(crate) struct Watcher {
@@ -101,6 +101,24 @@ impl Watcher {
     }
 }
 
+impl Subscriber for Watcher {
+    fn id(&self) -> u64 {
+        self.id
+    }
+
+    fn offer(&self, change: &Change) -> bool {
+        Watcher::offer(self, change)
+    }
+
+    fn is_open(&self) -> bool {
+        Watcher::is_open(self)
+    }
+
+    fn bookmark(&self, rv: u64, initial_end: bool) -> bool {
+        Watcher::bookmark(self, rv, initial_end)
+    }
+}
+
 /// The `PartialObjectMetadata` form of an object (metadata-only requests).
 pub(crate) fn partial_metadata(obj: &Value) -> Value {
     json!({
@@ -177,7 +195,7 @@ impl State {
                 }
             }
         }
-        self.watchers.push(w);
+        self.watchers.push(Box::new(w));
         Ok(start)
     }
 
@@ -185,7 +203,7 @@ impl State {
     /// `false` when that watcher is gone.
     pub(crate) fn bookmark(&mut self, id: u64) -> bool {
         let rv = self.rv();
-        match self.watchers.iter().find(|w| w.id == id) {
+        match self.watchers.iter().find(|w| w.id() == id) {
             Some(w) => w.bookmark(rv, false),
             None => false,
         }

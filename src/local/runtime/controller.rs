@@ -18,8 +18,8 @@ use serde_json::json;
 use tokio::sync::watch;
 
 use super::Shared;
-use super::kubelet::{Ready, Stores};
 use super::statefulset::{self, Action, DeleteReason};
+use super::watches::{Ready, Stores};
 
 /// Delay before retrying after a failed write.
 const RETRY_AFTER_FAILURE: std::time::Duration = std::time::Duration::from_secs(1);

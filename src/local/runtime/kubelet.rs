@@ -1,182 +1,31 @@
-//! The runtime's watches and its kubelet loop.
+//! The runtime's kubelet loop: makes sure every Pod in the cache
+//! (`watches.rs`) has exactly one pod worker (`worker.rs`), which owns
+//! everything about that pod name from then on, including noticing that
+//! its Pod object went away.
 //!
-//! Reflectors keep local caches of Pods, StatefulSets, ConfigMaps and
-//! Secrets; every event on any of them bumps one change counter. The
-//! kubelet loop makes sure every Pod in the cache has exactly one pod
-//! worker (`worker.rs`), which owns everything about that pod name from
-//! then on, including noticing that its Pod object went away. The
-//! StatefulSet controller (`controller.rs`) runs off the same caches.
-//!
-//! Reads the cluster through watches only; writes nothing itself.
+//! Reads the cluster through the watches' caches only; writes nothing itself.
 
 use std::collections::BTreeMap;
-use std::fmt::Debug;
-use std::hash::Hash;
 use std::sync::Arc;
 
-use futures::future::{BoxFuture, Shared as SharedFuture};
-use futures::{FutureExt, StreamExt};
-use k8s_openapi::api::apps::v1::StatefulSet;
-use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret};
-use kube::Api;
-use kube::runtime::reflector::{self, ObjectRef, Store, store::Writer};
-use kube::runtime::watcher;
-use kube::runtime::{WatchStreamExt, watcher::Config};
-use serde::de::DeserializeOwned;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use super::Shared;
-use super::controller;
-use super::volume::Sources;
+use super::watches::{PodKey, Ready, Stores};
 use super::worker::{self, WorkerHandle};
-
-/// `(namespace, pod name)`.
-pub(crate) type PodKey = (String, String);
 
 /// One worker per pod name.
 pub(crate) type Workers = BTreeMap<PodKey, WorkerHandle>;
 
-/// The reflector caches the runtime reads.
-#[derive(Clone)]
-pub(crate) struct Stores {
-    pub(crate) pods: Store<Pod>,
-    pub(crate) statefulsets: Store<StatefulSet>,
-    pub(crate) config_maps: Store<ConfigMap>,
-    pub(crate) secrets: Store<Secret>,
-}
-
-impl Stores {
-    pub(crate) fn pod(&self, key: &PodKey) -> Option<Arc<Pod>> {
-        self.pods.get(&ObjectRef::new(&key.1).within(&key.0))
-    }
-
-    pub(crate) fn statefulset(&self, namespace: &str, name: &str) -> Option<Arc<StatefulSet>> {
-        self.statefulsets
-            .get(&ObjectRef::new(name).within(namespace))
-    }
-}
-
-impl Sources for Stores {
-    fn config_map(&self, namespace: &str, name: &str) -> Option<Arc<ConfigMap>> {
-        self.config_maps
-            .get(&ObjectRef::new(name).within(namespace))
-    }
-
-    fn secret(&self, namespace: &str, name: &str) -> Option<Arc<Secret>> {
-        self.secrets.get(&ObjectRef::new(name).within(namespace))
-    }
-}
-
-fn reflect<K>(
+/// Starts the kubelet loop off the watches' caches.
+pub(crate) fn start_kubelet(
     shared: &Arc<Shared>,
-    api: Api<K>,
-    config: Config,
-    writer: Writer<K>,
-    changes: watch::Sender<u64>,
-) -> JoinHandle<()>
-where
-    K: kube::Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
-    K::DynamicType: Eq + Hash + Clone + Default,
-{
-    let kind = K::kind(&K::DynamicType::default()).into_owned();
-    let cancel = shared.cancel.clone();
-    tokio::spawn(async move {
-        let stream = watcher(api, config).default_backoff().reflect(writer);
-        futures::pin_mut!(stream);
-        loop {
-            let ev = tokio::select! {
-                _ = cancel.cancelled() => return,
-                ev = stream.next() => ev,
-            };
-            match ev {
-                Some(Ok(_)) => changes.send_modify(|v| *v = v.wrapping_add(1)),
-                Some(Err(e)) => tracing::warn!(kind, error = %e, "watch failed; retrying"),
-                None => return,
-            }
-        }
-    })
-}
-
-/// Starts the watches, the kubelet loop and (if configured) the
-/// StatefulSet controller; returns their tasks.
-pub(crate) fn start(shared: &Arc<Shared>) -> Vec<JoinHandle<()>> {
-    let client = shared.client.clone();
-    let (changes, rx) = watch::channel(0u64);
-    let (pods, pw) = reflector::store();
-    let (statefulsets, sw) = reflector::store();
-    let (config_maps, cw) = reflector::store();
-    let (secrets, xw) = reflector::store();
-    let mut pod_config = Config::default();
-    if let Some(sel) = &shared.config.pod_selector {
-        pod_config = pod_config.labels(sel);
-    }
-    let mut tasks = vec![
-        reflect(
-            shared,
-            Api::<Pod>::all(client.clone()),
-            pod_config,
-            pw,
-            changes.clone(),
-        ),
-        reflect(
-            shared,
-            Api::<StatefulSet>::all(client.clone()),
-            Config::default(),
-            sw,
-            changes.clone(),
-        ),
-        reflect(
-            shared,
-            Api::<ConfigMap>::all(client.clone()),
-            Config::default(),
-            cw,
-            changes.clone(),
-        ),
-        reflect(
-            shared,
-            Api::<Secret>::all(client),
-            Config::default(),
-            xw,
-            changes,
-        ),
-    ];
-    let stores = Stores {
-        pods,
-        statefulsets,
-        config_maps,
-        secrets,
-    };
-    let ready = ready(&stores);
-    if shared.config.run_statefulsets {
-        tasks.push(tokio::spawn(controller::run(
-            shared.clone(),
-            stores.clone(),
-            ready.clone(),
-            rx.clone(),
-        )));
-    }
-    tasks.push(tokio::spawn(run(shared.clone(), stores, ready, rx)));
-    tasks
-}
-
-/// Resolves (true) once every cache holds its initial list; false if a
-/// watch ended first.
-pub(crate) type Ready = SharedFuture<BoxFuture<'static, bool>>;
-
-/// One readiness future for everyone: a store's `wait_until_ready` wakes
-/// only the last of several concurrent waiters (its oneshot keeps a single
-/// waker), so tasks must not wait on the stores directly.
-fn ready(stores: &Stores) -> Ready {
-    let stores = stores.clone();
-    async move {
-        stores.pods.wait_until_ready().await.is_ok()
-            && stores.statefulsets.wait_until_ready().await.is_ok()
-            && stores.config_maps.wait_until_ready().await.is_ok()
-            && stores.secrets.wait_until_ready().await.is_ok()
-    }
-    .boxed()
-    .shared()
+    stores: Stores,
+    ready: Ready,
+    changes: watch::Receiver<u64>,
+) -> JoinHandle<()> {
+    tokio::spawn(run(shared.clone(), stores, ready, changes))
 }
 
 async fn run(shared: Arc<Shared>, stores: Stores, ready: Ready, mut changes: watch::Receiver<u64>) {

@@ -56,6 +56,7 @@ mod probe;
 mod statefulset;
 mod table;
 mod volume;
+mod watches;
 mod worker;
 
 use std::path::PathBuf;
@@ -289,7 +290,23 @@ impl LocalRuntime {
             client,
             config,
         });
-        let tasks = kubelet::start(&shared);
+        // The watches, then what runs off them (the StatefulSet controller
+        // only where no real API server runs its own).
+        let watches::Watches {
+            mut tasks,
+            stores,
+            ready,
+            changes,
+        } = watches::start_watches(&shared);
+        if shared.config.run_statefulsets {
+            tasks.push(tokio::spawn(controller::run(
+                shared.clone(),
+                stores.clone(),
+                ready.clone(),
+                changes.clone(),
+            )));
+        }
+        tasks.push(kubelet::start_kubelet(&shared, stores, ready, changes));
         Ok(LocalRuntime { shared, tasks })
     }
 

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use bind_operator::local::report::Snapshot;
-use serde_yaml::Value;
+use serde_json::Value;
 
 use super::{Diagnose, pods_of, wait_answer};
 
@@ -39,7 +39,7 @@ pub fn expected_records(dir: &Path) -> Vec<Expected> {
                     values: ns,
                 });
             }
-            for r in doc["spec"]["records"].as_sequence().into_iter().flatten() {
+            for r in doc["spec"]["records"].as_array().into_iter().flatten() {
                 out.push(record_set(zone, r));
             }
         }
@@ -71,7 +71,7 @@ fn record_set(zone: &str, spec: &Value) -> Expected {
 }
 
 fn strings(v: &Value) -> Vec<String> {
-    v.as_sequence()
+    v.as_array()
         .into_iter()
         .flatten()
         .map(|s| s.as_str().unwrap().to_string())
@@ -100,11 +100,8 @@ fn manifest_docs(dir: &Path) -> Vec<Value> {
     let mut docs = Vec::new();
     for f in files {
         let text = std::fs::read_to_string(&f).unwrap();
-        for d in serde_yaml::Deserializer::from_str(&text) {
-            let v = <Value as serde::Deserialize>::deserialize(d).unwrap();
-            if !v.is_null() {
-                docs.push(v);
-            }
+        for d in bind_operator::yaml::documents(&text) {
+            docs.push(d.value.unwrap());
         }
     }
     docs

@@ -30,10 +30,10 @@ use tokio::time::Instant;
 
 use super::container::{self, Container};
 use super::identity::RunAs;
-use super::kubelet::{PodKey, Stores};
 use super::pod_status::{Conditions, Terminated};
 use super::table::PodDirs;
 use super::volume::{self, Payload};
+use super::watches::{PodKey, Stores};
 use super::{DataDirPolicy, RestartData, Shared};
 
 /// Probe period until a started named first answers.

@@ -17,7 +17,7 @@ use std::time::Duration;
 use kube::Client;
 use tracing_subscriber::EnvFilter;
 
-use super::{ClusterNetwork, KubeExecutor};
+use crate::controller::{ClusterNetwork, KubeExecutor};
 use crate::operator::config::{ENV_HEALTH_ADDR, ENV_LEADER_ELECTION, ENV_WATCH_NAMESPACES};
 use crate::operator::{self, ConfigError, Metrics, OperatorConfig, ServeError};
 
@@ -131,7 +131,7 @@ pub async fn run_manager(opts: Options) -> Result<(), ManagerError> {
         config,
         Metrics::new(),
         move |run| async move {
-            super::run_scoped(
+            crate::controller::run_scoped(
                 client.clone(),
                 Arc::new(KubeExecutor::new(client)),
                 Arc::new(ClusterNetwork),

@@ -14,10 +14,10 @@ use k8s_openapi::api::core::v1::Secret;
 use kube::ResourceExt as _;
 use serde::Serialize;
 
+use super::placeholder::Placeholder;
 use crate::api::{BindCluster, DEFAULT_SECRET_KEY};
 use crate::bind::render::RenderedFiles;
 use crate::controller::bindcluster::{build, statefulset};
-use crate::render::placeholder::Placeholder;
 
 /// File name of the objects, in the cluster's output directory.
 pub const OBJECTS_FILE: &str = "kubernetes.yaml";
@@ -38,7 +38,7 @@ fn doc<K: kube::Resource<DynamicType = ()> + Serialize>(object: &K) -> Doc {
     Doc {
         kind: K::kind(&()).into_owned(),
         name: object.name_any(),
-        yaml: serde_yaml::to_string(object).expect("Kubernetes objects serialise to YAML"),
+        yaml: crate::yaml::to_string(object).expect("Kubernetes objects serialise to YAML"),
     }
 }
 

@@ -11,7 +11,7 @@
 //! Key material is never invented and, unless asked, never copied: a key the
 //! operator generates in the cluster (a BindTSIGKey without
 //! `spec.secretRef`, the rndc key, a cluster's own transfer key) gets a
-//! marked placeholder (see [`super::placeholder`]), and so does a key read
+//! marked placeholder (see [`placeholder`]), and so does a key read
 //! from a Secret unless [`RenderOptions::secrets_from_dir`] is set. The
 //! report says which files hold placeholders.
 
@@ -21,11 +21,11 @@ use std::path::{Path, PathBuf};
 
 use k8s_openapi::api::core::v1::Secret;
 
-use super::objects::{OBJECTS_FILE, cluster_objects};
-use super::placeholder::{self, Placeholder, PlaceholderKey};
-use super::validate::{
-    ConfigError, LoadedKey, algorithm, cluster_config, keys_for_cluster, tsig_key,
-};
+pub mod objects;
+pub mod placeholder;
+
+use self::objects::{OBJECTS_FILE, cluster_objects};
+use self::placeholder::{Placeholder, PlaceholderKey};
 use crate::api::{BindCluster, BindTSIGKey, SecretKeyRef};
 use crate::bind::entrypoint::{RNDC_KEY_NAME, render_rndc_key};
 use crate::bind::layout::mount;
@@ -35,6 +35,9 @@ use crate::controller::bindcluster::build::{RNDC_ALGORITHM, TRANSFER_ALGORITHM};
 use crate::controller::names::GENERATED_TRANSFER_KEY_NAME;
 use crate::local::manifest_dir::load_dir;
 use crate::local::manifests::{ManifestKind, Problem};
+use crate::render::validate::{
+    ConfigError, LoadedKey, algorithm, cluster_config, keys_for_cluster, tsig_key,
+};
 
 pub use crate::local::manifests::ManifestError;
 

@@ -27,10 +27,25 @@
 //!   transition count) so a standby takes over without waiting for expiry.
 //!   Dropping a [`Leadership`] without releasing behaves like a crash: the
 //!   Lease is left to expire. (The renew loop and the guard live in
-//!   `leadership.rs`.)
+//!   [`leadership`].)
 //!
 //! Must never write a Lease without a resourceVersion precondition, nor
 //! report leadership it has not confirmed within `renew_deadline`.
+//!
+//! # Why this is not a crate
+//! kube 5's runtime has no leader election. The maintained crate that fits
+//! it, kube-lease-manager (0.13 depends on kube 5 and k8s-openapi 0.29),
+//! does two things this contract rules out: it judges a Lease expired when
+//! `renewTime + leaseDurationSeconds` has passed on *this* node's wall
+//! clock, so a standby whose clock runs ahead takes a lease its leader is
+//! still renewing and both run the controllers; and it writes with
+//! strategic-merge and server-side-apply patches carrying no
+//! resourceVersion, so a renewal racing a takeover is not refused. client-go
+//! (what kube-controller-manager trusts) times expiry by the observer's
+//! monotonic clock and writes with optimistic concurrency, and so does this
+//! module; it also gives what the operator needs beyond a lock: a renew
+//! deadline shorter than the lease, loss signalled once and for good, and
+//! release on a clean shutdown. tests/ops_leader.rs holds it to that.
 
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -41,7 +56,9 @@ use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, PostParams};
 use rand::Rng;
 
-use super::leadership::Leadership;
+pub mod leadership;
+
+pub use leadership::Leadership;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
@@ -263,7 +280,7 @@ impl LeaderElector {
         loop {
             let started = Instant::now();
             match self.try_acquire_or_renew().await {
-                Ok(Attempt::Leader) => return super::leadership::lead(self, started),
+                Ok(Attempt::Leader) => return leadership::lead(self, started),
                 Ok(Attempt::HeldBy(holder)) => {
                     tracing::debug!(lease = %self.inner.name, %holder, "lease held by another candidate");
                 }
@@ -452,7 +469,7 @@ impl LeaderElector {
         }
     }
 
-    pub(super) fn set_role(&self, role: Role) {
+    fn set_role(&self, role: Role) {
         self.inner.role.send_if_modified(|current| {
             let changed = *current != role;
             *current = role;

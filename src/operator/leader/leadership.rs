@@ -16,7 +16,7 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::leader::{Attempt, LeaderElector, LeaderError, Role};
+use super::{Attempt, LeaderElector, LeaderError, Role};
 
 /// Starts the renew loop for a Lease acquired by a round that began at
 /// `acquired_at`.

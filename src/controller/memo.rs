@@ -1,0 +1,83 @@
+//! What the controllers remember about BIND pods between reconciles, in
+//! memory only (after an operator restart each is learned again): the
+//! primary's NOTIFY list ([`NotifyMemo`]) and recently failed reconfigs
+//! ([`ReconfigMemo`]). One of each per process, held by the
+//! [`super::Context`] and used by `bindcluster`'s reconfig step.
+//!
+//! A leaf of `controller` (it uses only `exec`'s pod reference), so the
+//! context can hold these without depending on `bindcluster`. Touches
+//! nothing; never holds key material (a failure message is checkconf's
+//! detail, the NOTIFY list is addresses and key names).
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use super::exec::PodRef;
+
+/// Failed reconfigs by pod: the config hash that failed, the reported
+/// failure (checkconf detail, never key material) and when. Memory only:
+/// after an operator restart a failing config is tried once more.
+#[derive(Default)]
+pub struct ReconfigMemo {
+    failed: Mutex<HashMap<PodRef, (String, String, Instant)>>,
+}
+
+impl ReconfigMemo {
+    /// The failure to report again instead of retrying, if `hash` failed
+    /// on `pod` less than `retry_after` ago.
+    pub fn recent_failure(
+        &self,
+        pod: &PodRef,
+        hash: &str,
+        retry_after: Duration,
+    ) -> Option<String> {
+        let failed = self.failed.lock().unwrap_or_else(|p| p.into_inner());
+        failed
+            .get(pod)
+            .filter(|(h, _, at)| h == hash && at.elapsed() < retry_after)
+            .map(|(_, message, _)| message.clone())
+    }
+
+    /// Records the outcome of reconfiguring `pod` with `hash`: a failure
+    /// message, or `None` for success (which forgets any failure).
+    pub fn record(&self, pod: &PodRef, hash: &str, outcome: Option<&str>) {
+        let mut failed = self.failed.lock().unwrap_or_else(|p| p.into_inner());
+        match outcome {
+            Some(message) => {
+                failed.insert(
+                    pod.clone(),
+                    (hash.to_string(), message.to_string(), Instant::now()),
+                );
+            }
+            None => {
+                failed.remove(pod);
+            }
+        }
+    }
+}
+
+/// What the operator last knew the primary's NOTIFY list to be, per
+/// primary pod (by uid and container restart: a new pod, or a restarted
+/// container on an emptied volume, may start with an empty list). Memory only:
+/// after an operator restart the list is read once per cluster.
+#[derive(Default)]
+pub struct NotifyMemo {
+    known: Mutex<HashMap<PodRef, (String, String)>>,
+}
+
+impl NotifyMemo {
+    /// The list last known for `pod`, if the pod is still the one (`uid`).
+    pub fn get(&self, pod: &PodRef, uid: &str) -> Option<String> {
+        let known = self.known.lock().unwrap_or_else(|p| p.into_inner());
+        known
+            .get(pod)
+            .filter(|(u, _)| u == uid)
+            .map(|(_, text)| text.clone())
+    }
+
+    pub fn set(&self, pod: &PodRef, uid: &str, text: String) {
+        let mut known = self.known.lock().unwrap_or_else(|p| p.into_inner());
+        known.insert(pod.clone(), (uid.to_string(), text));
+    }
+}
