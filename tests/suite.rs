@@ -45,6 +45,7 @@ mod controller_scope;
 mod controller_secrets;
 mod controller_transfer;
 mod controller_tsig;
+mod controller_zone_batch;
 mod controller_zone_dnssec;
 mod controller_zone_kinds;
 mod controller_zone_lifecycle;

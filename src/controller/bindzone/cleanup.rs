@@ -21,7 +21,7 @@ use crate::bind::{ViewName, ZoneName};
 use crate::controller::zonesync::ZoneContext;
 use crate::controller::zonesync::keys;
 use crate::controller::zonesync::plan::has_record_finalizer;
-use crate::controller::zonesync::server::{ServerError, Target};
+use crate::controller::zonesync::server::ServerError;
 use crate::controller::zonesync::survey::cluster_pods;
 use crate::controller::zonesync::writes::{RecordReport, release_records, write_record_statuses};
 
@@ -100,7 +100,7 @@ pub async fn cleanup(zone: &Arc<BindZone>, ctx: &ZoneContext) -> Result<Action, 
                     cluster.name_any()
                 )));
             };
-            let t = Target::new(ctx.base.executor.as_ref(), &primary.pod);
+            let t = ctx.target(&primary.pod);
             // Leave the catalog first so the secondaries drop the zone.
             match keys::resolve(ctx, &cluster, &[]).await {
                 Ok(k) => {
@@ -143,7 +143,7 @@ pub async fn cleanup(zone: &Arc<BindZone>, ctx: &ZoneContext) -> Result<Action, 
         }
         if was_secondary {
             for p in pods.iter().filter(|p| holds_secondary(p.ordinal)) {
-                let t = Target::new(ctx.base.executor.as_ref(), &p.pod);
+                let t = ctx.target(&p.pod);
                 for v in &views {
                     t.delete(&zname, v.as_ref(), &zone_file(&zname, v.as_ref()))
                         .await

@@ -19,7 +19,6 @@ use crate::controller::exec::PodRef;
 use crate::controller::names::{LABEL_CLUSTER, pod_ordinal};
 
 use super::ZoneContext;
-use super::server::Target;
 use super::state::{ClusterMemory, Survey};
 
 /// One BIND pod of a cluster.
@@ -140,7 +139,7 @@ pub async fn survey(
     let list: Vec<ZoneName> = asked.iter().cloned().collect();
     let mut served = BTreeMap::new();
     for p in pods.iter().filter(|p| p.ready) {
-        let target = Target::new(ctx.base.executor.as_ref(), &p.pod);
+        let target = ctx.target(&p.pod);
         match target.serials(&list).await {
             Ok(serials) => {
                 served.insert(p.pod.name.clone(), serials);
