@@ -19,7 +19,7 @@ use crate::controller::zonesync::plan::{Desired, Verdict, has_record_finalizer};
 use crate::controller::zonesync::server::ServerError;
 use crate::controller::zonesync::survey::PodInfo;
 use crate::controller::zonesync::writes::{
-    RecordReport, ZoneReport, release_records, write_applied, write_record_statuses,
+    RecordReport, ZoneReport, release_record_reports, write_applied, write_record_reports,
     write_zone_status,
 };
 use crate::render::validate::{PrimaryZoneConfig, ZoneConfig};
@@ -214,13 +214,13 @@ async fn secondary_zone(
             )
         })
         .collect();
-    write_record_statuses(&ctx.base, reports).await?;
+    write_record_reports(ctx, reports).await?;
     let deleting = records
         .iter()
         .filter(|r| r.metadata.deletion_timestamp.is_some())
         .cloned()
         .collect();
-    release_records(&ctx.base.client, deleting).await?;
+    release_record_reports(ctx, deleting).await?;
     match out.result {
         Ok(s) => {
             let report = ZoneReport {
@@ -308,8 +308,8 @@ async fn settle_records(
             _ => {}
         }
     }
-    write_record_statuses(&ctx.base, reports).await?;
-    release_records(&ctx.base.client, release).await?;
+    write_record_reports(ctx, reports).await?;
+    release_record_reports(ctx, release).await?;
     Ok(())
 }
 
@@ -408,8 +408,8 @@ async fn blocked(
             ));
         }
     }
-    write_record_statuses(&ctx.base, reports).await?;
-    release_records(&ctx.base.client, release).await?;
+    write_record_reports(ctx, reports).await?;
+    release_record_reports(ctx, release).await?;
     Ok(if b.permanent {
         Action::await_change()
     } else if failed {

@@ -1,5 +1,8 @@
 //! What the BindZone and DNSRecord controllers share: the zone-write
-//! machinery (the zone is the unit of write) and the context both run in.
+//! machinery and the context both run in. A zone reconcile plans and
+//! converges one zone; what the zones of a cluster ask of one pod at about
+//! the same time is written together ([`batch`]: one exec per kind per pod
+//! and round), so a first sync of many zones costs a handful of execs.
 //!
 //! - [`plan`]: the desired owned RRsets of a zone, conflicts decided (pure).
 //! - [`diff`]: served contents vs desired, as one update batch (pure).

@@ -162,6 +162,10 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 #[derive(Debug, Default)]
 pub struct ServerState {
     zones: Mutex<HashMap<ObjKey, ZoneMemory>>,
+    /// DNSRecord uid -> fingerprint of the last status this process wrote
+    /// for it (generation and report): a flush that comes again before the
+    /// cache shows that write does not write it again.
+    reports: Mutex<HashMap<String, u64>>,
     clusters: Mutex<HashMap<ObjKey, Arc<ClusterMemory>>>,
 }
 
@@ -214,6 +218,20 @@ impl ServerState {
         if let Some(m) = lock(&self.zones).get_mut(zone) {
             m.failures = 0;
         }
+    }
+
+    /// Whether `fingerprint` is what was last written for the record.
+    pub fn report_written(&self, uid: &str, fingerprint: u64) -> bool {
+        lock(&self.reports).get(uid) == Some(&fingerprint)
+    }
+
+    pub fn set_report_written(&self, uid: &str, fingerprint: u64) {
+        lock(&self.reports).insert(uid.to_string(), fingerprint);
+    }
+
+    /// Forgets a released record.
+    pub fn forget_report(&self, uid: &str) {
+        lock(&self.reports).remove(uid);
     }
 
     /// Forgets a deleted zone.
