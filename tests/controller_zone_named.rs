@@ -109,13 +109,19 @@ pub(crate) fn follow(port: u16, name: &str, t: &str, want: &[&str]) {
 }
 
 /// Starts named (primary and secondary, on the keys the API will hold),
-/// then the controllers with an executor for those two pods.
+/// then the controllers (zone operations batched per pod, as in
+/// production) with an executor for those two pods.
 pub(crate) async fn setup(settings: Settings) -> (Env, Named) {
     setup_views(settings, vec![]).await
 }
 
 /// [`setup`] with BIND views (the BindCluster's spec.views must match).
 async fn setup_views(settings: Settings, views: Vec<View>) -> (Env, Named) {
+    // Real named plays the batched commands production runs.
+    let settings = Settings {
+        batch_gather: Some(bind_operator::controller::zonesync::BATCH_GATHER),
+        ..settings
+    };
     let update = support::random_key(support::UPDATE_KEY);
     let xfer = support::random_key(support::XFER_KEY);
     let named = start_named(&update, &xfer, views);

@@ -51,6 +51,7 @@ mod controller_secrets;
 mod controller_stores;
 mod controller_transfer;
 mod controller_tsig;
+mod controller_zone_batch;
 mod controller_zone_dnssec;
 mod controller_zone_kinds;
 mod controller_zone_lifecycle;

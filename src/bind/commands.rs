@@ -83,6 +83,8 @@ fn verb_of(argv: &[String]) -> &'static str {
     match program {
         "sh" if arg(1) == "-c" => match arg(2) {
             DELZONE_SCRIPT => "delzone",
+            CREATE_ZONES_SCRIPT => "create_zones",
+            UPDATES_THEN_SOA_SCRIPT => "nsupdate",
             READD_SCRIPT => "readd_zone",
             WRITE_FILE_SCRIPT => "write_zone_file",
             WRITE_NOTIFY_SCRIPT | WRITE_VIEW_NOTIFY_SCRIPT => "write_notify_targets",
@@ -253,6 +255,240 @@ mv -f "$f.tmp" "$f""#;
 /// `addzone`.
 pub fn write_zone_file(layout: &PodLayout, file: &str, text: &str) -> Command {
     Command::sh(WRITE_FILE_SCRIPT, vec![layout.data_path(file)]).with_stdin(text.to_string())
+}
+
+const CREATE_ZONES_SCRIPT: &str = r#"rndc="$1" conf="$2" jobs="$3"
+out=$(mktemp -d) || exit 1
+trap 'rm -rf "$out"' EXIT
+n=0
+while IFS= read -r zone && IFS= read -r view && IFS= read -r clause &&
+    IFS= read -r file && IFS= read -r lines; do
+  n=$((n + 1))
+  if [ -n "$view" ]; then set -- "$zone" IN "$view"; else set -- "$zone"; fi
+  fresh=yes
+  for s in "" .jnl .jbk .signed .signed.jnl; do
+    [ ! -e "$file$s" ] || fresh=
+  done
+  err=
+  if [ -n "$fresh" ]; then
+    result=NEW
+  elif err=$("$rndc" -c "$conf" zonestatus "$@" 2>&1 >/dev/null </dev/null); then
+    result=EXISTS err=
+  else
+    case "$err" in
+      *"not found"*|*"no matching zone"*) result=NEW err= ;;
+      *) result=FAIL ;;
+    esac
+  fi
+  dir=${file%/*}
+  [ "$result" != NEW ] || [ -d "$dir" ] || mkdir -p "$dir" </dev/null || result=FAIL
+  if [ "$result" = NEW ]; then
+    for s in .jnl .jbk .signed .signed.jnl; do
+      [ ! -e "$file$s" ] || rm -f "$file$s" </dev/null
+    done
+    : >"$file" || result=FAIL
+  fi
+  i=0
+  while [ "$i" -lt "$lines" ]; do
+    IFS= read -r line
+    [ "$result" != NEW ] || printf '%s\n' "$line" >>"$file"
+    i=$((i + 1))
+  done
+  if [ "$result" = NEW ]; then
+    (
+      if err=$("$rndc" -c "$conf" addzone "$@" "$clause" 2>&1 >/dev/null); then
+        err=
+      else
+        case "$err" in
+          *"already exists"*) result=EXISTS ;;
+          *) result=FAIL ;;
+        esac
+      fi
+      printf '@@zone %s %s\n%s\n@@end\n' "$zone" "$result" "$err"
+    ) </dev/null >"$out/$n" &
+    [ $((n % jobs)) -ne 0 ] || wait
+  else
+    printf '@@zone %s %s\n%s\n@@end\n' "$zone" "$result" "$err"
+  fi
+done
+wait
+set -- "$out"/*
+[ ! -e "$1" ] || cat "$@""#;
+
+/// `rndc addzone`s a [`create_zones`] run keeps going at once. named
+/// serialises the adds, but each rndc process spends most of its ~0.1 s
+/// waiting (start, authentication, the new-zone database's commit):
+/// measured on 9.18, 100 adds took 11.8 s one after the other and 4.0 s
+/// eight at a time.
+pub const ADDZONES_AT_ONCE: usize = 8;
+
+/// A primary zone to create in a [`create_zones`] run.
+pub struct NewZone<'a> {
+    pub zone: &'a ZoneName,
+    pub view: Option<&'a ViewName>,
+    /// The `{ ... };` clause (from [`super::zone::PrimaryZone::clause`]).
+    pub clause: &'a str,
+    /// The zone file, relative to the data dir.
+    pub file: &'a str,
+    /// Its initial contents (the skeleton: no key material).
+    pub text: &'a str,
+}
+
+/// Creates many primary zones in one run, each as [`write_zone_file`] then
+/// [`addzone`] would, but only when the zone is new: none of its files is
+/// on the volume (the first sync: no rndc call needed to know), or `rndc
+/// zonestatus` does not know it (a zone named already serves keeps its file
+/// and journal; an addzone that finds it there reports it as existing, so
+/// a zone whose files vanished behind named's back is not touched either,
+/// beyond its file being written again). Zones,
+/// clauses and files travel on stdin, one value a line (the file text as a
+/// line count and its lines), so no user value reaches the script as
+/// text and argv stays short at any zone count. Prints one block per zone:
+/// `@@zone ZONE NEW|EXISTS|FAIL`, rndc's stderr when it failed, `@@end`;
+/// parse with [`parse_create_zones`]. Costs one rndc process per zone
+/// (two for a zone whose files are there but rndc does not know), inside
+/// one exec, the adds [`ADDZONES_AT_ONCE`] at a time (files are written in
+/// order before each add starts).
+pub fn create_zones(layout: &PodLayout, zones: &[NewZone<'_>]) -> Command {
+    let mut stdin = String::new();
+    for z in zones {
+        let text = z.text.strip_suffix('\n').unwrap_or(z.text);
+        let lines: Vec<&str> = if text.is_empty() {
+            Vec::new()
+        } else {
+            text.split('\n').collect()
+        };
+        // The clause is BIND syntax we rendered; its line breaks are
+        // whitespace to named.
+        let clause = z.clause.replace('\n', " ");
+        let view = z.view.map(ViewName::as_str).unwrap_or_default();
+        let _ = std::fmt::Write::write_fmt(
+            &mut stdin,
+            format_args!(
+                "{}\n{}\n{}\n{}\n{}\n",
+                z.zone.as_str(),
+                view,
+                clause,
+                layout.data_path(z.file),
+                lines.len()
+            ),
+        );
+        for l in lines {
+            stdin.push_str(l);
+            stdin.push('\n');
+        }
+    }
+    Command::sh(
+        CREATE_ZONES_SCRIPT,
+        vec![
+            layout.tools.rndc.clone(),
+            layout.rndc_conf(),
+            ADDZONES_AT_ONCE.to_string(),
+        ],
+    )
+    .with_stdin(stdin)
+}
+
+/// What a [`create_zones`] run did to one zone.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ZoneCreated {
+    /// File written and zone added.
+    New,
+    /// rndc already knew the zone; nothing was written.
+    Existing,
+    /// rndc failed; its stderr (parse with [`super::parse::parse_rndc_error`]).
+    Failed(String),
+}
+
+/// The per-zone results of a [`create_zones`] run, by zone name as given.
+/// A zone missing from the map was not reached (the run died before it).
+pub fn parse_create_zones(stdout: &str) -> std::collections::BTreeMap<String, ZoneCreated> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut lines = stdout.lines();
+    while let Some(line) = lines.next() {
+        let Some(rest) = line.strip_prefix("@@zone ") else {
+            continue;
+        };
+        let mut parts = rest.split(' ');
+        let (Some(zone), Some(result)) = (parts.next(), parts.next()) else {
+            continue;
+        };
+        let mut err = String::new();
+        for l in lines.by_ref() {
+            if l == "@@end" {
+                break;
+            }
+            err.push_str(l);
+            err.push('\n');
+        }
+        let r = match result {
+            "NEW" => ZoneCreated::New,
+            "EXISTS" => ZoneCreated::Existing,
+            _ => ZoneCreated::Failed(err),
+        };
+        out.insert(zone.to_string(), r);
+    }
+    out
+}
+
+const UPDATES_THEN_SOA_SCRIPT: &str = r#"n="$1"
+shift
+umask 077
+out=$(mktemp -d) || exit 1
+trap 'rm -rf "$out"' EXIT
+awk -v dir="$out" 'BEGIN { f = dir "/p0" }
+    $0 == "@@part" { close(f); i++; f = dir "/p" i; next }
+    { print > f }' || exit 1
+for p in "$out"/p*; do
+  "$n" -v "$p" >"$p.out" 2>"$p.err" </dev/null &
+done
+wait
+for p in "$out"/p*[0-9]; do
+  cat "$p.out"
+  echo "@@stderr"
+  cat "$p.err"
+  echo "@@end-part"
+done
+echo "@@nsupdate"
+[ "$#" -gt 0 ] || exit 0
+"$@""#;
+
+/// Separates the parts of a [`nsupdate_then_soa`] script on stdin.
+const PART_SEPARATOR: &str = "@@part\n";
+
+/// nsupdate processes that one [`nsupdate_then_soa`] run starts at once.
+/// named works on updates of different zones in parallel, and each message
+/// waits on its journal write: measured on 9.18, 200 one-message zone
+/// updates took 4.3 s through one process and 1.9 s through four.
+pub const NSUPDATES_AT_ONCE: usize = 4;
+
+/// Many zones' scripts (each message followed by `answer`, see
+/// [`super::nsupdate::join_answered`]) in one exec: the `parts` run as that
+/// many nsupdate processes at once (at most [`NSUPDATES_AT_ONCE`] make
+/// sense; a zone's messages belong in one part, in order), their outputs
+/// printed in part order (each part's stdout, `@@stderr`, its stderr,
+/// `@@end-part`; then `@@nsupdate`); then, whatever they returned, the SOA query of
+/// `read_back` (when not empty) so every zone's serial after the run comes
+/// with it. nsupdate goes on after a refused message (measured, 9.18), so
+/// one zone's failure leaves the others' messages applied;
+/// [`super::nsupdate::parse_answers`] tells which landed. The scripts (key
+/// material) go through files only in a private temporary directory,
+/// removed when the run ends.
+pub fn nsupdate_then_soa(
+    layout: &PodLayout,
+    parts: &[NsupdateScript],
+    read_back: &[ZoneName],
+) -> Command {
+    let mut args = vec![layout.tools.nsupdate.clone()];
+    if !read_back.is_empty() {
+        args.extend(dig_soa(layout, read_back).argv);
+    }
+    let stdin = parts
+        .iter()
+        .map(NsupdateScript::expose_stdin)
+        .collect::<Vec<_>>()
+        .join(PART_SEPARATOR);
+    Command::sh(UPDATES_THEN_SOA_SCRIPT, args).with_stdin(stdin)
 }
 
 /// The primary's options-level NOTIFY list, signed with the transfer key.
@@ -677,5 +913,54 @@ mod tests {
         assert_eq!(chained.verb(), "nsupdate");
         assert_eq!(Command::new(["true"]).verb(), VERB_OTHER);
         assert_eq!(Command::new(Vec::<String>::new()).verb(), VERB_OTHER);
+    }
+
+    #[test]
+    fn create_zones_carries_values_on_stdin_and_reports_per_zone() {
+        let layout = PodLayout::in_cluster();
+        let a = ZoneName::parse("a.test").unwrap();
+        let b = ZoneName::parse("b.test").unwrap();
+        let v = ViewName::parse("inside").unwrap();
+        let cmd = create_zones(
+            &layout,
+            &[
+                NewZone {
+                    zone: &a,
+                    view: None,
+                    clause: "{ type primary;\n file \"a.db\"; };",
+                    file: "a.db",
+                    text: "$TTL 60\n@ SOA x. y. 1 2 3 4 5\n",
+                },
+                NewZone {
+                    zone: &b,
+                    view: Some(&v),
+                    clause: "{ type primary; };",
+                    file: "inside/b.db",
+                    text: "",
+                },
+            ],
+        );
+        assert_eq!(cmd.verb(), "create_zones");
+        // argv: the script, the rndc invocation and the parallelism only,
+        // at any zone count.
+        assert_eq!(cmd.argv.len(), 7);
+        let stdin = cmd.stdin.as_deref().unwrap();
+        let data = layout.data_path("a.db");
+        assert!(stdin.starts_with(&format!(
+            "a.test\n\n{{ type primary;  file \"a.db\"; }};\n{data}\n2\n$TTL 60\n@ SOA x. y. 1 2 3 4 5\n"
+        )));
+        assert!(stdin.ends_with(&format!(
+            "b.test\ninside\n{{ type primary; }};\n{}\n0\n",
+            layout.data_path("inside/b.db")
+        )));
+
+        let out = "@@zone a.test NEW\n\n@@end\n@@zone b.test FAIL\nrndc: 'addzone' failed: bad\nmore\n@@end\n@@zone c.test EXISTS\n\n@@end\n";
+        let r = parse_create_zones(out);
+        assert_eq!(r["a.test"], ZoneCreated::New);
+        assert_eq!(r["c.test"], ZoneCreated::Existing);
+        assert_eq!(
+            r["b.test"],
+            ZoneCreated::Failed("rndc: 'addzone' failed: bad\nmore\n".into())
+        );
     }
 }

@@ -341,6 +341,78 @@ fn script_header(server: Endpoint, key: &TsigKey) -> String {
     text
 }
 
+/// Many scripts as one, each `send` followed by `answer` so the output
+/// tells every message's outcome ([`parse_answers`]). Each script keeps its
+/// own `server` and `key` lines, so zones signed with different keys share
+/// one nsupdate process.
+pub fn join_answered<'a>(scripts: impl IntoIterator<Item = &'a NsupdateScript>) -> NsupdateScript {
+    let mut text = String::new();
+    let (mut messages, mut changes) = (0, 0);
+    for s in scripts {
+        for line in s.text.lines() {
+            text.push_str(line);
+            text.push('\n');
+            if line == "send" {
+                text.push_str("answer\n");
+            }
+        }
+        messages += s.messages;
+        changes += s.changes;
+    }
+    NsupdateScript {
+        text,
+        messages,
+        changes,
+    }
+}
+
+/// The answer to one UPDATE message, as `answer` prints it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UpdateAnswer {
+    /// The response code (`NOERROR`, `REFUSED`, `NOTAUTH`, ...).
+    pub status: String,
+    /// The zone the message was for (lower case, with the final dot).
+    pub zone: String,
+}
+
+/// The answers a [`join_answered`] run printed, in order. nsupdate prints
+/// nothing for a message that got no response (the server unreachable), and
+/// `answer` may then repeat the previous response: a block whose message id
+/// repeats the one before it is dropped, so every answer stands for one
+/// response.
+pub fn parse_answers(stdout: &str) -> Vec<UpdateAnswer> {
+    let mut out = Vec::new();
+    let mut last_id: Option<String> = None;
+    let mut current: Option<(String, String)> = None;
+    let mut flush = |cur: &mut Option<(String, String)>, zone: String| {
+        if let Some((id, status)) = cur.take() {
+            if last_id.as_deref() != Some(id.as_str()) {
+                out.push(UpdateAnswer { status, zone });
+            }
+            last_id = Some(id);
+        }
+    };
+    for line in stdout.lines() {
+        if let Some(rest) = line.strip_prefix(";; ->>HEADER<<-") {
+            let field = |name: &str| {
+                rest.split(',')
+                    .filter_map(|p| p.trim().strip_prefix(name))
+                    .map(|v| v.trim().to_string())
+                    .next()
+                    .unwrap_or_default()
+            };
+            current = Some((field("id:"), field("status:")));
+        } else if current.is_some()
+            && let Some(q) = line.strip_prefix(';')
+            && !q.starts_with(';')
+            && let Some(zone) = q.split_whitespace().next()
+        {
+            flush(&mut current, zone.to_ascii_lowercase());
+        }
+    }
+    out
+}
+
 /// Builds the script, or `None` when the batch changes nothing. The server
 /// line targets `server` (the pod's own named, from its layout).
 pub fn build_script(
@@ -610,5 +682,83 @@ mod tests {
             apex_ns: Some(ns),
         };
         assert!(build_script(&batch, ep(), &key()).unwrap().is_none());
+    }
+
+    /// What nsupdate 9.18 printed for three answered messages, the second
+    /// refused (captured from a real run).
+    const ANSWERS: &str = "Answer:
+;; ->>HEADER<<- opcode: UPDATE, status: NOERROR, id:  64649
+;; flags: qr; ZONE: 1, PREREQ: 0, UPDATE: 0, ADDITIONAL: 1
+;; ZONE SECTION:
+;a.test.\t\t\t\tIN\tSOA
+
+;; TSIG PSEUDOSECTION:
+k.\t\t\t0\tANY\tTSIG\thmac-sha256. 1796279245 300 32 xj+y= 64649 NOERROR 0 
+
+Answer:
+;; ->>HEADER<<- opcode: UPDATE, status: NOTAUTH, id:  61080
+;; flags: qr; ZONE: 1, PREREQ: 0, UPDATE: 0, ADDITIONAL: 1
+;; ZONE SECTION:
+;nope.test.\t\t\tIN\tSOA
+
+Answer:
+;; ->>HEADER<<- opcode: UPDATE, status: NOERROR, id:  43584
+;; flags: qr; ZONE: 1, PREREQ: 0, UPDATE: 0, ADDITIONAL: 1
+;; ZONE SECTION:
+;B.test.\t\t\t\tIN\tSOA
+";
+
+    #[test]
+    fn answers_say_which_message_landed() {
+        let a = parse_answers(ANSWERS);
+        let got: Vec<(&str, &str)> = a
+            .iter()
+            .map(|a| (a.zone.as_str(), a.status.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("a.test.", "NOERROR"),
+                ("nope.test.", "NOTAUTH"),
+                ("b.test.", "NOERROR")
+            ]
+        );
+        // `answer` after a message that got no response repeats the last
+        // one: counted once.
+        let third = ANSWERS.split("Answer:\n").nth(3).unwrap();
+        let repeated = format!("{ANSWERS}Answer:\n{third}");
+        assert_eq!(parse_answers(&repeated).len(), 3);
+        assert!(parse_answers("; Communication with 127.0.0.1#53 failed\n").is_empty());
+    }
+
+    #[test]
+    fn joined_scripts_answer_every_send_and_keep_their_keys() {
+        let b = |z: &str| {
+            let zone = ZoneName::parse(z).unwrap();
+            let ttl = Ttl::new(60).unwrap();
+            let values = ["192.0.2.1".to_string()];
+            let change = RrsetChange::parse_replace(&zone, "www", "A", None, ttl, &values);
+            UpdateBatch {
+                zone,
+                changes: vec![change.unwrap()],
+                apex_ns: None,
+            }
+        };
+        let one = build_script(&b("example.com"), ep(), &key())
+            .unwrap()
+            .unwrap();
+        let two = build_script(&b("example.org"), ep(), &key())
+            .unwrap()
+            .unwrap();
+        let joined = join_answered([&one, &two]);
+        assert_eq!(joined.messages, 2);
+        assert_eq!(joined.changes, 2);
+        let text = joined.expose_stdin();
+        assert_eq!(text.matches("send\nanswer\n").count(), 2);
+        assert_eq!(
+            text.matches("\nkey ").count() + usize::from(text.starts_with("key ")),
+            2
+        );
+        assert!(text.find("zone example.com.").unwrap() < text.find("zone example.org.").unwrap());
     }
 }

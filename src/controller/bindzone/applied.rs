@@ -43,8 +43,13 @@ impl Applied {
             .annotations
             .as_ref()
             .and_then(|a| a.get(ANNOTATION_APPLIED))
-            .and_then(|v| serde_json::from_str(v).ok())
+            .and_then(|v| Self::parse(v))
             .unwrap_or_default()
+    }
+
+    /// Parses an annotation value.
+    pub fn parse(text: &str) -> Option<Applied> {
+        serde_json::from_str(text).ok()
     }
 
     /// The annotation value.

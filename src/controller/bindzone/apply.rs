@@ -16,10 +16,10 @@ use crate::api::{BindZone, DNSRecord, Phase};
 use crate::bind::zone::SecondaryZone;
 use crate::controller::zonesync::ZoneContext;
 use crate::controller::zonesync::plan::{Desired, Verdict, has_record_finalizer};
-use crate::controller::zonesync::server::{ServerError, Target};
+use crate::controller::zonesync::server::ServerError;
 use crate::controller::zonesync::survey::PodInfo;
 use crate::controller::zonesync::writes::{
-    RecordReport, ZoneReport, release_records, write_applied, write_record_statuses,
+    RecordReport, ZoneReport, release_record_reports, write_applied, write_record_reports,
     write_zone_status,
 };
 use crate::render::validate::{PrimaryZoneConfig, ZoneConfig};
@@ -57,7 +57,7 @@ pub async fn apply(zone: &Arc<BindZone>, ctx: &ZoneContext) -> Result<Action, Er
         Ok(c) => c,
         Err(b) => return blocked(ctx, zone, &records, b).await,
     };
-    let applied = Applied::of(zone);
+    let applied = applied_of(ctx, zone);
     match config {
         ZoneConfig::Primary(cfg) => {
             let primary = match read::primary(&inputs) {
@@ -128,7 +128,7 @@ async fn primary_zone(
                 d.policy == policy.as_str() && dnssec::verdict(d).0 == Phase::Ready
             });
             if c.verified || c.wrote || !settled {
-                let target = Target::new(ctx.base.executor.as_ref(), &primary.pod);
+                let target = ctx.target(&primary.pod);
                 let key = primary::operator_key(zone, inputs, cfg.clause.view.as_ref());
                 match dnssec::settle(&target, &cfg.clause, policy, key).await {
                     Ok(d) => Some(d),
@@ -175,7 +175,7 @@ async fn primary_zone(
     };
     write_zone_status(&ctx.base.client, zone, &report).await?;
     if *applied != out.applied {
-        write_applied(&ctx.base.client, zone, &out.applied.render()).await?;
+        record_applied(ctx, zone, &out.applied).await?;
     }
     ctx.state.succeeded(&zone_key(zone));
     Ok(Action::requeue(if signing.is_some() || withdrawn {
@@ -214,13 +214,13 @@ async fn secondary_zone(
             )
         })
         .collect();
-    write_record_statuses(&ctx.base, reports).await?;
+    write_record_reports(ctx, reports).await?;
     let deleting = records
         .iter()
         .filter(|r| r.metadata.deletion_timestamp.is_some())
         .cloned()
         .collect();
-    release_records(&ctx.base.client, deleting).await?;
+    release_record_reports(ctx, deleting).await?;
     match out.result {
         Ok(s) => {
             let report = ZoneReport {
@@ -234,13 +234,36 @@ async fn secondary_zone(
             };
             write_zone_status(&ctx.base.client, zone, &report).await?;
             if *applied != out.applied {
-                write_applied(&ctx.base.client, zone, &out.applied.render()).await?;
+                record_applied(ctx, zone, &out.applied).await?;
             }
             ctx.state.succeeded(&zone_key(zone));
             Ok(Action::requeue(s.next_check))
         }
         Err(e) => failed(ctx, zone, e).await,
     }
+}
+
+/// What was last applied for the zone: what this process wrote (the cache
+/// may not show it yet), else the object's annotation.
+fn applied_of(ctx: &ZoneContext, zone: &BindZone) -> Applied {
+    let uid = zone.metadata.uid.as_deref().unwrap_or_default();
+    ctx.state
+        .applied(&zone_key(zone), uid)
+        .and_then(|text| Applied::parse(&text))
+        .unwrap_or_else(|| Applied::of(zone))
+}
+
+/// Writes the applied annotation and remembers it.
+async fn record_applied(
+    ctx: &ZoneContext,
+    zone: &BindZone,
+    applied: &Applied,
+) -> Result<(), Error> {
+    let text = applied.render();
+    write_applied(&ctx.base.client, zone, &text).await?;
+    let uid = zone.metadata.uid.as_deref().unwrap_or_default();
+    ctx.state.set_applied(&zone_key(zone), uid, text);
+    Ok(())
 }
 
 fn zone_key(zone: &BindZone) -> (String, String) {
@@ -285,8 +308,8 @@ async fn settle_records(
             _ => {}
         }
     }
-    write_record_statuses(&ctx.base, reports).await?;
-    release_records(&ctx.base.client, release).await?;
+    write_record_reports(ctx, reports).await?;
+    release_record_reports(ctx, release).await?;
     Ok(())
 }
 
@@ -377,8 +400,8 @@ async fn blocked(
             ));
         }
     }
-    write_record_statuses(&ctx.base, reports).await?;
-    release_records(&ctx.base.client, release).await?;
+    write_record_reports(ctx, reports).await?;
+    release_record_reports(ctx, release).await?;
     Ok(if b.permanent {
         Action::await_change()
     } else if failed {

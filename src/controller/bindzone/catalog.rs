@@ -30,15 +30,22 @@ pub async fn ensure(
     if present == Some(true) {
         return Ok(memory.catalog_epoch());
     }
+    let seen = memory.catalog_sightings(catalog);
     let _guard = memory.catalog_lock.lock().await;
-    // Another zone of the cluster may have created it while we waited.
+    // Another zone of the cluster created or found it while we waited.
+    if memory.catalog_sightings(catalog) != seen {
+        return Ok(memory.catalog_epoch());
+    }
     if target.serial_of(catalog, view).await?.is_some() {
+        memory.saw_catalog(catalog);
         return Ok(memory.catalog_epoch());
     }
     let peers = peer_serials(ctx, inputs, std::slice::from_ref(catalog), view).await;
     let zone = catalog_primary_zone(catalog, view, &inputs.keys.transfer_for(view).name);
     let skeleton = catalog_skeleton(catalog, start_serial(of(&peers, catalog)));
-    match target.create_primary(&zone, &skeleton.render()).await? {
+    let created = target.create_primary(&zone, &skeleton.render()).await?;
+    memory.saw_catalog(catalog);
+    match created {
         Created::New => {
             memory.invalidate_survey();
             tracing::info!(pod = %target.pod, catalog = %catalog, "created catalog zone");

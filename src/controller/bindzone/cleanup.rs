@@ -25,7 +25,7 @@ use crate::bind::{ViewName, ZoneName};
 use crate::controller::zonesync::ZoneContext;
 use crate::controller::zonesync::keys;
 use crate::controller::zonesync::plan::has_record_finalizer;
-use crate::controller::zonesync::server::{ServerError, Target};
+use crate::controller::zonesync::server::ServerError;
 use crate::controller::zonesync::survey::cluster_pods;
 use crate::controller::zonesync::writes::{RecordReport, release_records, write_record_statuses};
 use crate::render::validate::{ZonePlacement, zone_placement};
@@ -157,7 +157,7 @@ async fn remove(
                 cluster.name_any()
             )));
         };
-        let t = Target::new(ctx.base.executor.as_ref(), &primary.pod);
+        let t = ctx.target(&primary.pod);
         // Leave the catalog first so the secondaries drop the zone.
         match keys::resolve(ctx, cluster, &[]).await {
             Ok(k) => {
@@ -181,7 +181,7 @@ async fn remove(
     }
     if removal.secondary {
         for p in pods.iter().filter(|p| holds_secondary(p.ordinal)) {
-            let t = Target::new(ctx.base.executor.as_ref(), &p.pod);
+            let t = ctx.target(&p.pod);
             for v in &removal.views {
                 t.delete(zname, v.as_ref(), &zone_file(zname, v.as_ref()))
                     .await

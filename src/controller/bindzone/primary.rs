@@ -202,7 +202,7 @@ pub async fn converge(
         cfg,
         zkey: &zkey,
         memory: &memory,
-        target: Target::new(ctx.base.executor.as_ref(), &primary.pod),
+        target: ctx.target(&primary.pod),
         desired: &desired,
         applied,
         want: &want,
@@ -304,7 +304,8 @@ async fn undo_old_placement(job: &Job<'_>) -> Result<(), ServerError> {
         job.target.delete(zone, old_view.as_ref(), &file).await
     } else {
         for p in job.inputs.pods.iter().filter(|p| p.ready) {
-            Target::new(job.ctx.base.executor.as_ref(), &p.pod)
+            job.ctx
+                .target(&p.pod)
                 .delete(zone, old_view.as_ref(), &file)
                 .await?;
         }

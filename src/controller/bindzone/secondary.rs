@@ -17,7 +17,7 @@ use crate::bind::ZoneName;
 use crate::bind::zone::SecondaryZone;
 use crate::controller::zonesync::ZoneContext;
 use crate::controller::zonesync::diff::Served;
-use crate::controller::zonesync::server::{ServerError, Target};
+use crate::controller::zonesync::server::ServerError;
 use crate::controller::zonesync::state::Snapshot;
 use crate::controller::zonesync::survey::pods_fingerprint;
 
@@ -95,7 +95,7 @@ pub async fn converge(
         }
         let mut servers = BTreeMap::new();
         for p in inputs.pods.iter().filter(|p| p.ready) {
-            let t = Target::new(ctx.base.executor.as_ref(), &p.pod);
+            let t = ctx.target(&p.pod);
             let status = match t.zone_status(&sz.zone, sz.view.as_ref()).await? {
                 None => {
                     t.add_secondary(sz).await?;
@@ -166,7 +166,7 @@ async fn undo_primary(
     let Some(primary) = inputs.primary() else {
         return Ok(());
     };
-    let t = Target::new(ctx.base.executor.as_ref(), &primary.pod);
+    let t = ctx.target(&primary.pod);
     let view = applied
         .view
         .as_deref()

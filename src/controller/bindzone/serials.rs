@@ -120,7 +120,7 @@ pub async fn peer_serials(
 ) -> Vec<(ZoneName, u32)> {
     let mut out = Vec::new();
     for p in inputs.pods.iter().filter(|p| p.ready && p.ordinal != 0) {
-        let t = Target::new(ctx.base.executor.as_ref(), &p.pod);
+        let t = ctx.target(&p.pod);
         if view.is_some() {
             for z in zones {
                 if let Ok(Some(s)) = t.serial_of(z, view).await {
@@ -185,7 +185,7 @@ pub async fn view_secondaries(
         .iter()
         .filter(|p| p.ready && p.pod.name != primary)
     {
-        let t = Target::new(ctx.base.executor.as_ref(), &p.pod);
+        let t = ctx.target(&p.pod);
         match t.serial_of(zone, Some(view)).await {
             Ok(s) => out.push(s),
             Err(e) => {

@@ -19,7 +19,7 @@ use crate::controller::error::{Categorized, Category, measured, rejected};
 use crate::controller::zonesync::ZoneContext;
 use crate::controller::zonesync::plan::has_record_finalizer;
 use crate::controller::zonesync::writes::{
-    RecordReport, WriteError, add_record_finalizer, release_record, write_record_statuses,
+    RecordReport, WriteError, add_record_finalizer, release_record, write_record_reports,
 };
 
 use crate::api::REASON_ZONE_NOT_FOUND;
@@ -84,7 +84,7 @@ async fn settle(record: &Arc<DNSRecord>, ctx: &ZoneContext) -> Result<Action, Er
                 record.spec.zone_ref
             ),
         };
-        write_record_statuses(&ctx.base, vec![(record.clone(), report)]).await?;
+        write_record_reports(ctx, vec![(record.clone(), report)]).await?;
     }
     Ok(Action::await_change())
 }

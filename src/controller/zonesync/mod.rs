@@ -1,9 +1,14 @@
 //! What the BindZone and DNSRecord controllers share: the zone-write
-//! machinery (the zone is the unit of write) and the context both run in.
+//! machinery and the context both run in. A zone reconcile plans and
+//! converges one zone; what the zones of a cluster ask of one pod at about
+//! the same time is written together ([`batch`]: one exec per kind per pod
+//! and round), so a first sync of many zones costs a handful of execs.
 //!
 //! - [`plan`]: the desired owned RRsets of a zone, conflicts decided (pure).
 //! - [`diff`]: served contents vs desired, as one update batch (pure).
-//! - [`server`]: zone operations on a BIND pod, one exec each.
+//! - [`server`]: zone operations on a BIND pod.
+//! - [`batch`]: group commit of those operations per pod: what the zones of
+//!   a cluster ask of a pod at about the same time runs as one exec per kind.
 //! - [`state`]: in-memory snapshots, surveys, catalog epochs, backoff.
 //! - [`survey`]: one `dig` per pod for every zone of a cluster, cached.
 //! - [`keys`]: the TSIG keys a zone signs with (material read on demand).
@@ -15,6 +20,7 @@
 //! Touches the cluster (watches, Secret reads) and BIND pods (exec). Key
 //! material lives only in redacting types and is never logged.
 
+pub mod batch;
 pub mod diff;
 pub mod keys;
 pub mod plan;
@@ -75,6 +81,10 @@ pub const SNAPSHOT_TRUST: Duration = Duration::from_secs(10);
 /// secondaries catching up.
 pub const RECHECK_AFTER_WRITE: Duration = Duration::from_secs(5);
 
+/// How long a pod's first queued zone operation waits for others to join
+/// its round ([`batch`]); later ones join while a round runs.
+pub const BATCH_GATHER: Duration = Duration::from_millis(25);
+
 /// Timing knobs; tests shorten them.
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -86,6 +96,10 @@ pub struct Settings {
     pub retry_max: Duration,
     pub recheck_after_write: Duration,
     pub snapshot_trust: Duration,
+    /// Group commit of zone operations per pod ([`batch`]) with this
+    /// gathering wait; `None`: every operation is its own exec (the
+    /// in-memory BIND fake of the controller tests plays those only).
+    pub batch_gather: Option<Duration>,
 }
 
 impl Default for Settings {
@@ -99,6 +113,7 @@ impl Default for Settings {
             retry_max: RETRY_MAX,
             recheck_after_write: RECHECK_AFTER_WRITE,
             snapshot_trust: SNAPSHOT_TRUST,
+            batch_gather: Some(BATCH_GATHER),
         }
     }
 }
@@ -111,4 +126,16 @@ pub struct ZoneContext {
     pub records: Store<DNSRecord>,
     pub state: state::ServerState,
     pub settings: Settings,
+    /// Present when `settings.batch_gather` is.
+    pub batcher: Option<Arc<batch::Batcher>>,
+}
+
+impl ZoneContext {
+    /// A pod to run zone operations on, batched when batching is on.
+    pub fn target<'a>(&'a self, pod: &'a crate::controller::exec::PodRef) -> server::Target<'a> {
+        match &self.batcher {
+            Some(b) => server::Target::batched(&self.base.executor, b, pod),
+            None => server::Target::new(self.base.executor.as_ref(), pod),
+        }
+    }
 }

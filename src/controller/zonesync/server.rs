@@ -1,5 +1,6 @@
 //! Zone operations on one BIND pod, each one exec of a command the BIND
-//! layer builds: read SOA serials (one `dig` for many zones), `zonestatus`,
+//! layer builds (or, on a batched [`Target`], one request joining the pod's
+//! next round of [`super::batch`]): read SOA serials (one `dig` for many zones), `zonestatus`,
 //! create a primary zone (file first, then `addzone`), add a secondary
 //! zone, `modzone`, re-add a zone keeping its files (a `dnssec-policy` on
 //! BIND 9.20), read its DNSKEYs, delete a zone with every file named keeps
@@ -11,6 +12,7 @@
 //! nsupdate script and AXFR key file hold key material).
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use crate::bind::commands::{
     self, Command, addzone, delzone, dig_axfr, dig_soa, local_server, modzone, write_zone_file,
@@ -18,7 +20,9 @@ use crate::bind::commands::{
 };
 use crate::bind::dnssec::{Dnskey, parse_dnskeys};
 use crate::bind::layout::PodLayout;
-use crate::bind::nsupdate::{BatchError, UpdateBatch, build_script, build_soa_script};
+use crate::bind::nsupdate::{
+    BatchError, NsupdateScript, UpdateBatch, build_script, build_soa_script,
+};
 use crate::bind::parse::{
     NsupdateError, RndcError, ZoneStatus, parse_axfr, parse_dig_soa, parse_nsupdate_failure,
     parse_rndc_error, parse_zonestatus,
@@ -28,6 +32,7 @@ use crate::bind::{TsigKey, Ttl, ViewName, ZoneName};
 use crate::controller::error::Category;
 use crate::controller::exec::{ExecError, ExecOutput, PodExecutor, PodRef};
 
+use super::batch::Batcher;
 use super::diff::Served;
 
 /// Zones asked per `dig` run: keeps argv (and the pods/exec URL that
@@ -128,6 +133,9 @@ pub struct Target<'a> {
     exec: &'a dyn PodExecutor,
     pub pod: &'a PodRef,
     pub layout: PodLayout,
+    /// Serial reads, zone creation and updates join the pod's next round;
+    /// everything else waits for a slot ([`Batcher::unbatched`]).
+    batch: Option<(&'a Arc<Batcher>, &'a Arc<dyn PodExecutor>)>,
 }
 
 impl<'a> Target<'a> {
@@ -136,6 +144,21 @@ impl<'a> Target<'a> {
             exec,
             pod,
             layout: exec.layout(pod),
+            batch: None,
+        }
+    }
+
+    /// A target whose operations go through `batcher` (see [`super::batch`]).
+    pub fn batched(
+        exec: &'a Arc<dyn PodExecutor>,
+        batcher: &'a Arc<Batcher>,
+        pod: &'a PodRef,
+    ) -> Self {
+        Target {
+            exec: exec.as_ref(),
+            pod,
+            layout: exec.layout(pod),
+            batch: Some((batcher, exec)),
         }
     }
 
@@ -147,6 +170,10 @@ impl<'a> Target<'a> {
     }
 
     async fn run(&self, cmd: &Command) -> Result<ExecOutput, ExecError> {
+        let _slot = match self.batch {
+            Some((b, _)) => Some(b.unbatched().await),
+            None => None,
+        };
         self.exec.exec(self.pod, cmd).await
     }
 
@@ -187,6 +214,9 @@ impl<'a> Target<'a> {
         &self,
         zones: &[ZoneName],
     ) -> Result<BTreeMap<ZoneName, u32>, ServerError> {
+        if let Some((b, exec)) = self.batch {
+            return b.serials(exec, self.pod, zones).await;
+        }
         let mut out = BTreeMap::new();
         for chunk in zones.chunks(ZONES_PER_DIG) {
             let stdout = self
@@ -254,6 +284,9 @@ impl<'a> Target<'a> {
         zone: &PrimaryZone,
         skeleton: &str,
     ) -> Result<Created, ServerError> {
+        if let Some((b, exec)) = self.batch {
+            return b.create_primary(exec, self.pod, zone, skeleton).await;
+        }
         if self
             .zone_status(&zone.zone, zone.view.as_ref())
             .await?
@@ -370,13 +403,19 @@ impl<'a> Target<'a> {
         Served::from_axfr(zone, sets).ok_or_else(|| failed("the transfer carried no SOA".into()))
     }
 
+    fn script_text(
+        &self,
+        batch: &UpdateBatch,
+        key: &TsigKey,
+    ) -> Result<Option<NsupdateScript>, ServerError> {
+        build_script(batch, local_server(&self.layout), key).map_err(|source| ServerError::Batch {
+            zone: batch.zone.to_string(),
+            source,
+        })
+    }
+
     fn script(&self, batch: &UpdateBatch, key: &TsigKey) -> Result<Option<Command>, ServerError> {
-        let script = build_script(batch, local_server(&self.layout), key).map_err(|source| {
-            ServerError::Batch {
-                zone: batch.zone.to_string(),
-                source,
-            }
-        })?;
+        let script = self.script_text(batch, key)?;
         Ok(script.map(|script| {
             tracing::debug!(
                 pod = %self.pod,
@@ -406,6 +445,13 @@ impl<'a> Target<'a> {
     /// Sends the batch as one nsupdate run signed with `key`. `Ok(false)`:
     /// nothing to send, nothing run.
     pub async fn update(&self, batch: &UpdateBatch, key: &TsigKey) -> Result<bool, ServerError> {
+        if let Some((b, exec)) = self.batch {
+            let Some(script) = self.script_text(batch, key)? else {
+                return Ok(false);
+            };
+            b.update(exec, self.pod, &batch.zone, script, false).await?;
+            return Ok(true);
+        }
         let Some(cmd) = self.script(batch, key)? else {
             return Ok(false);
         };
@@ -425,6 +471,15 @@ impl<'a> Target<'a> {
         key: &TsigKey,
         view: Option<&ViewName>,
     ) -> Result<Option<Option<u32>>, ServerError> {
+        if let (Some((b, exec)), None) = (self.batch, view) {
+            let Some(script) = self.script_text(batch, key)? else {
+                return Ok(None);
+            };
+            return b
+                .update(exec, self.pod, &batch.zone, script, true)
+                .await
+                .map(Some);
+        }
         let Some(update) = self.script(batch, key)? else {
             return Ok(None);
         };

@@ -36,6 +36,10 @@ pub struct Snapshot {
 struct ZoneMemory {
     snapshot: Option<Snapshot>,
     failures: u32,
+    /// The applied annotation this process last wrote, with the object's
+    /// uid: the cache may not show our own write yet when the zone is
+    /// reconciled again at once (and would undo and redo its clause).
+    applied: Option<(String, String)>,
     /// Catalog epoch at which this zone last joined its catalog (kept when
     /// the snapshot is dropped: membership does not change with a failed
     /// write).
@@ -69,6 +73,9 @@ pub struct ClusterMemory {
 #[derive(Debug, Default)]
 struct ClusterInner {
     catalog_epoch: u64,
+    /// Per catalog zone: how often a zone holding `catalog_lock` saw it on
+    /// the primary (created it or found it).
+    catalog_seen: HashMap<ZoneName, u64>,
     survey: Option<Survey>,
 }
 
@@ -83,6 +90,27 @@ impl ClusterMemory {
         let mut i = lock(&self.inner);
         i.catalog_epoch += 1;
         i.catalog_epoch
+    }
+
+    /// How often the catalog was seen on the primary under `catalog_lock`
+    /// ([`Self::saw_catalog`]): a zone that waited for the lock and finds
+    /// this count moved knows the catalog is there without asking the pod
+    /// (so a first sync of many zones does not read it once per zone, one
+    /// after the other).
+    pub fn catalog_sightings(&self, catalog: &ZoneName) -> u64 {
+        lock(&self.inner)
+            .catalog_seen
+            .get(catalog)
+            .copied()
+            .unwrap_or_default()
+    }
+
+    /// Records that the catalog is on the primary (under `catalog_lock`).
+    pub fn saw_catalog(&self, catalog: &ZoneName) {
+        *lock(&self.inner)
+            .catalog_seen
+            .entry(catalog.clone())
+            .or_default() += 1;
     }
 
     /// The last survey, if taken under the same pods and younger than
@@ -134,6 +162,10 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 #[derive(Debug, Default)]
 pub struct ServerState {
     zones: Mutex<HashMap<ObjKey, ZoneMemory>>,
+    /// DNSRecord uid -> fingerprint of the last status this process wrote
+    /// for it (generation and report): a flush that comes again before the
+    /// cache shows that write does not write it again.
+    reports: Mutex<HashMap<String, u64>>,
     clusters: Mutex<HashMap<ObjKey, Arc<ClusterMemory>>>,
 }
 
@@ -148,6 +180,18 @@ impl ServerState {
 
     pub fn set_snapshot(&self, zone: &ObjKey, snapshot: Option<Snapshot>) {
         lock(&self.zones).entry(zone.clone()).or_default().snapshot = snapshot;
+    }
+
+    /// The applied annotation last written for the object with `uid`.
+    pub fn applied(&self, zone: &ObjKey, uid: &str) -> Option<String> {
+        let zones = lock(&self.zones);
+        let (u, text) = zones.get(zone)?.applied.as_ref()?;
+        (u == uid).then(|| text.clone())
+    }
+
+    /// Records an applied annotation written for the object with `uid`.
+    pub fn set_applied(&self, zone: &ObjKey, uid: &str, text: String) {
+        lock(&self.zones).entry(zone.clone()).or_default().applied = Some((uid.to_string(), text));
     }
 
     /// The catalog epoch the zone last joined at (0: not in this process).
@@ -174,6 +218,20 @@ impl ServerState {
         if let Some(m) = lock(&self.zones).get_mut(zone) {
             m.failures = 0;
         }
+    }
+
+    /// Whether `fingerprint` is what was last written for the record.
+    pub fn report_written(&self, uid: &str, fingerprint: u64) -> bool {
+        lock(&self.reports).get(uid) == Some(&fingerprint)
+    }
+
+    pub fn set_report_written(&self, uid: &str, fingerprint: u64) {
+        lock(&self.reports).insert(uid.to_string(), fingerprint);
+    }
+
+    /// Forgets a released record.
+    pub fn forget_report(&self, uid: &str) {
+        lock(&self.reports).remove(uid);
     }
 
     /// Forgets a deleted zone.

@@ -20,7 +20,6 @@ use crate::controller::names::pod_ordinal;
 use crate::controller::pods;
 
 use super::ZoneContext;
-use super::server::Target;
 use super::state::{ClusterMemory, Survey};
 
 /// One BIND pod of a cluster.
@@ -125,7 +124,7 @@ pub async fn survey(
     let list: Vec<ZoneName> = asked.iter().cloned().collect();
     let mut served = BTreeMap::new();
     for p in pods.iter().filter(|p| p.ready) {
-        let target = Target::new(ctx.base.executor.as_ref(), &p.pod);
+        let target = ctx.target(&p.pod);
         match target.serials(&list).await {
             Ok(serials) => {
                 served.insert(p.pod.name.clone(), serials);

@@ -51,6 +51,13 @@ use super::{Settings, ZoneContext};
 /// (after an operator restart every zone is checked).
 const ZONE_CONCURRENCY: u16 = 8;
 
+/// Zone reconciles running at once when zone operations are batched per
+/// pod ([`super::batch`]): their execs join one round per pod, and the
+/// commands that are not batched are bounded there, so the bound here only
+/// keeps memory in check. High, so a first sync of many zones reaches each
+/// step together.
+const BATCHED_ZONE_CONCURRENCY: u16 = 2048;
+
 fn hash_of<T: Hash>(t: &T) -> u64 {
     let mut h = std::collections::hash_map::DefaultHasher::new();
     t.hash(&mut h);
@@ -303,12 +310,21 @@ pub async fn run(ctx: Arc<Context>, settings: Settings, shutdown: Shutdown) {
     let record_sub_zone = ctx.stores.feeds.records.subscribe();
     let record_sub_self = ctx.stores.feeds.records.subscribe();
 
+    let batcher = settings
+        .batch_gather
+        .map(|g| Arc::new(super::batch::Batcher::new(g)));
+    let concurrency = if batcher.is_some() {
+        BATCHED_ZONE_CONCURRENCY
+    } else {
+        ZONE_CONCURRENCY
+    };
     let zctx = Arc::new(ZoneContext {
         base: ctx,
         zones: zones.clone(),
         records: records.clone(),
         state: Default::default(),
         settings,
+        batcher,
     });
     let (wake_tx, wake_rx) = mpsc::unbounded();
 
@@ -324,7 +340,7 @@ pub async fn run(ctx: Arc<Context>, settings: Settings, shutdown: Shutdown) {
                 zones,
             )
             .reconcile_on(wake_rx)
-            .with_config(Config::default().concurrency(ZONE_CONCURRENCY))
+            .with_config(Config::default().concurrency(concurrency))
             .graceful_shutdown_on(shutdown.clone())
             .run(bindzone::reconcile, bindzone::error_policy, zctx.clone())
             .for_each(|_| future::ready(()));

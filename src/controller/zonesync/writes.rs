@@ -186,6 +186,53 @@ pub async fn write_record_statuses(
     Ok(n)
 }
 
+/// [`write_record_statuses`] for the zone controllers, skipping a report
+/// this process already wrote for the record's generation (the cache may
+/// not show it yet when the zone flushes again at once): one status write
+/// per change, not one per flush.
+pub async fn write_record_reports(
+    ctx: &super::ZoneContext,
+    reports: Vec<(Arc<DNSRecord>, RecordReport)>,
+) -> Result<usize, WriteError> {
+    use std::hash::{Hash, Hasher};
+    let fingerprint = |r: &DNSRecord, rep: &RecordReport| {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        (r.metadata.generation, format!("{rep:?}")).hash(&mut h);
+        h.finish()
+    };
+    let uid = |r: &DNSRecord| r.metadata.uid.clone().unwrap_or_default();
+    let fresh: Vec<_> = reports
+        .into_iter()
+        .filter(|(r, rep)| !ctx.state.report_written(&uid(r), fingerprint(r, rep)))
+        .collect();
+    let done: Vec<(String, u64)> = fresh
+        .iter()
+        .map(|(r, rep)| (uid(r), fingerprint(r, rep)))
+        .collect();
+    let n = write_record_statuses(&ctx.base, fresh).await?;
+    for (uid, f) in done {
+        ctx.state.set_report_written(&uid, f);
+    }
+    Ok(n)
+}
+
+/// [`release_records`] for the zone controllers, forgetting what
+/// [`write_record_reports`] remembered of them.
+pub async fn release_record_reports(
+    ctx: &super::ZoneContext,
+    records: Vec<Arc<DNSRecord>>,
+) -> Result<(), WriteError> {
+    let uids: Vec<String> = records
+        .iter()
+        .filter_map(|r| r.metadata.uid.clone())
+        .collect();
+    release_records(&ctx.base.client, records).await?;
+    for uid in uids {
+        ctx.state.forget_report(&uid);
+    }
+    Ok(())
+}
+
 /// What a BindZone's status should say.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ZoneReport {

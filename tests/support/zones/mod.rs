@@ -57,6 +57,9 @@ pub fn test_settings() -> Settings {
         retry_max: Duration::from_millis(400),
         recheck_after_write: Duration::from_secs(600),
         snapshot_trust: Duration::from_secs(10),
+        // FakeBind plays the per-zone commands; the batched ones run
+        // against real named (controller_zone_batch, e2e_*).
+        batch_gather: None,
     }
 }
 

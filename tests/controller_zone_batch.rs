@@ -1,0 +1,307 @@
+//! The cluster is the unit of write, on real `named`: zone operations that
+//! zone reconciles ask of one pod at about the same time run as one exec per
+//! kind (zone creation, nsupdate, SOA reads), and one zone's failure in a
+//! shared run stays that zone's.
+//!
+//! - The batcher itself against a real primary: three zones created in one
+//!   run, one already there left alone; updates of three zones (one not
+//!   served) in one nsupdate process: the two good ones land and read back
+//!   their serials, the bad one alone gets NOTAUTH.
+//! - The controllers' first sync of 200 zones with 400 DNSRecords: every
+//!   record is served by the secondary, and the primary saw a few dozen
+//!   execs, not one or more per zone.
+
+use crate::controller_zone_named::{LocalExec, start_named};
+use crate::support_bind as harness;
+use crate::support_zones as support;
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bind_operator::api::{BindZone, DNSRecord, Phase, RecordType};
+use bind_operator::bind::commands::Command;
+use bind_operator::bind::layout::PodLayout;
+use bind_operator::bind::nsupdate::{RrsetChange, UpdateBatch, build_script};
+use bind_operator::bind::parse::NsupdateError;
+use bind_operator::bind::zone::PrimaryZone;
+use bind_operator::bind::{Ttl, ZoneName};
+use bind_operator::controller::exec::{ExecError, ExecOutput, PodExecutor, PodRef};
+use bind_operator::controller::zonesync::batch::Batcher;
+use bind_operator::controller::zonesync::server::{Created, ServerError};
+use bind_operator::controller::zonesync::{BATCH_GATHER, Settings};
+use futures::FutureExt as _;
+use futures::future::BoxFuture;
+use kube::Api;
+use kube::api::ListParams;
+use support::{Env, PRIMARY, SECONDARY, record, test_settings, zone};
+
+/// Counts every exec per pod and verb around another executor.
+struct Counting {
+    inner: Arc<dyn PodExecutor>,
+    calls: Mutex<BTreeMap<(String, &'static str), usize>>,
+}
+
+impl Counting {
+    fn new(inner: Arc<dyn PodExecutor>) -> Arc<Self> {
+        Arc::new(Counting {
+            inner,
+            calls: Mutex::new(BTreeMap::new()),
+        })
+    }
+
+    fn on(&self, pod: &str) -> usize {
+        let calls = self.calls.lock().unwrap();
+        calls
+            .iter()
+            .filter(|((p, _), _)| p == pod)
+            .map(|(_, n)| n)
+            .sum()
+    }
+
+    fn by_verb(&self) -> BTreeMap<(String, &'static str), usize> {
+        self.calls.lock().unwrap().clone()
+    }
+}
+
+impl PodExecutor for Counting {
+    fn layout(&self, pod: &PodRef) -> PodLayout {
+        self.inner.layout(pod)
+    }
+
+    fn exec<'a>(
+        &'a self,
+        pod: &'a PodRef,
+        cmd: &'a Command,
+    ) -> BoxFuture<'a, Result<ExecOutput, ExecError>> {
+        async move {
+            *self
+                .calls
+                .lock()
+                .unwrap()
+                .entry((pod.name.clone(), cmd.verb()))
+                .or_default() += 1;
+            self.inner.exec(pod, cmd).await
+        }
+        .boxed()
+    }
+}
+
+fn local_exec(named: &crate::controller_zone_named::Named) -> Arc<dyn PodExecutor> {
+    Arc::new(LocalExec {
+        layouts: HashMap::from([
+            (PRIMARY.to_string(), named.primary.layout.clone()),
+            (SECONDARY.to_string(), named.secondary.layout.clone()),
+        ]),
+    })
+}
+
+fn skeleton(zone: &str) -> String {
+    format!(
+        "$TTL 60\n{zone}. 60 IN SOA ns1.example.net. hostmaster.{zone}. 7 3600 600 604800 300\n\
+         {zone}. 60 IN NS ns1.example.net.\n"
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zones_created_and_updated_together_fail_alone() {
+    let update = support::random_key(support::UPDATE_KEY);
+    let xfer = support::random_key(support::XFER_KEY);
+    let named = start_named(&update, &xfer, vec![]);
+    let p = named.primary.dns.port;
+    let counting = Counting::new(local_exec(&named));
+    let exec: Arc<dyn PodExecutor> = counting.clone();
+    let batcher = Arc::new(Batcher::new(Duration::from_millis(50)));
+    let pod = PodRef::new(support::NS, PRIMARY);
+    let primary_zone = |z: &str| PrimaryZone {
+        zone: ZoneName::parse(z).unwrap(),
+        view: None,
+        update_key: update.name.clone(),
+        transfer_key: xfer.name.clone(),
+        allow_transfer: vec![],
+        also_notify: vec![],
+        dnssec_policy: None,
+    };
+
+    // Three zones asked for at once: one run, all new.
+    let zones: Vec<PrimaryZone> = ["a.test", "b.test", "c.test"]
+        .iter()
+        .map(|z| primary_zone(z))
+        .collect();
+    let created = futures::future::join_all(zones.iter().map(|z| {
+        let text = skeleton(z.zone.as_str());
+        let (batcher, exec, pod) = (batcher.clone(), exec.clone(), pod.clone());
+        async move { batcher.create_primary(&exec, &pod, z, &text).await }
+    }))
+    .await;
+    for (z, c) in zones.iter().zip(&created) {
+        assert!(matches!(c, Ok(Created::New)), "{}: {c:?}", z.zone);
+        assert_eq!(
+            harness::dig_short(p, z.zone.as_str(), "SOA").len(),
+            1,
+            "{} served",
+            z.zone
+        );
+    }
+    assert_eq!(counting.by_verb()[&(PRIMARY.into(), "create_zones")], 1);
+
+    // Asked again (a journal the zone has must survive): left alone.
+    let again = batcher
+        .create_primary(&exec, &pod, &zones[0], "garbage that named would refuse\n")
+        .await;
+    assert!(matches!(again, Ok(Created::Existing)), "{again:?}");
+    assert_eq!(harness::dig_short(p, "a.test", "SOA").len(), 1);
+
+    // Updates of three zones, one of them not served, in one process.
+    let server = bind_operator::bind::commands::local_server(&named.primary.layout);
+    let script = |z: &str, ip: &str| {
+        let zn = ZoneName::parse(z).unwrap();
+        let ttl = Ttl::new(60).unwrap();
+        let change =
+            RrsetChange::parse_replace(&zn, "www", "A", Some(60), ttl, &[ip.to_string()]).unwrap();
+        let batch = UpdateBatch {
+            zone: zn,
+            changes: vec![change],
+            apex_ns: None,
+        };
+        build_script(&batch, server, &update).unwrap().unwrap()
+    };
+    let before = counting.on(PRIMARY);
+    let asks = [
+        ("a.test", "192.0.2.1"),
+        ("nope.test", "192.0.2.2"),
+        ("b.test", "192.0.2.3"),
+    ];
+    let results = futures::future::join_all(asks.iter().map(|(z, ip)| {
+        let s = script(z, ip);
+        let (batcher, exec, pod) = (batcher.clone(), exec.clone(), pod.clone());
+        let zn = ZoneName::parse(z).unwrap();
+        async move { batcher.update(&exec, &pod, &zn, s, true).await }
+    }))
+    .await;
+    assert_eq!(counting.on(PRIMARY) - before, 1, "{:?}", counting.by_verb());
+    let serial = |z: &str| {
+        harness::dig_short(p, z, "SOA")[0]
+            .split_whitespace()
+            .nth(2)
+            .unwrap()
+            .parse::<u32>()
+            .unwrap()
+    };
+    assert_eq!(results[0].as_ref().unwrap(), &Some(serial("a.test")));
+    assert!(serial("a.test") > 7);
+    assert!(
+        matches!(
+            results[1],
+            Err(ServerError::Update {
+                source: NsupdateError::NotAuth,
+                ..
+            })
+        ),
+        "{:?}",
+        results[1]
+    );
+    assert_eq!(results[2].as_ref().unwrap(), &Some(serial("b.test")));
+    assert_eq!(harness::dig_short(p, "www.a.test", "A"), ["192.0.2.1"]);
+    assert_eq!(harness::dig_short(p, "www.b.test", "A"), ["192.0.2.3"]);
+
+    // Serial reads of many zones asked at once: one dig.
+    let before = counting.on(PRIMARY);
+    let reads = futures::future::join_all(["a.test", "b.test", "c.test", "nope.test"].map(|z| {
+        let (batcher, exec, pod) = (batcher.clone(), exec.clone(), pod.clone());
+        async move {
+            let z = ZoneName::parse(z).unwrap();
+            batcher.serials(&exec, &pod, &[z]).await.unwrap()
+        }
+    }))
+    .await;
+    assert_eq!(counting.on(PRIMARY) - before, 1);
+    assert_eq!(reads.iter().filter(|r| r.len() == 1).count(), 3);
+    assert!(reads[3].is_empty(), "nope.test is not served");
+}
+
+/// Zones and records of the first sync.
+const ZONES: usize = 200;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_first_sync_of_200_zones_costs_a_few_execs_per_pod() {
+    let update = support::random_key(support::UPDATE_KEY);
+    let xfer = support::random_key(support::XFER_KEY);
+    let named = start_named(&update, &xfer, vec![]);
+    let (p, s) = (named.primary.dns.port, named.secondary.dns.port);
+    let counting = Counting::new(local_exec(&named));
+    let settings = Settings {
+        batch_gather: Some(BATCH_GATHER),
+        ..test_settings()
+    };
+    let env = Env::start_with_keys(counting.clone(), settings, update, xfer).await;
+
+    let started = Instant::now();
+    for i in 0..ZONES {
+        env.create(zone(&format!("z{i}"), &format!("z{i}.test")))
+            .await;
+        for (n, ip) in [("www", "192.0.2.10"), ("api", "192.0.2.20")] {
+            env.create(record(
+                &format!("{n}-{i}"),
+                &format!("z{i}"),
+                n,
+                RecordType::A,
+                &[ip],
+            ))
+            .await;
+        }
+    }
+    // Every zone and record Ready (generous: a debug build on a busy box).
+    let deadline = Instant::now() + Duration::from_secs(240);
+    let zones: Api<BindZone> = Api::namespaced(env.client.clone(), support::NS);
+    let records: Api<DNSRecord> = Api::namespaced(env.client.clone(), support::NS);
+    loop {
+        let ready = |p: Option<Phase>| p == Some(Phase::Ready);
+        let z = zones.list(&ListParams::default()).await.unwrap();
+        let r = records.list(&ListParams::default()).await.unwrap();
+        let zr = z
+            .items
+            .iter()
+            .filter(|z| ready(z.status.as_ref().and_then(|s| s.phase)))
+            .count();
+        let rr = r
+            .items
+            .iter()
+            .filter(|r| ready(r.status.as_ref().and_then(|s| s.phase)))
+            .count();
+        if zr == ZONES && rr == 2 * ZONES {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{zr}/{ZONES} zones and {rr}/{} records Ready; execs {:?}",
+            2 * ZONES,
+            counting.by_verb()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let took = started.elapsed();
+    // What a user sees: every record on both servers.
+    for i in 0..ZONES {
+        for port in [p, s] {
+            let ok = harness::wait_until(Duration::from_secs(30), || {
+                harness::dig_short(port, &format!("www.z{i}.test"), "A") == ["192.0.2.10"]
+                    && harness::dig_short(port, &format!("api.z{i}.test"), "A") == ["192.0.2.20"]
+            });
+            assert!(ok, "z{i}.test records on port {port}");
+        }
+    }
+    let primary = counting.on(PRIMARY);
+    let secondary = counting.on(SECONDARY);
+    println!(
+        "first sync of {ZONES} zones, {} records: {:.1} s to Ready; execs primary {primary}, secondary {secondary}; {:?}",
+        2 * ZONES,
+        took.as_secs_f64(),
+        counting.by_verb()
+    );
+    // One by one this was at least 3 execs per zone on the primary (file,
+    // addzone, update) and one dig per zone on the secondary.
+    assert!(primary <= 60, "{primary} execs on the primary");
+    assert!(secondary <= 30, "{secondary} execs on the secondary");
+    env.stop().await;
+}
