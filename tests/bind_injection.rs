@@ -26,10 +26,11 @@ use bind_operator::bind::nsupdate::build_script;
 use bind_operator::bind::render::render_cluster;
 use bind_operator::bind::zone::ZoneSkeleton;
 use bind_operator::bind::{Endpoint, Rdata, TsigAlgorithm, TsigKey};
-use bind_operator::controller::bindzone::read::valid_records;
 use bind_operator::controller::zonesync::RECORD_FINALIZER;
 use bind_operator::controller::zonesync::diff::{Served, diff};
-use bind_operator::controller::zonesync::plan::{Desired, Verdict, ZoneInputs, plan};
+use bind_operator::controller::zonesync::plan::{
+    Desired, Verdict, ZoneInputs, plan, valid_records,
+};
 use bind_operator::offline::{RenderOptions, render_dir};
 use bind_operator::render::validate::{
     ConfigError, LoadedKey, PrimaryZoneConfig, ZoneConfig, cluster_config, tsig_key, zone_config,

@@ -27,7 +27,7 @@ use bind_operator::bind::parse::NsupdateError;
 use bind_operator::bind::zone::PrimaryZone;
 use bind_operator::bind::{Ttl, ZoneName};
 use bind_operator::controller::exec::{ExecError, ExecOutput, PodExecutor, PodRef};
-use bind_operator::controller::zonesync::batch::Batcher;
+use bind_operator::controller::zonesync::server::batch::Batcher;
 use bind_operator::controller::zonesync::server::{Created, ServerError};
 use bind_operator::controller::zonesync::{BATCH_GATHER, Settings};
 use futures::FutureExt as _;

@@ -15,8 +15,8 @@ use k8s_openapi::api::core::v1::ObjectReference;
 use kube::runtime::events::EventType;
 use kube::{Client, Resource};
 
-use super::events::Problems;
 pub use super::events::Events;
+use super::events::Problems;
 use super::exec::{MeteredExecutor, PodExecutor};
 use super::memo::{NotifyMemo, ReconfigMemo};
 use super::names::FIELD_MANAGER;

@@ -95,4 +95,3 @@ impl Problems {
         self.last.lock().expect("problems lock").remove(uid);
     }
 }
-

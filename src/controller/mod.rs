@@ -20,7 +20,9 @@
 //!   feeds that any controller subscribes to (pods, children, keys,
 //!   Secrets, BindZones, DNSRecords alike); one readiness future.
 //! - [`bindzone`], [`dnsrecord`], [`zonesync`]: zones and records on the
-//!   servers (the zone is the unit of write).
+//!   servers (the zone is the unit of write; zone writes batched per pod);
+//!   [`zones`] starts the two controllers. zonesync is the machinery both
+//!   use and uses neither (tests/arch_layers.rs checks it).
 //! - [`apply`]: server-side apply with one field manager, skipped when the
 //!   cached child already carries the same content hash.
 //! - [`names`]: names, labels and annotations of everything we create (the
@@ -58,6 +60,7 @@ pub mod network;
 pub mod pods;
 pub mod scope;
 pub mod stores;
+pub mod zones;
 pub mod zonesync;
 
 use std::future::Future;
@@ -137,7 +140,7 @@ pub async fn run_scoped(
         bindtsigkey::controller(ctx.clone(), shutdown.clone()).boxed(),
         bindcluster::controller(ctx.clone(), shutdown.clone()).boxed(),
         // The BindZone and DNSRecord controllers.
-        zonesync::run(ctx.clone(), zonesync::Settings::default(), shutdown.clone()).boxed(),
+        zones::run(ctx.clone(), zonesync::Settings::default(), shutdown.clone()).boxed(),
     ];
     // One task: on every wake the watches go first, so a reconcile that
     // starts in this poll reads every change that has arrived (e.g. the

@@ -130,7 +130,7 @@ pub async fn converge(
             inline: &cfg.records,
             applied_inline: &applied.inline_keys(),
         },
-        &super::read::valid_records(records, zname, cfg.default_ttl),
+        &crate::controller::zonesync::plan::valid_records(records, zname, cfg.default_ttl),
     );
     let mut want = Applied {
         type_: Some(TYPE_PRIMARY.into()),

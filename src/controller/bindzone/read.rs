@@ -12,14 +12,12 @@ use kube::ResourceExt as _;
 use kube::runtime::reflector::ObjectRef;
 
 use crate::api::{BindCluster, BindZone, DNSRecord};
-use crate::bind::{Ttl, ZoneName};
 use crate::controller::names::primary_pod_name;
 use crate::controller::zonesync::ZoneContext;
 use crate::controller::zonesync::keys::{self, ZoneKeys};
-use crate::controller::zonesync::plan::has_record_finalizer;
 use crate::controller::zonesync::state::ObjKey;
 use crate::controller::zonesync::survey::{PodInfo, cluster_pods};
-use crate::render::validate::{ConfigError, ValidRecord, ZoneConfig, dns_record, zone_config};
+use crate::render::validate::{ConfigError, ZoneConfig, zone_config};
 
 use super::Error;
 
@@ -72,19 +70,6 @@ pub fn records_of(ctx: &ZoneContext, zone: &BindZone) -> Vec<Arc<DNSRecord>> {
         .collect();
     out.sort_by_key(|r| r.name_any());
     out
-}
-
-/// The zone's DNSRecords validated against it (`zone` and `default_ttl`
-/// from its validated config): what its plan takes.
-pub fn valid_records(
-    records: &[Arc<DNSRecord>],
-    zone: &ZoneName,
-    default_ttl: Ttl,
-) -> Vec<ValidRecord> {
-    records
-        .iter()
-        .map(|r| dns_record(r, zone, default_ttl, has_record_finalizer(r)))
-        .collect()
 }
 
 /// The zone's BindCluster from the cache (`None`: missing or being deleted).

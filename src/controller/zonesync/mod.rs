@@ -1,33 +1,28 @@
 //! What the BindZone and DNSRecord controllers share: the zone-write
 //! machinery and the context both run in. A zone reconcile plans and
 //! converges one zone; what the zones of a cluster ask of one pod at about
-//! the same time is written together ([`batch`]: one exec per kind per pod
+//! the same time is written together ([`server::batch`]: one exec per kind per pod
 //! and round), so a first sync of many zones costs a handful of execs.
 //!
 //! - [`plan`]: the desired owned RRsets of a zone, conflicts decided (pure).
 //! - [`diff`]: served contents vs desired, as one update batch (pure).
 //! - [`server`]: zone operations on a BIND pod.
-//! - [`batch`]: group commit of those operations per pod: what the zones of
+//! - [`server::batch`]: group commit of those operations per pod: what the zones of
 //!   a cluster ask of a pod at about the same time runs as one exec per kind.
 //! - [`state`]: in-memory snapshots, surveys, catalog epochs, backoff.
 //! - [`survey`]: one `dig` per pod for every zone of a cluster, cached.
 //! - [`keys`]: the TSIG keys a zone signs with (material read on demand).
-//! - [`watch`]: the zone controllers' triggers (subscribers of the shared
-//!   stores), trigger filters, the cluster watcher, and [`run`], which
-//!   starts both controllers.
 //! - [`writes`]: statuses, the DNSRecord finalizer, the applied annotation.
 //!
 //! Touches the cluster (watches, Secret reads) and BIND pods (exec). Key
 //! material lives only in redacting types and is never logged.
 
-pub mod batch;
 pub mod diff;
 pub mod keys;
 pub mod plan;
 pub mod server;
 pub mod state;
 pub mod survey;
-pub mod watch;
 pub mod writes;
 
 use std::sync::Arc;
@@ -38,8 +33,6 @@ use kube::runtime::reflector::Store;
 use crate::api::{BindZone, DNSRecord};
 
 use super::context::Context;
-
-pub use watch::run;
 
 /// Finalizer on BindZones (zone removed from catalog and primary) and
 /// DNSRecords (RRset removed from the zone). Kept in the operator's group so
@@ -127,7 +120,7 @@ pub struct ZoneContext {
     pub state: state::ServerState,
     pub settings: Settings,
     /// Present when `settings.batch_gather` is.
-    pub batcher: Option<Arc<batch::Batcher>>,
+    pub batcher: Option<Arc<server::batch::Batcher>>,
 }
 
 impl ZoneContext {

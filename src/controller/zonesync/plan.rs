@@ -27,7 +27,9 @@ use kube::ResourceExt as _;
 
 use crate::api::DNSRecord;
 use crate::bind::{DomainName, Rdata, RecordType, Ttl, ZoneName};
-use crate::render::validate::{InlineRecord, RecordError, RecordSet, ValidRecord};
+use std::sync::Arc;
+
+use crate::render::validate::{InlineRecord, RecordError, RecordSet, ValidRecord, dns_record};
 
 use super::RECORD_FINALIZER;
 
@@ -423,3 +425,16 @@ fn dedup(mut v: Vec<DomainName>) -> Vec<DomainName> {
 mod decide;
 #[cfg(test)]
 mod tests;
+
+/// The zone's DNSRecords validated against it (`zone` and `default_ttl`
+/// from its validated config): what its plan takes.
+pub fn valid_records(
+    records: &[Arc<DNSRecord>],
+    zone: &ZoneName,
+    default_ttl: Ttl,
+) -> Vec<ValidRecord> {
+    records
+        .iter()
+        .map(|r| dns_record(r, zone, default_ttl, has_record_finalizer(r)))
+        .collect()
+}

@@ -32,8 +32,10 @@ use crate::bind::{TsigKey, Ttl, ViewName, ZoneName};
 use crate::controller::error::Category;
 use crate::controller::exec::{ExecError, ExecOutput, PodExecutor, PodRef};
 
-use super::batch::Batcher;
+pub mod batch;
+
 use super::diff::Served;
+use batch::Batcher;
 
 /// Zones asked per `dig` run: keeps argv (and the pods/exec URL that
 /// carries it) well below any limit while one run still covers hundreds of

@@ -361,7 +361,16 @@ mod tests {
         let pid = c.pid();
         let recorded = std::fs::read_to_string(tmp.path().join(PID_FILE)).unwrap();
         assert!(recorded.starts_with(&format!("{pid} ")), "{recorded}");
-        tokio::time::sleep(Duration::from_millis(200)).await;
+        // Wait for the script's line (a fixed sleep lost it under load).
+        let log_path = tmp.path().join("log");
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while !std::fs::read_to_string(&log_path).is_ok_and(|l| l.contains("started hi")) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the script never logged"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
         c.stop(Duration::from_secs(2)).await;
         assert_eq!(pids.len(), 0);
         assert!(!tmp.path().join(PID_FILE).exists(), "pid file removed");

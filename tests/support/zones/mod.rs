@@ -22,7 +22,7 @@ use bind_operator::controller::exec::PodExecutor;
 use bind_operator::controller::names::cluster_labels;
 use bind_operator::controller::network::ClusterNetwork;
 use bind_operator::controller::stores::watch_all;
-use bind_operator::controller::zonesync::{self, Settings};
+use bind_operator::controller::zonesync::Settings;
 use bind_operator::controller::{Context, Shutdown};
 use bind_operator::local::memapi::MemApi;
 use futures::FutureExt as _;
@@ -127,7 +127,7 @@ impl Env {
         let task = tokio::spawn(async move {
             tokio::select! {
                 () = streams.drive() => {},
-                () = zonesync::run(ctx, settings, shutdown) => {},
+                () = bind_operator::controller::zones::run(ctx, settings, shutdown) => {},
             }
         });
         env.stop = Some(tx);

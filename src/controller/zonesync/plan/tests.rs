@@ -3,12 +3,12 @@ use std::sync::Arc;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
+use super::valid_records;
 use super::*;
 use crate::api::{DNSRecordSpec, DNSRecordStatus, RecordType as ApiType, ZoneRecord};
 use crate::api::{REASON_CNAME_CONFLICT, REASON_DELEGATION_CONFLICT, REASON_OCCLUDED};
 use crate::bind::nsupdate::build_script;
 use crate::bind::{Endpoint, KeyName, TsigAlgorithm, TsigKey, TsigSecret};
-use crate::controller::bindzone::read::valid_records;
 use crate::controller::zonesync::diff::{Served, ServedSet, diff};
 use crate::render::validate::inline_record;
 

@@ -41,10 +41,10 @@ use crate::controller::bindcluster::{cluster_of_pod, clusters_loading};
 use crate::controller::context::Context;
 use crate::controller::{Shutdown, bindzone, dnsrecord};
 
-use super::plan::has_record_finalizer;
-use super::state::ObjKey;
-use super::survey::{cluster_pods, pods_fingerprint};
-use super::{Settings, ZoneContext};
+use super::zonesync::plan::has_record_finalizer;
+use super::zonesync::state::ObjKey;
+use super::zonesync::survey::{cluster_pods, pods_fingerprint};
+use super::zonesync::{Settings, ZoneContext};
 
 /// Zone reconciles running at once: each may exec into the primary, and a
 /// cluster with 1,000 zones must not open 1,000 pods/exec streams at once
@@ -52,7 +52,7 @@ use super::{Settings, ZoneContext};
 const ZONE_CONCURRENCY: u16 = 8;
 
 /// Zone reconciles running at once when zone operations are batched per
-/// pod ([`super::batch`]): their execs join one round per pod, and the
+/// pod ([`super::zonesync::server::batch`]): their execs join one round per pod, and the
 /// commands that are not batched are bounded there, so the bound here only
 /// keeps memory in check. High, so a first sync of many zones reaches each
 /// step together.
@@ -312,7 +312,7 @@ pub async fn run(ctx: Arc<Context>, settings: Settings, shutdown: Shutdown) {
 
     let batcher = settings
         .batch_gather
-        .map(|g| Arc::new(super::batch::Batcher::new(g)));
+        .map(|g| Arc::new(super::zonesync::server::batch::Batcher::new(g)));
     let concurrency = if batcher.is_some() {
         BATCHED_ZONE_CONCURRENCY
     } else {

@@ -13,7 +13,7 @@
 //!   [`ZONES_PER_DIG`]).
 //!
 //! How: the first request for an idle pod starts a drain task; it waits
-//! [`super::Settings::batch_gather`] for the others, takes every queued
+//! [`crate::controller::zonesync::Settings::batch_gather`] for the others, takes every queued
 //! request, runs the round, hands each request its own result, and goes on
 //! while requests queued during the round (they join the next one). So a
 //! first sync of 1,000 zones costs a handful of execs per step instead of
@@ -57,7 +57,7 @@ use crate::bind::parse::{
 use crate::bind::zone::PrimaryZone;
 use crate::controller::exec::{ExecError, PodExecutor, PodRef};
 
-use super::server::{Created, ServerError, ZONES_PER_DIG};
+use super::{Created, ServerError, ZONES_PER_DIG};
 
 /// Unbatched commands running at once through one [`Batcher`] (what the
 /// zone controller's concurrency used to bound).
@@ -172,7 +172,7 @@ impl Batcher {
         }
     }
 
-    /// SOA serials of `zones` on the pod (see [`super::server::Target::serials`]).
+    /// SOA serials of `zones` on the pod (see [`super::Target::serials`]).
     pub async fn serials(
         self: &Arc<Self>,
         exec: &Arc<dyn PodExecutor>,
@@ -186,7 +186,7 @@ impl Batcher {
     }
 
     /// Creates a primary zone unless rndc knows it (see
-    /// [`super::server::Target::create_primary`]).
+    /// [`super::Target::create_primary`]).
     pub async fn create_primary(
         self: &Arc<Self>,
         exec: &Arc<dyn PodExecutor>,
