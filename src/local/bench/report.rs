@@ -515,14 +515,15 @@ impl BenchReport {
         let mut t = String::new();
         let _ = writeln!(
             t,
-            "bind-operator bench: 1 BindCluster ({} pods), {} zones, one A record per name; \
+            "bind-operator bench: 1 BindCluster ({} pods) per scenario, one A record per name; \
              seconds since the first write",
-            self.replicas, self.zones
+            self.replicas
         );
         let _ = writeln!(t);
         let header = [
             "scenario",
             "records",
+            "zones",
             "applied",
             "primary",
             "secondary",
@@ -546,6 +547,7 @@ impl BenchReport {
             rows.push(vec![
                 s.kind.as_str().to_string(),
                 thousands(s.records as u64),
+                thousands(s.zones as u64),
                 format!("{:.2}", s.applied_secs),
                 opt_secs(s.primary_secs),
                 opt_secs(s.secondary_secs),
