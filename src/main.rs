@@ -6,6 +6,15 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+/// With the `bench-alloc` feature every allocation carries its side, so
+/// `bind-operator bench` can report the operator's heap apart from the
+/// in-memory API's (see `local::bench::alloc`; off by default: it costs a
+/// 16-byte header per allocation).
+#[cfg(feature = "bench-alloc")]
+#[global_allocator]
+static ALLOC: bind_operator::local::bench::alloc::TaggingAllocator =
+    bind_operator::local::bench::alloc::TaggingAllocator;
+
 /// Kubernetes operator that runs BIND9 clusters and manages their zones,
 /// records and TSIG keys from custom resources.
 #[derive(Parser)]
@@ -116,8 +125,13 @@ enum Command {
     },
     /// Measure how fast DNSRecords answer on a BindCluster's primary and
     /// secondary (in-memory API, real controllers, local named), against a
-    /// per-record nsupdate baseline.
+    /// per-record nsupdate baseline, and print a PASS/FAIL verdict per
+    /// target of issue 12.
     Bench {
+        /// Scenarios to run (comma-separated): batched, baseline, at-once,
+        /// converged.
+        #[arg(long, value_name = "NAME", value_delimiter = ',', default_values_t = bind_operator::local::bench::ScenarioKind::ALL)]
+        scenarios: Vec<bind_operator::local::bench::ScenarioKind>,
         /// Batched scenarios to run, by record count (repeatable, or
         /// comma-separated: --records 1000,10000).
         #[arg(long = "records", value_name = "N", value_delimiter = ',', default_values_t = bind_operator::local::bench::DEFAULT_RECORDS)]
@@ -128,6 +142,19 @@ enum Command {
         /// Records of the per-record nsupdate baseline (0: skip it).
         #[arg(long, value_name = "N", default_value_t = bind_operator::local::bench::DEFAULT_BASELINE_RECORDS)]
         baseline_records: usize,
+        /// Zones of the at-once scenario.
+        #[arg(long, value_name = "N", default_value_t = bind_operator::local::bench::DEFAULT_AT_ONCE_ZONES)]
+        at_once_zones: usize,
+        /// DNSRecords per zone of the at-once scenario.
+        #[arg(long, value_name = "N", default_value_t = bind_operator::local::bench::DEFAULT_AT_ONCE_RECORDS)]
+        at_once_records: usize,
+        /// Records of the converged scenario (over --zones).
+        #[arg(long, value_name = "N", default_value_t = bind_operator::local::bench::DEFAULT_CONVERGED_RECORDS)]
+        converged_records: usize,
+        /// How long the converged cluster is held, in seconds (shorten for
+        /// a smoke run).
+        #[arg(long, value_name = "SECS", default_value_t = bind_operator::local::bench::DEFAULT_CONVERGED_HOLD.as_secs())]
+        converged_secs: u64,
         /// Pods of the BindCluster (at least 2).
         #[arg(long, value_name = "N", default_value_t = 2)]
         replicas: i32,
@@ -206,9 +233,14 @@ fn main() -> ExitCode {
             return ExitCode::from(code);
         }
         Command::Bench {
+            scenarios,
             records,
             zones,
             baseline_records,
+            at_once_zones,
+            at_once_records,
+            converged_records,
+            converged_secs,
             replicas,
             state_dir,
             base_port,
@@ -217,9 +249,14 @@ fn main() -> ExitCode {
             quiet,
         } => bench(
             bind_operator::local::bench::BenchOptions {
+                scenarios,
                 records,
                 zones,
                 baseline_records,
+                at_once_zones,
+                at_once_records,
+                converged_records,
+                converged_hold: std::time::Duration::from_secs(converged_secs),
                 replicas,
                 state_dir,
                 base_port,

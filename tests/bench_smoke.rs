@@ -1,7 +1,11 @@
 //! The benchmark at a tiny size, so its code cannot rot: 20 DNSRecords
 //! over 2 zones through the real controllers and local named, and the
-//! 20-record per-record baseline next to it, in one run. Checks the counts and that
-//! every number the report gives is there and sane (not the speed).
+//! 20-record per-record baseline next to it, in one run; then the at-once
+//! scenario (3 zones x 2 records) and a converged hold of a few seconds.
+//! Checks the counts, that the operator's writes and memory are counted
+//! apart from the bench's and the API's, that every number the report
+//! gives is there and sane and that each target gets its verdict line (not
+//! the speed).
 
 use std::time::Duration;
 
@@ -16,6 +20,7 @@ fn base_port() -> u16 {
 async fn a_tiny_bench_measures_both_paths() {
     let state = tempfile::tempdir().unwrap();
     let opts = BenchOptions {
+        scenarios: vec![ScenarioKind::Batched, ScenarioKind::Baseline],
         records: vec![20],
         zones: 2,
         baseline_records: 20,
@@ -78,6 +83,40 @@ async fn a_tiny_bench_measures_both_paths() {
     assert!(batched.records_ready_secs.is_some() && batched.finalized_secs.is_some());
     assert_eq!(batched.api_writes_by_verb.get("create"), Some(&20));
     assert_eq!(baseline.api_writes, 0, "{baseline:#?}");
+    // The operator's writes are its own: every record got at least its
+    // Ready status from it, none of the bench's creates is among them.
+    assert_eq!(batched.records_created, 20);
+    assert!(batched.operator_record_writes >= 20, "{batched:#?}");
+    assert!(
+        batched.operator_writes >= batched.operator_record_writes
+            && batched.operator_writes < batched.api_writes,
+        "{batched:#?}"
+    );
+    assert!(
+        !batched
+            .operator_writes_by_kind
+            .contains_key("create dnsrecords"),
+        "{batched:#?}"
+    );
+    assert_eq!(
+        batched.operator_writes_by_kind.values().sum::<u64>(),
+        batched.operator_writes
+    );
+    assert_eq!((baseline.records_created, baseline.operator_writes), (0, 0));
+    // Both sides' heaps are counted (the suite installs the allocator);
+    // the API holds every object, the operator its caches.
+    for s in &report.scenarios {
+        let (op_live, op_peak) = (
+            s.operator_heap_live_kib.unwrap(),
+            s.operator_heap_peak_kib.unwrap(),
+        );
+        let (api_live, api_peak) = (
+            s.other_heap_live_kib.unwrap(),
+            s.other_heap_peak_kib.unwrap(),
+        );
+        assert!(0 < op_live && op_live <= op_peak, "{s:#?}");
+        assert!(0 < api_live && api_live <= api_peak, "{s:#?}");
+    }
     assert!(baseline.records_ready_secs.is_none());
 
     let c = report.comparison.as_ref().expect("a comparison");
@@ -90,6 +129,105 @@ async fn a_tiny_bench_measures_both_paths() {
         table.contains("baseline") && table.contains("x faster"),
         "{table}"
     );
+    // Verdicts: the baseline ratio and writes per record of the batched
+    // run (no other target was measured).
+    let targets: Vec<&str> = report.verdicts.iter().map(|v| v.target.as_str()).collect();
+    assert_eq!(targets.len(), 2, "{targets:?}");
+    assert!(targets[0].contains("faster than the per-record baseline"));
+    assert!(targets[1].starts_with("batched 20: operator API writes per created DNSRecord"));
+    assert!(report.verdicts.iter().all(|v| v.pass.is_some()));
+    assert!(table.contains("targets (issue 12):"), "{table}");
     let json: serde_json::Value = serde_json::from_str(&report.json()).unwrap();
     assert_eq!(json["scenarios"].as_array().unwrap().len(), 2);
+    assert_eq!(json["verdicts"].as_array().unwrap().len(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tiny_bench_applies_at_once_and_holds_a_converged_cluster() {
+    let state = tempfile::tempdir().unwrap();
+    let hold = Duration::from_secs(3);
+    let opts = BenchOptions {
+        scenarios: vec![ScenarioKind::AtOnce, ScenarioKind::Converged],
+        at_once_zones: 3,
+        at_once_records: 2,
+        converged_records: 10,
+        converged_hold: hold,
+        zones: 2,
+        state_dir: Some(state.path().to_path_buf()),
+        base_port: base_port() + 20,
+        timeout: Duration::from_secs(90),
+        samples: 4,
+        verbose: false,
+        ..Default::default()
+    };
+    let report = run(&opts).await.expect("the bench runs");
+    let kinds: Vec<(ScenarioKind, usize, usize)> = report
+        .scenarios
+        .iter()
+        .map(|s| (s.kind, s.records, s.zones))
+        .collect();
+    assert_eq!(
+        kinds,
+        vec![
+            (ScenarioKind::AtOnce, 6, 3),
+            (ScenarioKind::Converged, 10, 2)
+        ]
+    );
+    let at_once = &report.scenarios[0];
+    assert!(at_once.complete(), "{at_once:#?}");
+    for p in &at_once.pods {
+        assert_eq!((p.zones_complete, p.missing), (3, 0), "{at_once:#?}");
+    }
+    // The cluster's own setup is inside the timed window: it took exec
+    // calls beyond the records' nsupdate (rndc, dig), and the operator's
+    // writes include the zones' and the cluster's, not the bench's creates.
+    assert!(
+        at_once.exec.calls > at_once.exec.by_tool.get("nsupdate").copied().unwrap_or(0),
+        "{at_once:#?}"
+    );
+    assert_eq!(at_once.records_created, 6);
+    assert!(
+        at_once.operator_writes > at_once.operator_record_writes,
+        "{at_once:#?}"
+    );
+    assert!(
+        at_once
+            .operator_writes_by_kind
+            .keys()
+            .all(|k| !k.starts_with("create bind")),
+        "{at_once:#?}"
+    );
+    assert!(at_once.sampled_ok == at_once.sampled && at_once.sampled == 2 * 4);
+
+    let converged = &report.scenarios[1];
+    assert!(converged.complete(), "{converged:#?}");
+    let h = converged.hold.as_ref().expect("a converged hold");
+    assert!(h.hold_secs >= hold.as_secs_f64(), "{h:#?}");
+    assert_eq!(h.dig_allowance_per_pod, 1, "{h:#?}");
+    assert_eq!(h.exec_by_tool.values().sum::<u64>(), h.exec_calls, "{h:#?}");
+    let digs = h.exec_by_tool.get("dig").copied().unwrap_or(0);
+    assert!(h.exec_beyond_check >= h.exec_calls - digs, "{h:#?}");
+    assert!(h.exec_beyond_check <= h.exec_calls, "{h:#?}");
+    assert_eq!(
+        h.ran.len() as u64,
+        (h.exec_calls + h.operator_writes).min(50),
+        "{h:#?}"
+    );
+
+    let targets: Vec<&str> = report.verdicts.iter().map(|v| v.target.as_str()).collect();
+    assert_eq!(targets.len(), 7, "{targets:?}");
+    assert!(targets[0].starts_with("at-once 3 zones x 2 records: every zone and record"));
+    assert!(targets[2].starts_with("at-once 3 zones x 2 records: exec calls <= 20"));
+    assert!(
+        targets
+            .iter()
+            .any(|t| t.contains("exec calls beyond the periodic check"))
+    );
+    assert!(
+        targets
+            .iter()
+            .any(|t| t.ends_with("operator API writes = 0"))
+    );
+    let table = report.table();
+    assert!(table.contains("converged hold: 3 s"), "{table}");
 }

@@ -4,6 +4,13 @@
 //! files are not auto-discovered (`autotests = false`);
 //! `every_test_file_is_in_the_suite` fails when one is left out.
 
+/// The bench's side-tagging allocator, so `bench_smoke` can check that the
+/// operator's memory is counted apart from the in-memory API's (a 16-byte
+/// header per allocation; harmless for the other tests).
+#[global_allocator]
+static ALLOC: bind_operator::local::bench::alloc::TaggingAllocator =
+    bind_operator::local::bench::alloc::TaggingAllocator;
+
 #[path = "support/arch/mod.rs"]
 mod support_arch;
 #[path = "support/bind/mod.rs"]

@@ -1,10 +1,11 @@
 //! One scenario's environment: a fresh in-memory API with our kinds, the
 //! local runtime (StatefulSet controller and kubelet, real named), the real
-//! controllers behind a [`CountingExecutor`], and the objects every
-//! scenario starts from: a Secret with two random TSIG keys, BindTSIGKeys
-//! for them (transfer and update), a BindCluster with a catalog and `zones`
-//! BindZones. [`BenchEnv::bring_up`] returns once every pod is Ready and
-//! serves every zone.
+//! controllers on their own runtime ([`OperatorSide`]) behind a
+//! [`CountingExecutor`], and the objects every scenario starts from: a
+//! Secret with two random TSIG keys, BindTSIGKeys for them (transfer and
+//! update), a BindCluster with a catalog ([`BenchEnv::seed_cluster`]) and
+//! `zones` BindZones ([`BenchEnv::zone_objects`]). [`BenchEnv::bring_up`]
+//! returns once every pod is Ready and serves every zone.
 //!
 //! Touches only its own in-memory API and the named processes its runtime
 //! starts; [`BenchEnv::shutdown`] stops them all. Key material lives in the
@@ -28,6 +29,7 @@ use tokio::task::JoinHandle;
 use super::BenchError;
 use super::check::PodTarget;
 use super::exec_log::{CountingExecutor, ExecLog};
+use super::operator::{OperatorSide, WriteLog};
 use crate::api::{
     BindCluster, BindClusterSpec, BindTSIGKey, BindTSIGKeySpec, BindZone, CatalogSpec, Phase,
     SecretKeyRef,
@@ -64,7 +66,10 @@ const STOP_GRACE: Duration = Duration::from_secs(3);
 /// The running environment of one scenario.
 pub struct BenchEnv {
     pub mem: MemApi,
+    /// The bench's own client (its creates are not the operator's writes).
     pub client: Client,
+    /// Every write the controllers sent.
+    pub writes: WriteLog,
     runtime: Option<LocalRuntime>,
     /// The executor the controllers (and the baseline) use; logs every call.
     pub exec: Arc<CountingExecutor>,
@@ -76,6 +81,7 @@ pub struct BenchEnv {
     pub zones: Vec<ZoneName>,
     stop: Option<oneshot::Sender<()>>,
     controllers: Option<JoinHandle<()>>,
+    operator: Option<OperatorSide>,
 }
 
 fn random_key(name: &str) -> TsigKey {
@@ -105,14 +111,8 @@ fn api_error(action: impl Into<String>) -> impl FnOnce(kube::Error) -> BenchErro
 }
 
 impl BenchEnv {
-    /// Starts the API, runtime and controllers, and creates the keys, the
-    /// cluster and the zones (without waiting for them).
-    pub async fn start(
-        state_dir: &Path,
-        base_port: u16,
-        zones: usize,
-        replicas: i32,
-    ) -> Result<Self, BenchError> {
+    /// Starts the API, runtime and controllers; creates nothing.
+    pub async fn start(state_dir: &Path, base_port: u16, zones: usize) -> Result<Self, BenchError> {
         let mem = MemApi::new();
         register_kinds(&mem);
         let client = mem.client();
@@ -123,17 +123,19 @@ impl BenchEnv {
         let raw = runtime.executor();
         let exec = Arc::new(CountingExecutor::new(Arc::new(raw.clone()), log.clone()));
         let (stop, stopped) = oneshot::channel::<()>();
-        let controllers = tokio::spawn(crate::controller::run(
-            client.clone(),
+        let operator = OperatorSide::start(mem.service())?;
+        let controllers = operator.spawn(crate::controller::run(
+            operator.client.clone(),
             exec.clone(),
             Arc::new(runtime.network()),
             async move {
                 let _ = stopped.await;
             },
         ));
-        let env = BenchEnv {
+        Ok(BenchEnv {
             mem,
             client,
+            writes: operator.writes.clone(),
             runtime: Some(runtime),
             exec,
             raw,
@@ -143,9 +145,8 @@ impl BenchEnv {
             zones: zone_names(zones),
             stop: Some(stop),
             controllers: Some(controllers),
-        };
-        env.seed(replicas).await?;
-        Ok(env)
+            operator: Some(operator),
+        })
     }
 
     /// Creates a namespaced object in the bench namespace.
@@ -166,7 +167,8 @@ impl BenchEnv {
             .map_err(api_error(what))
     }
 
-    async fn seed(&self, replicas: i32) -> Result<(), BenchError> {
+    /// Creates the key Secret, both BindTSIGKeys and the BindCluster.
+    pub async fn seed_cluster(&self, replicas: i32) -> Result<(), BenchError> {
         let data = [&self.transfer_key, &self.update_key]
             .into_iter()
             .map(|k| {
@@ -210,16 +212,31 @@ impl BenchEnv {
                 ..Default::default()
             },
         ))
-        .await?;
-        for (i, zone) in self.zones.iter().enumerate() {
-            let spec = serde_json::from_value(json!({
-                "clusterRef": CLUSTER,
-                "zoneName": zone.as_str(),
-                "updateKeyRef": UPDATE_KEY,
-                "nameservers": [NAMESERVER],
-            }))
-            .expect("a valid BindZone spec");
-            self.create(BindZone::new(&zone_object(i), spec)).await?;
+        .await
+    }
+
+    /// The BindZone of every bench zone.
+    pub fn zone_objects(&self) -> Vec<BindZone> {
+        self.zones
+            .iter()
+            .enumerate()
+            .map(|(i, zone)| {
+                let spec = serde_json::from_value(json!({
+                    "clusterRef": CLUSTER,
+                    "zoneName": zone.as_str(),
+                    "updateKeyRef": UPDATE_KEY,
+                    "nameservers": [NAMESERVER],
+                }))
+                .expect("a valid BindZone spec");
+                BindZone::new(&zone_object(i), spec)
+            })
+            .collect()
+    }
+
+    /// Creates every BindZone, one after another.
+    pub async fn create_zones(&self) -> Result<(), BenchError> {
+        for z in self.zone_objects() {
+            self.create(z).await?;
         }
         Ok(())
     }
@@ -230,8 +247,9 @@ impl BenchEnv {
             .expect("the runtime runs until shutdown")
     }
 
-    /// The cluster's pods as check targets, primary first.
-    fn targets(&self) -> Vec<PodTarget> {
+    /// The cluster's pods as check targets, primary first (those the
+    /// runtime has created so far).
+    pub fn targets(&self) -> Vec<PodTarget> {
         let mut pods: Vec<_> = self
             .runtime()
             .pods()
@@ -382,6 +400,7 @@ impl BenchEnv {
         if let Some(c) = self.controllers.take() {
             let _ = c.await;
         }
+        drop(self.operator.take());
         if let Some(r) = self.runtime.take() {
             r.shutdown().await;
         }

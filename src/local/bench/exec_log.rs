@@ -27,6 +27,8 @@ const TOOLS: [&str; 4] = ["nsupdate", "dig", "rndc", "named-checkconf"];
 #[derive(Debug, Clone)]
 pub struct ExecCall {
     pub tool: &'static str,
+    /// The pod's name.
+    pub pod: String,
     pub started: Instant,
     pub took: Duration,
     pub ok: bool,
@@ -127,6 +129,7 @@ impl PodExecutor for CountingExecutor {
             let result = self.inner.exec(pod, cmd).await;
             self.log.push(ExecCall {
                 tool: tool_of(cmd),
+                pod: pod.name.clone(),
                 started,
                 took: started.elapsed(),
                 ok: result.is_ok(),
@@ -173,6 +176,7 @@ mod tests {
         for (i, tool) in ["dig", "nsupdate", "nsupdate"].into_iter().enumerate() {
             log.push(ExecCall {
                 tool,
+                pod: "p-0".into(),
                 started: t0 + Duration::from_millis(10 * i as u64),
                 took: Duration::from_millis(5),
                 ok: i != 2,

@@ -1,9 +1,11 @@
 //! One scenario from start to stop: bring up a fresh [`BenchEnv`], wait
-//! until the cluster serves every zone, then write the records (through
-//! the API for the batched path, one nsupdate run per record for the
-//! baseline) while the [`Checker`] and a status watcher time when every
-//! record answers and reports Ready; collect exec calls, API writes and
-//! memory; shut everything down.
+//! until the cluster serves every zone (at-once: create the cluster, zones
+//! and records together instead), then write the records (through the API
+//! for the batched path, one nsupdate run per record for the baseline)
+//! while the [`Checker`] and a status watcher time when every record
+//! answers and reports Ready; collect exec calls, API writes and memory;
+//! for a converged scenario hold the cluster and list what ran; shut
+//! everything down.
 //!
 //! Touches only the scenario's own in-memory API and named processes.
 
@@ -11,15 +13,16 @@ use std::collections::{BTreeMap, HashSet};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use futures::{StreamExt as _, TryStreamExt as _};
+use futures::{FutureExt as _, StreamExt as _, TryStreamExt as _};
 use kube::ResourceExt as _;
 use kube::api::Api;
 use kube::runtime::{WatchStreamExt as _, watcher};
 
-use super::check::{Checker, Expected, PodTarget};
+use super::alloc::{self, Side};
+use super::check::{Checker, Expected, PlannedRecord, PodTarget};
 use super::env::{BenchEnv, NAMESPACE, zone_object};
-use super::report::{ScenarioKind, ScenarioResult};
-use super::{BenchError, BenchOptions, MAX_LISTED_UPDATES, rss};
+use super::report::{HoldResult, ScenarioKind, ScenarioResult};
+use super::{BenchError, BenchOptions, CONVERGED_CHECK_PERIOD, MAX_LISTED_UPDATES, rss};
 use crate::api::{DNSRecord, DNSRecordSpec, Phase, RecordType as ApiRecordType};
 use crate::bind::commands::{local_server, nsupdate};
 use crate::bind::nsupdate::{RrsetChange, UpdateBatch, build_script};
@@ -36,12 +39,26 @@ const CREATE_CONCURRENCY: usize = 32;
 const TRANSFER_KEY_FILE: &str = "transfer.key";
 /// TTL of the baseline's records (the zones' default TTL).
 const BASELINE_TTL: i64 = 3600;
+/// How often the at-once scenario looks for the cluster's pods.
+const POD_POLL: Duration = Duration::from_millis(50);
+/// A converged cluster's hold starts once the operator has done nothing
+/// (no exec, no API write) for this long after everything answered ...
+const SETTLE_QUIET: Duration = Duration::from_secs(5);
+/// ... or after this long regardless (a busy operator is then caught by
+/// the hold itself).
+const SETTLE_MAX: Duration = Duration::from_secs(60);
+const SETTLE_POLL: Duration = Duration::from_millis(250);
+/// Lines of "what ran" kept for a converged hold.
+const MAX_LISTED_RAN: usize = 50;
+/// The DNSRecord resource (its plural in API paths).
+const RECORD_RESOURCE: &str = "dnsrecords";
 
 /// Which scenario to run, and where.
 #[derive(Debug, Clone)]
 pub struct Setup {
     pub kind: ScenarioKind,
     pub records: usize,
+    pub zones: usize,
     pub state_dir: PathBuf,
     pub base_port: u16,
 }
@@ -59,6 +76,10 @@ fn secs(d: Duration) -> f64 {
     (d.as_secs_f64() * 1000.0).round() / 1000.0
 }
 
+fn kib(bytes: Option<u64>) -> Option<u64> {
+    bytes.map(|b| b.div_ceil(1024))
+}
+
 /// Runs one scenario on a fresh environment and stops it again.
 pub async fn run(opts: &BenchOptions, setup: &Setup) -> Result<ScenarioResult, BenchError> {
     let say = |msg: String| {
@@ -70,14 +91,37 @@ pub async fn run(opts: &BenchOptions, setup: &Setup) -> Result<ScenarioResult, B
         "{} {} records over {} zones: starting the cluster",
         setup.kind.as_str(),
         setup.records,
-        opts.zones
+        setup.zones
     ));
     let started = Instant::now();
-    let env = BenchEnv::start(&setup.state_dir, setup.base_port, opts.zones, opts.replicas).await?;
+    let env = BenchEnv::start(&setup.state_dir, setup.base_port, setup.zones).await?;
     let result = measure(opts, setup, &env, started, &say).await;
     say("stopping".into());
     env.shutdown().await;
     result
+}
+
+/// Waits until the runtime has created every pod of the cluster (the
+/// at-once scenario checks them while the operator still sets them up).
+async fn wait_for_pods(
+    env: &BenchEnv,
+    replicas: i32,
+    deadline: Instant,
+) -> Result<Vec<PodTarget>, BenchError> {
+    let want = usize::try_from(replicas).unwrap_or_default();
+    loop {
+        let pods = env.targets();
+        if pods.len() >= want {
+            return Ok(pods);
+        }
+        if Instant::now() >= deadline {
+            return Err(BenchError::Timeout {
+                what: format!("see the cluster's {want} pods created"),
+                secs: deadline.saturating_duration_since(Instant::now()).as_secs(),
+            });
+        }
+        tokio::time::sleep(POD_POLL).await;
+    }
 }
 
 async fn measure(
@@ -87,56 +131,95 @@ async fn measure(
     started: Instant,
     say: &impl Fn(String),
 ) -> Result<ScenarioResult, BenchError> {
-    let pods = env
-        .bring_up(opts.replicas, opts.timeout, &|m| {
+    let at_once = setup.kind == ScenarioKind::AtOnce;
+    let pods = if at_once {
+        Vec::new()
+    } else {
+        env.seed_cluster(opts.replicas).await?;
+        env.create_zones().await?;
+        env.bring_up(opts.replicas, opts.timeout, &|m| {
             say(format!("waiting: {m}"))
         })
-        .await?;
+        .await?
+    };
     let setup_secs = secs(started.elapsed());
-    say(format!(
-        "cluster ready in {setup_secs:.1}s; writing {} records",
-        setup.records
-    ));
+    if at_once {
+        say(format!(
+            "runtime up in {setup_secs:.1}s; creating the cluster, {} zones and {} records at once",
+            setup.zones, setup.records
+        ));
+    } else {
+        say(format!(
+            "cluster ready in {setup_secs:.1}s; writing {} records",
+            setup.records
+        ));
+    }
     let expected = Expected::new(env.zones.clone(), setup.records);
     let key_file = setup.state_dir.join(TRANSFER_KEY_FILE);
     env.write_transfer_key(&key_file)?;
     let _remove_key = RemoveOnDrop(key_file.clone());
     let activity = || env.log.finished();
-    let checker = Checker {
-        activity: &activity,
-        key_file: &key_file,
-        expected: &expected,
-        pods: pods.clone(),
-    };
     let peak_reset = rss::reset_peak();
     env.mem.reset_counts();
+    alloc::reset_peak(Side::Operator);
+    alloc::reset_peak(Side::Other);
 
     let load_before = rss::load_average();
     let t0 = Instant::now();
     let deadline = t0 + opts.timeout;
     let writer = async {
         match setup.kind {
-            ScenarioKind::Batched => create_records(env, &expected).await?,
+            ScenarioKind::Batched | ScenarioKind::Converged => {
+                create_records(env, &expected).await?
+            }
+            ScenarioKind::AtOnce => {
+                env.seed_cluster(opts.replicas).await?;
+                create_all(env, &expected).await?
+            }
             ScenarioKind::Baseline => per_record_updates(env, &pods[0], &expected).await?,
         }
         Ok::<_, BenchError>(t0.elapsed())
     };
-    let dns = async { Ok(checker.wait(t0, deadline, opts.poll_interval).await) };
+    let dns = async {
+        let pods = if at_once {
+            wait_for_pods(env, opts.replicas, deadline).await?
+        } else {
+            pods.clone()
+        };
+        let checker = Checker {
+            activity: &activity,
+            key_file: &key_file,
+            expected: &expected,
+            pods: pods.clone(),
+        };
+        Ok((checker.wait(t0, deadline, opts.poll_interval).await, pods))
+    };
     let statuses = async {
         Ok(match setup.kind {
-            ScenarioKind::Batched => watch_statuses(env, setup.records, t0, deadline).await,
             ScenarioKind::Baseline => (None, None),
+            _ => watch_statuses(env, setup.records, t0, deadline).await,
         })
     };
-    let (applied, progress, (finalized, ready)) = tokio::try_join!(writer, dns, statuses)?;
+    let (applied, (progress, pods), (finalized, ready)) = tokio::try_join!(writer, dns, statuses)?;
     let t_end = Instant::now();
     let load_after = rss::load_average();
+    // Live before peak: the peak is a running maximum, so live <= peak.
+    let operator_live = kib(alloc::live_bytes(Side::Operator));
+    let other_live = kib(alloc::live_bytes(Side::Other));
+    let operator_peak = kib(alloc::peak_bytes(Side::Operator));
+    let other_peak = kib(alloc::peak_bytes(Side::Other));
     say(format!(
         "done after {:.1}s; sampling {} names per pod",
         t0.elapsed().as_secs_f64(),
         opts.samples
     ));
 
+    let checker = Checker {
+        activity: &activity,
+        key_file: &key_file,
+        expected: &expected,
+        pods: pods.clone(),
+    };
     let (sampled, sampled_ok) = checker.sample(opts.samples).await;
     let exec = env.log.summary(t0, t_end);
     let mut updates: Vec<_> = env
@@ -172,10 +255,11 @@ async fn measure(
     .map(|(v, name)| (name.to_string(), env.mem.count_verb(v)))
     .filter(|(_, n)| *n > 0)
     .collect();
-    Ok(ScenarioResult {
+    let operator_writes = env.writes.window(t0, t_end);
+    let mut result = ScenarioResult {
         kind: setup.kind,
         records: setup.records,
-        zones: opts.zones,
+        zones: setup.zones,
         replicas: opts.replicas,
         setup_secs,
         applied_secs: secs(applied),
@@ -194,30 +278,149 @@ async fn measure(
         exec,
         api_writes: env.mem.writes(),
         api_writes_by_verb: by_verb,
+        records_created: match setup.kind {
+            ScenarioKind::Baseline => 0,
+            _ => setup.records as u64,
+        },
+        operator_writes: operator_writes.len() as u64,
+        operator_record_writes: operator_writes
+            .iter()
+            .filter(|w| w.resource.split('/').next() == Some(RECORD_RESOURCE))
+            .count() as u64,
+        operator_writes_by_kind: env.writes.by_kind(t0, t_end),
+        operator_heap_peak_kib: operator_peak,
+        operator_heap_live_kib: operator_live,
+        other_heap_peak_kib: other_peak,
+        other_heap_live_kib: other_live,
+        hold: None,
         sampled,
         sampled_ok,
         process_peak_rss_kib: rss::peak_kib(),
         process_peak_reset: peak_reset,
         named_peak_rss_kib: env.named_peaks(&pods),
         load_average: [load_before, load_after],
-    })
+    };
+    if setup.kind == ScenarioKind::Converged {
+        if result.complete() {
+            result.hold = Some(hold(opts, env, &pods, say).await);
+        } else {
+            say("not converged: the hold is skipped".into());
+        }
+    }
+    Ok(result)
+}
+
+/// Waits until the operator has been quiet (no exec, no API write) for
+/// [`SETTLE_QUIET`] (at most [`SETTLE_MAX`]), then holds the converged
+/// cluster for `opts.converged_hold` and reports what ran in the hold.
+async fn hold(
+    opts: &BenchOptions,
+    env: &BenchEnv,
+    pods: &[PodTarget],
+    say: &impl Fn(String),
+) -> HoldResult {
+    let settle_start = Instant::now();
+    let mut seen = (env.log.finished(), env.writes.count());
+    let mut quiet_since = Instant::now();
+    while quiet_since.elapsed() < SETTLE_QUIET && settle_start.elapsed() < SETTLE_MAX {
+        tokio::time::sleep(SETTLE_POLL).await;
+        let now = (env.log.finished(), env.writes.count());
+        if now != seen {
+            seen = now;
+            quiet_since = Instant::now();
+        }
+    }
+    let settle_secs = secs(settle_start.elapsed());
+    say(format!(
+        "converged; holding for {}s",
+        opts.converged_hold.as_secs()
+    ));
+    let h0 = Instant::now();
+    tokio::time::sleep(opts.converged_hold).await;
+    let h1 = Instant::now();
+    let execs = env.log.window(h0, h1);
+    let writes = env.writes.window(h0, h1);
+    // One periodic check per pod per started period.
+    let dig_allowance = (opts.converged_hold.as_secs_f64() / CONVERGED_CHECK_PERIOD.as_secs_f64())
+        .ceil()
+        .max(1.0) as u64;
+    let mut digs: BTreeMap<&str, u64> = pods.iter().map(|p| (p.pod.name.as_str(), 0)).collect();
+    let mut beyond = 0;
+    for c in &execs {
+        if c.tool == "dig" {
+            *digs.entry(c.pod.as_str()).or_default() += 1;
+        } else {
+            beyond += 1;
+        }
+    }
+    beyond += digs
+        .values()
+        .map(|&n| n.saturating_sub(dig_allowance))
+        .sum::<u64>();
+    let since = |t: Instant| t.saturating_duration_since(h0).as_secs_f64();
+    let mut ran: Vec<(f64, String)> = execs
+        .iter()
+        .map(|c| (since(c.started), format!("exec {} on {}", c.tool, c.pod)))
+        .chain(
+            writes
+                .iter()
+                .map(|w| (since(w.at), format!("{} {}", w.kind(), w.name))),
+        )
+        .collect();
+    ran.sort_by(|a, b| a.0.total_cmp(&b.0));
+    HoldResult {
+        settle_secs,
+        hold_secs: secs(h1.saturating_duration_since(h0)),
+        exec_calls: execs.len() as u64,
+        exec_by_tool: env.log.summary(h0, h1).by_tool,
+        dig_allowance_per_pod: dig_allowance,
+        exec_beyond_check: beyond,
+        operator_writes: writes.len() as u64,
+        ran: ran
+            .into_iter()
+            .take(MAX_LISTED_RAN)
+            .map(|(t, what)| format!("{t:.1}s {what}"))
+            .collect(),
+    }
+}
+
+/// The DNSRecord of a planned record.
+fn record_object(r: &PlannedRecord) -> DNSRecord {
+    DNSRecord::new(
+        &r.object,
+        DNSRecordSpec {
+            zone_ref: zone_object(r.zone),
+            name: r.owner.clone(),
+            type_: ApiRecordType::A,
+            ttl: None,
+            values: vec![r.ip.to_string()],
+        },
+    )
 }
 
 /// The batched path: every DNSRecord created through the API at once.
 async fn create_records(env: &BenchEnv, expected: &Expected) -> Result<(), BenchError> {
     futures::stream::iter(&expected.records)
-        .map(|r| {
-            env.create(DNSRecord::new(
-                &r.object,
-                DNSRecordSpec {
-                    zone_ref: zone_object(r.zone),
-                    name: r.owner.clone(),
-                    type_: ApiRecordType::A,
-                    ttl: None,
-                    values: vec![r.ip.to_string()],
-                },
-            ))
-        })
+        .map(|r| env.create(record_object(r)))
+        .buffer_unordered(CREATE_CONCURRENCY)
+        .try_collect::<Vec<()>>()
+        .await?;
+    Ok(())
+}
+
+/// The at-once path: every BindZone and every DNSRecord in one stream of
+/// creates (zones first, as a directory applies in order, but without
+/// waiting for any of them).
+async fn create_all(env: &BenchEnv, expected: &Expected) -> Result<(), BenchError> {
+    let zones = env
+        .zone_objects()
+        .into_iter()
+        .map(|z| env.create(z).boxed());
+    let records = expected
+        .records
+        .iter()
+        .map(|r| env.create(record_object(r)).boxed());
+    futures::stream::iter(zones.chain(records))
         .buffer_unordered(CREATE_CONCURRENCY)
         .try_collect::<Vec<()>>()
         .await?;

@@ -1,0 +1,202 @@
+//! The operator's own memory, exact, while it shares a process with the
+//! in-memory API, the local runtime and the bench: a global allocator that
+//! tags every allocation with the *side* of the thread that made it and
+//! keeps live and peak bytes per side.
+//!
+//! Why this method: in local mode the controllers, the in-memory API (which
+//! holds every object) and the runtime live in one process, so RSS or an
+//! RSS delta cannot tell the operator's caches from the API's store (and
+//! allocator slack blurs both). The bench runs the controllers on a Tokio
+//! runtime of their own whose threads call [`set_thread_side`]
+//! (`Side::Operator`); everything else (the API's runtime, the bench's
+//! main thread) stays `Side::Other`. Requests hop from the operator's
+//! runtime to the API's (see `env::OperatorService`), so the objects the
+//! API stores are allocated on the API's side. An allocation carries its
+//! side in a small header in front of it, so a free on the other side
+//! (response bytes made by the API and dropped by the operator) is taken
+//! off the side that allocated it: live bytes per side are exact, not
+//! sampled. Bytes counted are those asked for (the header and allocator
+//! slack are not).
+//!
+//! The header costs 16 bytes per allocation, so the allocator is installed
+//! only where asked: `main.rs` with the `bench-alloc` cargo feature, and
+//! the test suite. Without it [`installed`] is false and the bench reports
+//! the operator's memory as not measured.
+//!
+//! No I/O; never allocates itself.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+
+/// Which part of the process a thread belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Side {
+    /// The in-memory API, the local runtime, the bench (the default).
+    Other = 0,
+    /// The controllers.
+    Operator = 1,
+}
+
+const SIDES: usize = 2;
+/// Header in front of each allocation; 16 keeps the payload aligned as
+/// malloc's would be.
+const HEADER: usize = 16;
+
+static INSTALLED: AtomicBool = AtomicBool::new(false);
+static LIVE: [AtomicI64; SIDES] = [AtomicI64::new(0), AtomicI64::new(0)];
+static PEAK: [AtomicI64; SIDES] = [AtomicI64::new(0), AtomicI64::new(0)];
+
+thread_local! {
+    static SIDE: Cell<u8> = const { Cell::new(Side::Other as u8) };
+}
+
+/// Marks the calling thread's future allocations as `side`'s.
+pub fn set_thread_side(side: Side) {
+    SIDE.with(|s| s.set(side as u8));
+}
+
+fn thread_side() -> u8 {
+    // During thread teardown the slot may be gone: count it as Other.
+    SIDE.try_with(Cell::get).unwrap_or(Side::Other as u8)
+}
+
+/// Whether [`TaggingAllocator`] is this process's global allocator.
+pub fn installed() -> bool {
+    INSTALLED.load(Ordering::Relaxed)
+}
+
+/// Bytes `side` has allocated and not freed, or None when not installed.
+pub fn live_bytes(side: Side) -> Option<u64> {
+    installed().then(|| LIVE[side as usize].load(Ordering::Relaxed).max(0) as u64)
+}
+
+/// Most bytes `side` held at once since the last [`reset_peak`].
+pub fn peak_bytes(side: Side) -> Option<u64> {
+    installed().then(|| PEAK[side as usize].load(Ordering::Relaxed).max(0) as u64)
+}
+
+/// Starts a new peak at the current live bytes.
+pub fn reset_peak(side: Side) {
+    let live = LIVE[side as usize].load(Ordering::Relaxed);
+    PEAK[side as usize].store(live, Ordering::Relaxed);
+}
+
+fn add(side: u8, bytes: usize) {
+    let i = usize::from(side).min(SIDES - 1);
+    let now = LIVE[i].fetch_add(bytes as i64, Ordering::Relaxed) + bytes as i64;
+    PEAK[i].fetch_max(now, Ordering::Relaxed);
+}
+
+fn sub(side: u8, bytes: usize) {
+    let i = usize::from(side).min(SIDES - 1);
+    LIVE[i].fetch_sub(bytes as i64, Ordering::Relaxed);
+}
+
+/// The system allocator with a side tag in front of every allocation.
+pub struct TaggingAllocator;
+
+/// The padded layout (header + payload) and the header's size.
+fn outer(layout: Layout) -> Option<(Layout, usize)> {
+    let header = HEADER.max(layout.align());
+    let size = layout.size().checked_add(header)?;
+    Layout::from_size_align(size, layout.align().max(HEADER))
+        .ok()
+        .map(|l| (l, header))
+}
+
+// SAFETY (for every method): the payload handed out starts `header` bytes
+// into a block of `outer(layout)`, `header` is a multiple of the payload's
+// alignment, and the side byte lives in the header's last byte, so reading
+// it back at `ptr - 1` stays inside the block we allocated.
+unsafe impl GlobalAlloc for TaggingAllocator {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        INSTALLED.store(true, Ordering::Relaxed);
+        let Some((outer, header)) = outer(layout) else {
+            return std::ptr::null_mut();
+        };
+        // SAFETY: outer has a non-zero size (header > 0).
+        let base = unsafe { System.alloc(outer) };
+        if base.is_null() {
+            return base;
+        }
+        let side = thread_side();
+        // SAFETY: see above.
+        unsafe {
+            let ptr = base.add(header);
+            ptr.sub(1).write(side);
+            add(side, layout.size());
+            ptr
+        }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        INSTALLED.store(true, Ordering::Relaxed);
+        let Some((outer, header)) = outer(layout) else {
+            return std::ptr::null_mut();
+        };
+        // SAFETY: outer has a non-zero size.
+        let base = unsafe { System.alloc_zeroed(outer) };
+        if base.is_null() {
+            return base;
+        }
+        let side = thread_side();
+        // SAFETY: see above.
+        unsafe {
+            let ptr = base.add(header);
+            ptr.sub(1).write(side);
+            add(side, layout.size());
+            ptr
+        }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        let Some((outer, header)) = outer(layout) else {
+            return;
+        };
+        // SAFETY: ptr came from alloc with this layout (GlobalAlloc contract).
+        unsafe {
+            sub(ptr.sub(1).read(), layout.size());
+            System.dealloc(ptr.sub(header), outer);
+        }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let Some((old_outer, header)) = outer(layout) else {
+            return std::ptr::null_mut();
+        };
+        let Some(new_outer_size) = new_size.checked_add(header) else {
+            return std::ptr::null_mut();
+        };
+        // SAFETY: ptr came from alloc with `layout`; System.realloc keeps
+        // the block's alignment and copies the header with the payload.
+        unsafe {
+            let old_side = ptr.sub(1).read();
+            let base = System.realloc(ptr.sub(header), old_outer, new_outer_size);
+            if base.is_null() {
+                return base;
+            }
+            // The grown block belongs to whoever grew it.
+            sub(old_side, layout.size());
+            let side = thread_side();
+            let new = base.add(header);
+            new.sub(1).write(side);
+            add(side, new_size);
+            new
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn outer_layout_keeps_the_payload_aligned() {
+        let (l, h) = outer(Layout::from_size_align(10, 8).unwrap()).unwrap();
+        assert_eq!((l.size(), l.align(), h), (26, 16, 16));
+        let (l, h) = outer(Layout::from_size_align(100, 64).unwrap()).unwrap();
+        assert_eq!((l.size(), l.align(), h), (164, 64, 64));
+    }
+}
