@@ -195,7 +195,11 @@ pub async fn converge(
                     served: s.served.clone(),
                     wrote: false,
                     next_check: if lagging {
-                        ctx.settings.recheck_after_write.min(interval - age)
+                        let recheck = ctx.settings.recheck_after_write;
+                        recheck
+                            .checked_sub(age)
+                            .unwrap_or(recheck)
+                            .min(interval - age)
                     } else {
                         interval - age
                     },
@@ -519,12 +523,13 @@ async fn renotify_view(
 
 /// The recheck after a write: while `status.servers` (from the cluster's
 /// last survey) shows a Ready secondary behind the primary's `snap`, and
-/// the write is younger than the survey's lifetime, take a survey newer
+/// the write is at least [`Settings::recheck_after_write`] old but younger
+/// than the survey's lifetime, take a survey newer
 /// than the write (shared by the cluster's zones; at most one dig per pod
 /// per [`Settings::recheck_after_write`]) so the status catches up now,
 /// right after the write, instead of at the next periodic check of a
 /// converged cluster (an API write with nothing changed). Returns whether
-/// a secondary still lags (look again soon). Views are left to the
+/// a secondary still lags (look again at the recheck, or soon after it). Views are left to the
 /// periodic check: the survey cannot answer for them.
 ///
 /// [`Settings::recheck_after_write`]: crate::controller::zonesync::Settings::recheck_after_write
@@ -541,12 +546,18 @@ async fn catch_up(
         .settings
         .survey_max_age
         .min(ctx.settings.verify_interval);
-    if cfg.clause.view.is_some() || snap.verified_at.elapsed() >= window {
+    let age = snap.verified_at.elapsed();
+    if cfg.clause.view.is_some() || age >= window {
         return false;
     }
     let lags = || servers_lag(memory, inputs, zone, primary, snap.served.serial);
     if !lags() {
         return false;
+    }
+    // Record bursts wake the zone often right after its write: only the
+    // recheck itself (or a later wake) looks at the secondaries.
+    if age < ctx.settings.recheck_after_write {
+        return true;
     }
     let recent = Instant::now()
         .checked_sub(ctx.settings.recheck_after_write)
