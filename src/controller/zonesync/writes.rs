@@ -157,44 +157,21 @@ pub async fn write_record_statuses(
     ctx: &Context,
     reports: Vec<(Arc<DNSRecord>, RecordReport)>,
 ) -> Result<usize, WriteError> {
-    let (n, _, error) = write_each(ctx, reports).await;
-    error.map_or(Ok(n), Err)
-}
-
-/// [`write_record_statuses`], every write tried even when one fails:
-/// the count written, whether each report's status now holds (written or
-/// already there), and the first error.
-async fn write_each(
-    ctx: &Context,
-    reports: Vec<(Arc<DNSRecord>, RecordReport)>,
-) -> (usize, Vec<bool>, Option<WriteError>) {
-    let mut holds = vec![true; reports.len()];
-    let changed: Vec<(usize, Arc<DNSRecord>, DNSRecordStatus)> = reports
+    let changed: Vec<(Arc<DNSRecord>, DNSRecordStatus)> = reports
         .into_iter()
-        .enumerate()
-        .filter_map(|(i, (r, rep))| {
+        .filter_map(|(r, rep)| {
             let s = record_status(&r, &rep);
-            (r.status.as_ref() != Some(&s)).then_some((i, r, s))
+            (r.status.as_ref() != Some(&s)).then_some((r, s))
         })
         .collect();
+    let n = changed.len();
     let client = &ctx.client;
-    let results: Vec<_> = futures::stream::iter(changed)
-        .map(|(i, r, s)| async move {
-            let result = apply_status(client, r.as_ref(), &s).await;
-            (i, r, s, result)
-        })
+    futures::stream::iter(changed.clone())
+        .map(|(r, s)| async move { apply_status(client, r.as_ref(), &s).await })
         .buffer_unordered(WRITE_CONCURRENCY)
-        .collect()
-        .await;
-    let mut written = 0;
-    let mut error = None;
-    for (i, r, s, result) in results {
-        if let Err(e) = result {
-            holds[i] = false;
-            error.get_or_insert(e);
-            continue;
-        }
-        written += 1;
+        .try_collect::<Vec<()>>()
+        .await?;
+    for (r, s) in &changed {
         let old = r.status.as_ref();
         let newly = s.phase == Some(Phase::Error)
             && (old.and_then(|o| o.phase) != Some(Phase::Error)
@@ -206,14 +183,13 @@ async fn write_each(
                 .await;
         }
     }
-    (written, holds, error)
+    Ok(n)
 }
 
 /// [`write_record_statuses`] for the zone controllers, skipping a report
 /// this process already wrote for the record's generation (the cache may
 /// not show it yet when the zone flushes again at once): one status write
-/// per change, not one per flush. Each write that landed is remembered even
-/// when another failed, so the retry rewrites only the failed ones.
+/// per change, not one per flush.
 pub async fn write_record_reports(
     ctx: &super::ZoneContext,
     reports: Vec<(Arc<DNSRecord>, RecordReport)>,
@@ -233,13 +209,11 @@ pub async fn write_record_reports(
         .iter()
         .map(|(r, rep)| (uid(r), fingerprint(r, rep)))
         .collect();
-    let (n, holds, error) = write_each(&ctx.base, fresh).await;
-    for ((uid, f), held) in done.into_iter().zip(holds) {
-        if held {
-            ctx.state.set_report_written(&uid, f);
-        }
+    let n = write_record_statuses(&ctx.base, fresh).await?;
+    for (uid, f) in done {
+        ctx.state.set_report_written(&uid, f);
     }
-    error.map_or(Ok(n), Err)
+    Ok(n)
 }
 
 /// [`release_records`] for the zone controllers, forgetting what
