@@ -7,6 +7,12 @@
 //!   run, one already there left alone; updates of three zones (one not
 //!   served) in one nsupdate process: the two good ones land and read back
 //!   their serials, the bad one alone gets NOTAUTH.
+//! - Catalog membership through the batcher against a real primary and
+//!   secondary: 100 zones joining at once are one exec and one UPDATE
+//!   message (one transaction in the catalog's journal), each at its stable member
+//!   id, and the secondary serves every one; a round of leaves and re-joins
+//!   is again one message, and the secondary drops exactly the zones that
+//!   left.
 //! - The controllers' first sync of 200 zones with 400 DNSRecords: every
 //!   record is served by the secondary, and the primary saw a few dozen
 //!   execs, not one or more per zone.
@@ -22,9 +28,13 @@ use std::time::{Duration, Instant};
 use bind_operator::api::{BindZone, DNSRecord, Phase, RecordType};
 use bind_operator::bind::commands::Command;
 use bind_operator::bind::layout::PodLayout;
-use bind_operator::bind::nsupdate::{RrsetChange, UpdateBatch, build_script};
+use bind_operator::bind::nsupdate::{
+    RrsetChange, UpdateBatch, build_script, catalog_add_member, catalog_remove_member,
+};
 use bind_operator::bind::parse::NsupdateError;
-use bind_operator::bind::zone::PrimaryZone;
+use bind_operator::bind::zone::{
+    PrimaryZone, catalog_member_owner, catalog_primary_zone, catalog_skeleton,
+};
 use bind_operator::bind::{Ttl, ZoneName};
 use bind_operator::controller::exec::{ExecError, ExecOutput, PodExecutor, PodRef};
 use bind_operator::controller::zonesync::server::batch::Batcher;
@@ -218,6 +228,184 @@ async fn zones_created_and_updated_together_fail_alone() {
     assert_eq!(counting.on(PRIMARY) - before, 1);
     assert_eq!(reads.iter().filter(|r| r.len() == 1).count(), 3);
     assert!(reads[3].is_empty(), "nope.test is not served");
+}
+
+/// Zones joining the catalog in one round.
+const MEMBERS: usize = 100;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn catalog_joins_of_a_round_are_one_message() {
+    let update = support::random_key(support::UPDATE_KEY);
+    let xfer = support::random_key(support::XFER_KEY);
+    let named = start_named(&update, &xfer, vec![]);
+    let (p, s) = (named.primary.dns.port, named.secondary.dns.port);
+    let counting = Counting::new(local_exec(&named));
+    let exec: Arc<dyn PodExecutor> = counting.clone();
+    let batcher = Arc::new(Batcher::new(Duration::from_millis(50)));
+    let pod = PodRef::new(support::NS, PRIMARY);
+    let catalog = ZoneName::parse(support::CATALOG).unwrap();
+
+    // The catalog, then the member zones (one creation run each).
+    let cat_zone = catalog_primary_zone(&catalog, None, &xfer.name);
+    let created = batcher
+        .create_primary(
+            &exec,
+            &pod,
+            &cat_zone,
+            &catalog_skeleton(&catalog, 1).render(),
+        )
+        .await;
+    assert!(matches!(created, Ok(Created::New)), "{created:?}");
+    let names: Vec<ZoneName> = (0..MEMBERS)
+        .map(|i| ZoneName::parse(&format!("m{i}.test")).unwrap())
+        .collect();
+    let zones: Vec<PrimaryZone> = names
+        .iter()
+        .map(|z| PrimaryZone {
+            zone: z.clone(),
+            view: None,
+            update_key: update.name.clone(),
+            transfer_key: xfer.name.clone(),
+            allow_transfer: vec![],
+            also_notify: vec![],
+            dnssec_policy: None,
+        })
+        .collect();
+    let created = futures::future::join_all(zones.iter().map(|z| {
+        let text = skeleton(z.zone.as_str());
+        let (batcher, exec, pod) = (batcher.clone(), exec.clone(), pod.clone());
+        async move { batcher.create_primary(&exec, &pod, z, &text).await }
+    }))
+    .await;
+    assert!(created.iter().all(|c| matches!(c, Ok(Created::New))));
+    // UPDATE messages the catalog took: each is one journal transaction,
+    // which named-journalprint shows as the old SOA deleted and the new one
+    // added.
+    let journal = named
+        .primary
+        .layout
+        .data_dir
+        .join(format!("{}.jnl", cat_zone.file()));
+    let messages = || -> usize {
+        if !journal.exists() {
+            return 0;
+        }
+        let out = std::process::Command::new(bind_operator::bind::layout::locate_tool(
+            "named-journalprint",
+        ))
+        .arg(&journal)
+        .output()
+        .expect("run named-journalprint");
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                f.first() == Some(&"del") && f.get(4) == Some(&"SOA")
+            })
+            .count()
+    };
+    let members = |port: u16| -> usize {
+        names
+            .iter()
+            .filter(|z| {
+                harness::dig_short(port, catalog_member_owner(&catalog, z).as_str(), "PTR")
+                    == [z.fqdn()]
+            })
+            .count()
+    };
+    let served_on_secondary = || {
+        names
+            .iter()
+            .filter(|z| harness::dig_short(s, z.as_str(), "SOA").len() == 1)
+            .count()
+    };
+    let changes = |asks: Vec<RrsetChange>| {
+        let (batcher, exec, pod, catalog, xfer) = (
+            batcher.clone(),
+            exec.clone(),
+            pod.clone(),
+            catalog.clone(),
+            xfer.clone(),
+        );
+        async move {
+            futures::future::join_all(asks.into_iter().map(|c| {
+                let (batcher, exec, pod, catalog, xfer) = (
+                    batcher.clone(),
+                    exec.clone(),
+                    pod.clone(),
+                    catalog.clone(),
+                    xfer.clone(),
+                );
+                async move {
+                    batcher
+                        .catalog_change(&exec, &pod, &catalog, c, &xfer)
+                        .await
+                }
+            }))
+            .await
+        }
+    };
+
+    // Every zone joins at once: one exec, one message (the serial moves by
+    // exactly one), every member at its id, all served by the secondary.
+    let (before, sent) = (counting.on(PRIMARY), messages());
+    let joined = changes(
+        names
+            .iter()
+            .map(|z| catalog_add_member(&catalog, z))
+            .collect(),
+    )
+    .await;
+    assert!(joined.iter().all(Result::is_ok), "{joined:?}");
+    assert_eq!(counting.on(PRIMARY) - before, 1, "{:?}", counting.by_verb());
+    assert_eq!(
+        messages() - sent,
+        1,
+        "one UPDATE message for {MEMBERS} joins"
+    );
+    assert_eq!(members(p), MEMBERS);
+    assert!(
+        harness::wait_until(Duration::from_secs(60), || served_on_secondary() == MEMBERS),
+        "{} of {MEMBERS} zones on the secondary",
+        served_on_secondary()
+    );
+
+    // The even zones leave; the odd ones join again (a no-op at the same
+    // ids); m1 leaves and re-joins in the same round: its last change wins.
+    let (before, sent) = (counting.on(PRIMARY), messages());
+    let mut asks: Vec<RrsetChange> = names
+        .iter()
+        .enumerate()
+        .map(|(i, z)| {
+            if i % 2 == 0 {
+                catalog_remove_member(&catalog, z)
+            } else {
+                catalog_add_member(&catalog, z)
+            }
+        })
+        .collect();
+    asks.insert(1, catalog_remove_member(&catalog, &names[1]));
+    let round = changes(asks).await;
+    assert!(round.iter().all(Result::is_ok), "{round:?}");
+    assert_eq!(counting.on(PRIMARY) - before, 1, "{:?}", counting.by_verb());
+    assert_eq!(messages() - sent, 1, "one UPDATE message for the round");
+    assert_eq!(members(p), MEMBERS / 2);
+    for (i, z) in names.iter().enumerate() {
+        let owner = catalog_member_owner(&catalog, z);
+        let want = if i % 2 == 0 { vec![] } else { vec![z.fqdn()] };
+        assert_eq!(harness::dig_short(p, owner.as_str(), "PTR"), want, "{z}");
+    }
+    let odd_only = || {
+        names
+            .iter()
+            .enumerate()
+            .all(|(i, z)| harness::dig_short(s, z.as_str(), "SOA").len() == usize::from(i % 2 == 1))
+    };
+    assert!(
+        harness::wait_until(Duration::from_secs(60), odd_only),
+        "the secondary serves exactly the odd zones: {} served",
+        served_on_secondary()
+    );
 }
 
 /// Zones and records of the first sync.

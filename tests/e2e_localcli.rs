@@ -385,12 +385,16 @@ async fn idle_local_mode_makes_no_api_requests_and_edits_still_apply() {
     })
     .await;
 
-    // Wait for the tail of convergence (a late status write or re-check)
-    // to pass: 2 s without a request, then count everything.
+    // Wait for the tail of convergence to pass, then count everything. The
+    // tail includes the recheck after a zone's last write, which surveys the
+    // secondaries and writes `status.servers` once they caught up
+    // (RECHECK_AFTER_WRITE later): quiet means longer than that without a
+    // request.
+    let quiet = bind_operator::controller::zonesync::RECHECK_AFTER_WRITE + Duration::from_secs(1);
     let quiet_by = Instant::now() + support::WAIT;
     loop {
         mem.reset_counts();
-        tokio::time::sleep(Duration::from_secs(2)).await;
+        tokio::time::sleep(quiet).await;
         if mem.count_verb(bind_operator::local::memapi::Verb::Get)
             + mem.count_verb(bind_operator::local::memapi::Verb::List)
             + mem.writes()

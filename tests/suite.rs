@@ -51,6 +51,7 @@ mod controller_reconfig;
 mod controller_record_batching;
 mod controller_record_delete;
 mod controller_record_rules;
+mod controller_record_writes;
 mod controller_restart;
 mod controller_run;
 mod controller_scope;

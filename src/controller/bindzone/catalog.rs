@@ -6,7 +6,7 @@
 //!
 //! Touches BIND pods (exec) only.
 
-use crate::bind::nsupdate::{UpdateBatch, catalog_add_member, catalog_remove_member};
+use crate::bind::nsupdate::{catalog_add_member, catalog_remove_member};
 use crate::bind::zone::{catalog_primary_zone, catalog_skeleton};
 use crate::bind::{TsigKey, ViewName, ZoneName};
 use crate::controller::zonesync::ZoneContext;
@@ -55,7 +55,9 @@ pub async fn ensure(
     }
 }
 
-/// One catalog change (join or leave), signed with the transfer key.
+/// One catalog change (join or leave), signed with the transfer key; the
+/// pod's batcher sends the changes of every zone of a round to one catalog
+/// in one message.
 async fn update(
     target: &Target<'_>,
     catalog: &ZoneName,
@@ -68,12 +70,7 @@ async fn update(
     } else {
         catalog_remove_member(catalog, zone)
     };
-    let batch = UpdateBatch {
-        zone: catalog.clone(),
-        changes: vec![change],
-        apex_ns: None,
-    };
-    target.update(&batch, transfer).await.map(|_| ())
+    target.catalog_change(catalog, change, transfer).await
 }
 
 /// Makes `zone` a member (PTR at its stable id; replacing is idempotent).

@@ -11,6 +11,11 @@
 //! still matches and the primary pod was not restarted since, else the
 //! zone is transferred (AXFR).
 //!
+//! Right after a write, the recheck takes a fresh survey while a Ready
+//! secondary still shows the old serial (`catch_up`), so `status.servers`
+//! catches up then and a converged cluster's periodic check finds nothing
+//! to write.
+//!
 //! A periodic check that wrote nothing repeats the NOTIFY when a Ready
 //! secondary lags (it missed one): seen in the survey outside views, asked
 //! per secondary with `rndc zonestatus` in a view (`renotify_view`).
@@ -31,7 +36,7 @@ use crate::controller::zonesync::diff::{Served, diff};
 use crate::controller::zonesync::plan::{Desired, ZoneInputs, plan};
 use crate::controller::zonesync::server::{Created, ServerError, Target};
 use crate::controller::zonesync::state::{ClusterMemory, ObjKey, Snapshot};
-use crate::controller::zonesync::survey::PodInfo;
+use crate::controller::zonesync::survey::{PodInfo, survey};
 use crate::render::validate::PrimaryZoneConfig;
 
 use super::applied::{Applied, clause_hash};
@@ -177,17 +182,27 @@ pub async fn converge(
         .is_some_and(|s| s.applied == Some(fingerprint));
     let interval = ctx.settings.verify_interval;
 
-    // Nothing changed since the last verified write: no exec at all.
+    // Nothing changed since the last verified write: no exec on the
+    // primary, only the secondaries' catch-up (see `catch_up`).
     if let Some(s) = &snap {
         let age = s.verified_at.elapsed();
         if settled && same_plan && age < interval {
             tracing::debug!(zone = %zname, age_ms = age.as_millis() as u64, "zone verified recently; nothing to do");
+            let lagging = catch_up(ctx, inputs, &memory, cfg, &primary.pod.name, s).await;
             return Outcome {
                 desired,
                 result: Ok(Converged {
                     served: s.served.clone(),
                     wrote: false,
-                    next_check: interval - age,
+                    next_check: if lagging {
+                        let recheck = ctx.settings.recheck_after_write;
+                        recheck
+                            .checked_sub(age)
+                            .unwrap_or(recheck)
+                            .min(interval - age)
+                    } else {
+                        interval - age
+                    },
                     verified: false,
                 }),
                 applied: want,
@@ -504,6 +519,76 @@ async fn renotify_view(
         target.notify(catalog, Some(view)).await?;
     }
     Ok(())
+}
+
+/// The recheck after a write: while `status.servers` (from the cluster's
+/// last survey) shows a Ready secondary behind the primary's `snap`, and
+/// the write is at least [`Settings::recheck_after_write`] old but younger
+/// than the survey's lifetime, take a survey newer
+/// than the write (shared by the cluster's zones; at most one dig per pod
+/// per [`Settings::recheck_after_write`]) so the status catches up now,
+/// right after the write, instead of at the next periodic check of a
+/// converged cluster (an API write with nothing changed). Returns whether
+/// a secondary still lags (look again at the recheck, or soon after it). Views are left to the
+/// periodic check: the survey cannot answer for them.
+///
+/// [`Settings::recheck_after_write`]: crate::controller::zonesync::Settings::recheck_after_write
+async fn catch_up(
+    ctx: &ZoneContext,
+    inputs: &Inputs,
+    memory: &ClusterMemory,
+    cfg: &PrimaryZoneConfig,
+    primary: &str,
+    snap: &Snapshot,
+) -> bool {
+    let zone = &cfg.clause.zone;
+    let window = ctx
+        .settings
+        .survey_max_age
+        .min(ctx.settings.verify_interval);
+    let age = snap.verified_at.elapsed();
+    if cfg.clause.view.is_some() || age >= window {
+        return false;
+    }
+    let lags = || servers_lag(memory, inputs, zone, primary, snap.served.serial);
+    if !lags() {
+        return false;
+    }
+    // Record bursts wake the zone often right after its write: only the
+    // recheck itself (or a later wake) looks at the secondaries.
+    if age < ctx.settings.recheck_after_write {
+        return true;
+    }
+    let recent = Instant::now()
+        .checked_sub(ctx.settings.recheck_after_write)
+        .map_or(snap.verified_at, |t| t.max(snap.verified_at));
+    survey(
+        ctx,
+        &inputs.cluster,
+        &inputs.pods,
+        memory,
+        zone,
+        Some(recent),
+    )
+    .await;
+    lags()
+}
+
+/// Whether [`servers`] would show a Ready secondary at another serial than
+/// the primary's (or not at all).
+fn servers_lag(
+    memory: &ClusterMemory,
+    inputs: &Inputs,
+    zone: &ZoneName,
+    primary: &str,
+    serial: u32,
+) -> bool {
+    let shown = servers(memory, zone, primary, serial);
+    inputs
+        .pods
+        .iter()
+        .filter(|p| p.ready && p.pod.name != primary)
+        .any(|p| shown.get(&p.pod.name) != Some(&serial))
 }
 
 /// Pod name -> serial of `zone` from the cluster's last survey, with the

@@ -21,7 +21,7 @@ use crate::bind::commands::{
 use crate::bind::dnssec::{Dnskey, parse_dnskeys};
 use crate::bind::layout::PodLayout;
 use crate::bind::nsupdate::{
-    BatchError, NsupdateScript, UpdateBatch, build_script, build_soa_script,
+    BatchError, NsupdateScript, RrsetChange, UpdateBatch, build_script, build_soa_script,
 };
 use crate::bind::parse::{
     NsupdateError, RndcError, ZoneStatus, parse_axfr, parse_dig_soa, parse_nsupdate_failure,
@@ -461,6 +461,26 @@ impl<'a> Target<'a> {
             Ok(_) => Ok(true),
             Err(e) => Err(self.update_error(&batch.zone, e)),
         }
+    }
+
+    /// Sends one catalog membership change. Batched, it shares one message
+    /// with every change of the round to the same catalog and key (see
+    /// [`batch`]); otherwise it is a message of its own.
+    pub async fn catalog_change(
+        &self,
+        catalog: &ZoneName,
+        change: RrsetChange,
+        key: &TsigKey,
+    ) -> Result<(), ServerError> {
+        if let Some((b, exec)) = self.batch {
+            return b.catalog_change(exec, self.pod, catalog, change, key).await;
+        }
+        let batch = UpdateBatch {
+            zone: catalog.clone(),
+            changes: vec![change],
+            apex_ns: None,
+        };
+        self.update(&batch, key).await.map(|_| ())
     }
 
     /// Sends the batch and reads the serial it produced. `Ok(None)`: nothing

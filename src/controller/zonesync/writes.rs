@@ -157,21 +157,44 @@ pub async fn write_record_statuses(
     ctx: &Context,
     reports: Vec<(Arc<DNSRecord>, RecordReport)>,
 ) -> Result<usize, WriteError> {
-    let changed: Vec<(Arc<DNSRecord>, DNSRecordStatus)> = reports
+    let (n, _, error) = write_each(ctx, reports).await;
+    error.map_or(Ok(n), Err)
+}
+
+/// [`write_record_statuses`], every write tried even when one fails:
+/// the count written, whether each report's status now holds (written or
+/// already there), and the first error.
+async fn write_each(
+    ctx: &Context,
+    reports: Vec<(Arc<DNSRecord>, RecordReport)>,
+) -> (usize, Vec<bool>, Option<WriteError>) {
+    let mut holds = vec![true; reports.len()];
+    let changed: Vec<(usize, Arc<DNSRecord>, DNSRecordStatus)> = reports
         .into_iter()
-        .filter_map(|(r, rep)| {
+        .enumerate()
+        .filter_map(|(i, (r, rep))| {
             let s = record_status(&r, &rep);
-            (r.status.as_ref() != Some(&s)).then_some((r, s))
+            (r.status.as_ref() != Some(&s)).then_some((i, r, s))
         })
         .collect();
-    let n = changed.len();
     let client = &ctx.client;
-    futures::stream::iter(changed.clone())
-        .map(|(r, s)| async move { apply_status(client, r.as_ref(), &s).await })
+    let results: Vec<_> = futures::stream::iter(changed)
+        .map(|(i, r, s)| async move {
+            let result = apply_status(client, r.as_ref(), &s).await;
+            (i, r, s, result)
+        })
         .buffer_unordered(WRITE_CONCURRENCY)
-        .try_collect::<Vec<()>>()
-        .await?;
-    for (r, s) in &changed {
+        .collect()
+        .await;
+    let mut written = 0;
+    let mut error = None;
+    for (i, r, s, result) in results {
+        if let Err(e) = result {
+            holds[i] = false;
+            error.get_or_insert(e);
+            continue;
+        }
+        written += 1;
         let old = r.status.as_ref();
         let newly = s.phase == Some(Phase::Error)
             && (old.and_then(|o| o.phase) != Some(Phase::Error)
@@ -183,13 +206,14 @@ pub async fn write_record_statuses(
                 .await;
         }
     }
-    Ok(n)
+    (written, holds, error)
 }
 
 /// [`write_record_statuses`] for the zone controllers, skipping a report
 /// this process already wrote for the record's generation (the cache may
 /// not show it yet when the zone flushes again at once): one status write
-/// per change, not one per flush.
+/// per change, not one per flush. Each write that landed is remembered even
+/// when another failed, so the retry rewrites only the failed ones.
 pub async fn write_record_reports(
     ctx: &super::ZoneContext,
     reports: Vec<(Arc<DNSRecord>, RecordReport)>,
@@ -209,11 +233,13 @@ pub async fn write_record_reports(
         .iter()
         .map(|(r, rep)| (uid(r), fingerprint(r, rep)))
         .collect();
-    let n = write_record_statuses(&ctx.base, fresh).await?;
-    for (uid, f) in done {
-        ctx.state.set_report_written(&uid, f);
+    let (n, holds, error) = write_each(&ctx.base, fresh).await;
+    for ((uid, f), held) in done.into_iter().zip(holds) {
+        if held {
+            ctx.state.set_report_written(&uid, f);
+        }
     }
-    Ok(n)
+    error.map_or(Ok(n), Err)
 }
 
 /// [`release_records`] for the zone controllers, forgetting what

@@ -4,11 +4,16 @@
 //!
 //! - zone creation (file, then `addzone`, each only where rndc does not
 //!   know the zone) for all new zones in one script ([`create_zones`]);
-//! - every zone's record and catalog updates in one exec ([`nsupdate_then_soa`]):
+//! - every zone's record updates in one exec ([`nsupdate_then_soa`]):
 //!   one or more messages per zone, each RRset replace atomic inside its
 //!   message, spread over [`NSUPDATES_AT_ONCE`] nsupdate processes (a
 //!   zone's messages in one of them, in order), with the SOA serials of
 //!   the zones that want them read back in the same exec;
+//! - catalog membership changes (joins and leaves of every zone of the
+//!   round) merged into one UPDATE message per catalog and key (split only
+//!   past the 64 KiB message cap, ~600 members), sent in that same exec:
+//!   the catalog's serial moves once and secondaries fetch one catalog
+//!   version instead of one per zone;
 //! - SOA serial reads of all zones asked in one `dig` (chunked at
 //!   [`ZONES_PER_DIG`]).
 //!
@@ -46,15 +51,19 @@ use std::time::Duration;
 use tokio::sync::{Semaphore, oneshot};
 
 use crate::bind::ZoneName;
+use crate::bind::commands::local_server;
 use crate::bind::commands::{
     NSUPDATES_AT_ONCE, NewZone, ZoneCreated, create_zones, dig_soa, nsupdate_then_soa,
     parse_create_zones,
 };
-use crate::bind::nsupdate::{NsupdateScript, join_answered, parse_answers};
+use crate::bind::nsupdate::{
+    NsupdateScript, RrsetChange, UpdateBatch, build_script, join_answered, parse_answers,
+};
 use crate::bind::parse::{
     NsupdateError, RndcError, parse_dig_soa, parse_nsupdate_failure, parse_rndc_error,
 };
 use crate::bind::zone::PrimaryZone;
+use crate::bind::{DomainName, Endpoint, RecordType, TsigKey};
 use crate::controller::exec::{ExecError, PodExecutor, PodRef};
 
 use super::{Created, ServerError, ZONES_PER_DIG};
@@ -84,6 +93,13 @@ enum Request {
         script: NsupdateScript,
         /// Read the zone's serial back after the run.
         read_serial: bool,
+        reply: Reply<Option<u32>>,
+    },
+    /// One zone joining or leaving a catalog (merged per catalog and key).
+    Member {
+        catalog: ZoneName,
+        change: RrsetChange,
+        key: TsigKey,
         reply: Reply<Option<u32>>,
     },
 }
@@ -224,6 +240,29 @@ impl Batcher {
         self.submit(exec, pod, request);
         received(rx, pod).await
     }
+
+    /// Sends one catalog membership change (see
+    /// [`crate::bind::nsupdate::catalog_add_member`]) signed with `key`,
+    /// in one message with every other change of the round to the same
+    /// catalog with the same key.
+    pub async fn catalog_change(
+        self: &Arc<Self>,
+        exec: &Arc<dyn PodExecutor>,
+        pod: &PodRef,
+        catalog: &ZoneName,
+        change: RrsetChange,
+        key: &TsigKey,
+    ) -> Result<(), ServerError> {
+        let (reply, rx) = oneshot::channel();
+        let request = Request::Member {
+            catalog: catalog.clone(),
+            change,
+            key: key.clone(),
+            reply,
+        };
+        self.submit(exec, pod, request);
+        received(rx, pod).await.map(|_| ())
+    }
 }
 
 /// The reply, or "unreachable" when the round was dropped (the runtime
@@ -288,6 +327,7 @@ async fn round(exec: &dyn PodExecutor, pod: &PodRef, requests: Vec<Request>) {
     let mut creates = Vec::new();
     let mut updates = Vec::new();
     let mut reads = Vec::new();
+    let mut members: Vec<MemberGroup> = Vec::new();
     for r in requests {
         match r {
             Request::Create {
@@ -300,12 +340,38 @@ async fn round(exec: &dyn PodExecutor, pod: &PodRef, requests: Vec<Request>) {
                 script,
                 read_serial,
                 reply,
-            } => updates.push((zone, script, read_serial, reply)),
+            } => updates.push((zone, script, read_serial, vec![reply])),
             Request::Serials { zones, reply } => reads.push((zones, reply)),
+            Request::Member {
+                catalog,
+                change,
+                key,
+                reply,
+            } => match members
+                .iter_mut()
+                .find(|g| g.catalog == catalog && g.key == key)
+            {
+                Some(g) => {
+                    g.changes.push(change);
+                    g.replies.push(reply);
+                }
+                None => members.push(MemberGroup {
+                    catalog,
+                    key,
+                    changes: vec![change],
+                    replies: vec![reply],
+                }),
+            },
         }
     }
     if !creates.is_empty() {
         create_round(exec, pod, creates).await;
+    }
+    let server = local_server(&exec.layout(pod));
+    for g in members {
+        if let Some(u) = g.into_update(server) {
+            updates.push(u);
+        }
     }
     if !updates.is_empty() {
         update_round(exec, pod, updates).await;
@@ -391,8 +457,60 @@ async fn create_round(
     }
 }
 
-/// One zone's update request.
-type UpdateRequest = (ZoneName, NsupdateScript, bool, Reply<Option<u32>>);
+/// One zone's update request; several replies when it carries the changes
+/// of several requests (a catalog's members), each told the same outcome.
+type UpdateRequest = (ZoneName, NsupdateScript, bool, Vec<Reply<Option<u32>>>);
+
+/// The membership changes of one catalog, signed with one key, asked in one
+/// round.
+struct MemberGroup {
+    catalog: ZoneName,
+    key: TsigKey,
+    changes: Vec<RrsetChange>,
+    replies: Vec<Reply<Option<u32>>>,
+}
+
+impl MemberGroup {
+    /// The group as one update of the catalog. A zone asked twice (it
+    /// joined, then left) keeps its last change: the two share the member
+    /// id, and in one message the later change would win anyway.
+    fn into_update(self, server: Endpoint) -> Option<UpdateRequest> {
+        let mut last: HashMap<(DomainName, RecordType), usize> = HashMap::new();
+        for (i, c) in self.changes.iter().enumerate() {
+            last.insert((c.name().clone(), c.rtype()), i);
+        }
+        let changes: Vec<RrsetChange> = self
+            .changes
+            .into_iter()
+            .enumerate()
+            .filter(|(i, c)| last[&(c.name().clone(), c.rtype())] == *i)
+            .map(|(_, c)| c)
+            .collect();
+        let batch = UpdateBatch {
+            zone: self.catalog,
+            changes,
+            apex_ns: None,
+        };
+        match build_script(&batch, server, &self.key) {
+            Ok(Some(script)) => Some((batch.zone, script, false, self.replies)),
+            Ok(None) => {
+                for reply in self.replies {
+                    let _ = reply.send(Ok(None));
+                }
+                None
+            }
+            Err(source) => {
+                for reply in self.replies {
+                    let _ = reply.send(Err(ServerError::Batch {
+                        zone: batch.zone.to_string(),
+                        source: source.clone(),
+                    }));
+                }
+                None
+            }
+        }
+    }
+}
 
 async fn update_round(exec: &dyn PodExecutor, pod: &PodRef, updates: Vec<UpdateRequest>) {
     let layout = exec.layout(pod);
@@ -454,24 +572,28 @@ async fn update_round(exec: &dyn PodExecutor, pod: &PodRef, updates: Vec<UpdateR
     for (k, part) in parts.into_iter().enumerate() {
         let (answers, stderr) = outputs.get(k).copied().unwrap_or_default();
         let mut answers = parse_answers(answers).into_iter();
-        for (zone, script, read, reply) in part {
+        for (zone, script, read, replies) in part {
             // This zone's messages' answers, in order.
             let mine: Vec<_> = answers.by_ref().take(script.messages).collect();
-            let result = if mine.len() < script.messages {
-                Err(unanswered(pod, &zone, &cmd, &out, stderr))
-            } else if let Some(a) = mine.iter().find(|a| a.status != "NOERROR") {
-                let source = parse_nsupdate_failure(&format!("update failed: {}", a.status));
-                Err(ServerError::Update {
-                    zone: zone.to_string(),
-                    pod: pod.to_string(),
-                    source,
-                })
-            } else if read && soa_failed {
-                Err(unreachable(pod, copy(out.as_ref().expect_err("checked"))))
-            } else {
-                Ok(read.then(|| serials.get(&zone).copied()).flatten())
+            let result = || {
+                if mine.len() < script.messages {
+                    Err(unanswered(pod, &zone, &cmd, &out, stderr))
+                } else if let Some(a) = mine.iter().find(|a| a.status != "NOERROR") {
+                    let source = parse_nsupdate_failure(&format!("update failed: {}", a.status));
+                    Err(ServerError::Update {
+                        zone: zone.to_string(),
+                        pod: pod.to_string(),
+                        source,
+                    })
+                } else if read && soa_failed {
+                    Err(unreachable(pod, copy(out.as_ref().expect_err("checked"))))
+                } else {
+                    Ok(read.then(|| serials.get(&zone).copied()).flatten())
+                }
             };
-            let _ = reply.send(result);
+            for reply in replies {
+                let _ = reply.send(result());
+            }
         }
     }
 }

@@ -1,0 +1,211 @@
+//! The operator's API writes, as the in-memory API counts them: a created
+//! DNSRecord costs its finalizer and one status write, a changed one one
+//! status write, and a converged zone with its records costs nothing
+//! through several periodic checks — while `status.servers` still shows
+//! the secondary catching up after each write.
+
+use crate::support_zones as support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bind_operator::api::{BindZone, DNSRecord, Phase, RecordType};
+use bind_operator::controller::zonesync::Settings;
+use bind_operator::local::memapi::Verb;
+use serde_json::json;
+use support::fakebind::{FakeBind, Kind};
+use support::{Env, PRIMARY, SECONDARY, record, test_settings, zone};
+
+/// Periodic checks every 2 s (60 s in production), the recheck after a
+/// write 200 ms later (5 s), a survey trusted for 1 s (30 s).
+fn settings() -> Settings {
+    Settings {
+        verify_interval: Duration::from_secs(2),
+        survey_max_age: Duration::from_secs(1),
+        recheck_after_write: Duration::from_millis(200),
+        ..test_settings()
+    }
+}
+
+/// Surveys seen on the secondary (one dig per periodic check of the cluster).
+fn secondary_digs(fake: &FakeBind) -> usize {
+    fake.calls()
+        .iter()
+        .filter(|c| c.kind == Kind::DigSoa && c.pod == SECONDARY)
+        .count()
+}
+
+/// Waits until the secondary was surveyed `n` more times: that many
+/// periodic checks ran.
+async fn periodic_checks(fake: &FakeBind, n: usize) {
+    let start = secondary_digs(fake);
+    support::within("periodic checks", async {
+        while secondary_digs(fake) < start + n {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await;
+}
+
+/// Waits until the zone's status shows both pods at its serial (what a
+/// user reads as "every server caught up").
+async fn servers_caught_up(env: &Env, name: &str) -> BindZone {
+    env.wait::<BindZone, _>("status.servers caught up", name, |z| {
+        let s = z?.status.as_ref()?;
+        let serial = s.serial?;
+        (s.servers.get(PRIMARY) == Some(&serial) && s.servers.get(SECONDARY) == Some(&serial))
+            .then(|| z.cloned())
+            .flatten()
+    })
+    .await
+}
+
+/// Waits until nothing writes to the API for two periodic checks.
+async fn quiet(env: &Env, fake: &FakeBind) {
+    support::within("the operator goes quiet", async {
+        loop {
+            let before = env.mem.writes();
+            periodic_checks(fake, 2).await;
+            if env.mem.writes() == before {
+                break;
+            }
+        }
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_record_costs_its_finalizer_and_one_status_write() {
+    let fake = Arc::new(FakeBind::new());
+    let env = Env::start(fake.clone(), settings()).await;
+    env.create(zone("alpha", "alpha.test")).await;
+    env.zone_phase("alpha", Phase::Ready).await;
+    servers_caught_up(&env, "alpha").await;
+    quiet(&env, &fake).await;
+
+    // Created: the finalizer, then the Ready status; nothing in between.
+    env.mem.reset_counts();
+    env.create(record("www", "alpha", "www", RecordType::A, &["10.0.0.1"]))
+        .await;
+    env.record_phase("www", Phase::Ready).await;
+    let zone = servers_caught_up(&env, "alpha").await;
+    periodic_checks(&fake, 3).await;
+    let created = env.mem.count(Verb::Patch, "dnsrecords");
+    let zone_writes = env.mem.count(Verb::Patch, "bindzones");
+    eprintln!("created record: {created} DNSRecord patches, {zone_writes} BindZone patches");
+    assert_eq!(
+        created, 2,
+        "finalizer + one status write per created record"
+    );
+    assert_eq!(
+        fake.values(PRIMARY, "alpha.test", "www.alpha.test", "A"),
+        ["10.0.0.1".to_string()].into()
+    );
+    assert_eq!(
+        zone.status.as_ref().and_then(|s| s.record_count),
+        Some(1),
+        "{zone:#?}"
+    );
+
+    // Changed: one status write (the test's own spec patch counted apart).
+    env.mem.reset_counts();
+    env.patch_spec::<DNSRecord>("www", json!({"values": ["10.0.0.2"]}))
+        .await;
+    env.wait::<DNSRecord, _>("the change served", "www", |r| {
+        let r = r?;
+        let s = r.status.as_ref()?;
+        (s.phase == Some(Phase::Ready) && s.observed_generation == r.metadata.generation)
+            .then_some(())
+    })
+    .await;
+    servers_caught_up(&env, "alpha").await;
+    periodic_checks(&fake, 3).await;
+    let changed = env.mem.count(Verb::Patch, "dnsrecords") - 1;
+    eprintln!("changed record: {changed} DNSRecord status patches");
+    assert_eq!(changed, 1, "one status write per changed record");
+    assert_eq!(
+        fake.values(PRIMARY, "alpha.test", "www.alpha.test", "A"),
+        ["10.0.0.2".to_string()].into()
+    );
+    env.stop().await;
+}
+
+/// Waits until no API write happened for `quiet` (the bench's "settled").
+async fn writes_pause(env: &Env, quiet: Duration) {
+    support::within("API writes pause", async {
+        loop {
+            let before = env.mem.writes();
+            tokio::time::sleep(quiet).await;
+            if env.mem.writes() == before {
+                break;
+            }
+        }
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_converged_zone_writes_nothing_through_periodic_checks() {
+    let fake = Arc::new(FakeBind::new());
+    // A periodic check well after the settling below.
+    let env = Env::start(
+        fake.clone(),
+        Settings {
+            verify_interval: Duration::from_secs(4),
+            ..settings()
+        },
+    )
+    .await;
+    env.create(zone("alpha", "alpha.test")).await;
+    env.create(zone("beta", "beta.test")).await;
+    for i in 0..5 {
+        let z = if i % 2 == 0 { "alpha" } else { "beta" };
+        env.create(record(
+            &format!("r{i}"),
+            z,
+            &format!("host{i}"),
+            RecordType::A,
+            &[&format!("10.0.0.{i}")],
+        ))
+        .await;
+    }
+    for i in 0..5 {
+        env.record_phase(&format!("r{i}"), Phase::Ready).await;
+    }
+    // Converged as the bench sees it: every secondary serves every zone
+    // at the primary's serial, and the operator has settled.
+    support::within("the secondary serves what the primary does", async {
+        while ["alpha.test", "beta.test"]
+            .iter()
+            .any(|z| fake.serial(SECONDARY, z) != fake.serial(PRIMARY, z))
+        {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    writes_pause(&env, Duration::from_secs(1)).await;
+
+    // Held through periodic checks: nothing to write, because the recheck
+    // right after the last write already showed the secondary caught up.
+    env.mem.reset_counts();
+    periodic_checks(&fake, 3).await;
+    let writes = env.mem.writes();
+    eprintln!("converged through 3 periodic checks: {writes} API writes");
+    assert_eq!(writes, 0, "a converged cluster writes nothing");
+    // What the user reads: every server at the zone's serial.
+    for name in ["alpha", "beta"] {
+        let z = env.get::<BindZone>(name).await.unwrap();
+        let s = z.status.as_ref().unwrap();
+        let serial = s.serial.unwrap();
+        assert_eq!(
+            s.servers,
+            [
+                (PRIMARY.to_string(), serial),
+                (SECONDARY.to_string(), serial)
+            ]
+            .into(),
+            "{name}"
+        );
+    }
+    env.stop().await;
+}
