@@ -106,49 +106,45 @@ fn outer(layout: Layout) -> Option<(Layout, usize)> {
         .map(|l| (l, header))
 }
 
+/// Allocates `layout` behind a header through `raw` (plain or zeroed) and
+/// charges it to the calling thread's side.
+///
+/// # Safety
+/// `raw` must return a block of at least `outer` bytes, aligned to it, or
+/// null.
+unsafe fn tagged(layout: Layout, raw: impl FnOnce(Layout) -> *mut u8) -> *mut u8 {
+    INSTALLED.store(true, Ordering::Relaxed);
+    let Some((outer, header)) = outer(layout) else {
+        return std::ptr::null_mut();
+    };
+    // outer has a non-zero size (header > 0).
+    let base = raw(outer);
+    if base.is_null() {
+        return base;
+    }
+    let side = thread_side();
+    // SAFETY: the header's last byte and the payload lie inside the block.
+    unsafe {
+        let ptr = base.add(header);
+        ptr.sub(1).write(side);
+        add(side, layout.size());
+        ptr
+    }
+}
+
 // SAFETY (for every method): the payload handed out starts `header` bytes
 // into a block of `outer(layout)`, `header` is a multiple of the payload's
 // alignment, and the side byte lives in the header's last byte, so reading
 // it back at `ptr - 1` stays inside the block we allocated.
 unsafe impl GlobalAlloc for TaggingAllocator {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        INSTALLED.store(true, Ordering::Relaxed);
-        let Some((outer, header)) = outer(layout) else {
-            return std::ptr::null_mut();
-        };
-        // SAFETY: outer has a non-zero size (header > 0).
-        let base = unsafe { System.alloc(outer) };
-        if base.is_null() {
-            return base;
-        }
-        let side = thread_side();
-        // SAFETY: see above.
-        unsafe {
-            let ptr = base.add(header);
-            ptr.sub(1).write(side);
-            add(side, layout.size());
-            ptr
-        }
+        // SAFETY: System.alloc with a non-zero-sized layout.
+        unsafe { tagged(layout, |outer| System.alloc(outer)) }
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        INSTALLED.store(true, Ordering::Relaxed);
-        let Some((outer, header)) = outer(layout) else {
-            return std::ptr::null_mut();
-        };
-        // SAFETY: outer has a non-zero size.
-        let base = unsafe { System.alloc_zeroed(outer) };
-        if base.is_null() {
-            return base;
-        }
-        let side = thread_side();
-        // SAFETY: see above.
-        unsafe {
-            let ptr = base.add(header);
-            ptr.sub(1).write(side);
-            add(side, layout.size());
-            ptr
-        }
+        // SAFETY: System.alloc_zeroed with a non-zero-sized layout.
+        unsafe { tagged(layout, |outer| System.alloc_zeroed(outer)) }
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
