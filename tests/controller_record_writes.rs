@@ -209,3 +209,130 @@ async fn a_converged_zone_writes_nothing_through_periodic_checks() {
     }
     env.stop().await;
 }
+
+/// The zone controllers' status writes when the cache lags behind them:
+/// a record (and a zone) that was Ready, then reported Pending (the
+/// primary pod went away), then Ready again before the cache showed the
+/// Pending write, ends Ready in the API. The stale copy the third write
+/// sees still says Ready; skipping the write because of it left records
+/// Pending for good (the real-API lane's primary-pod deletion).
+#[tokio::test]
+async fn a_report_is_written_when_the_cache_predates_our_last_write() {
+    use bind_operator::bind::name::DomainName;
+    use bind_operator::controller::Context;
+    use bind_operator::controller::network::ClusterNetwork;
+    use bind_operator::controller::stores::watch_all;
+    use bind_operator::controller::zonesync::ZoneContext;
+    use bind_operator::controller::zonesync::writes::{
+        RecordReport, ZoneReport, write_record_reports, write_zone_report,
+    };
+    use bind_operator::local::memapi::MemApi;
+    use kube::Api;
+    use kube::api::PostParams;
+
+    let mem = MemApi::new();
+    mem.register_custom::<BindZone>();
+    mem.register_custom::<DNSRecord>();
+    let client = mem.client();
+    let (stores, _streams) = watch_all(&client);
+    let fake = Arc::new(FakeBind::new());
+    let ctx = ZoneContext {
+        base: Arc::new(Context::new(
+            client.clone(),
+            fake,
+            Arc::new(ClusterNetwork),
+            stores,
+        )),
+        zones: kube::runtime::reflector::store::<BindZone>().0,
+        records: kube::runtime::reflector::store::<DNSRecord>().0,
+        state: Default::default(),
+        settings: settings(),
+        batcher: None,
+    };
+    let records: Api<DNSRecord> = Api::namespaced(client.clone(), support::NS);
+    let zones: Api<BindZone> = Api::namespaced(client.clone(), support::NS);
+    let pp = PostParams::default();
+    let created = records
+        .create(
+            &pp,
+            &record("www", "example-com", "www", RecordType::A, &["192.0.2.1"]),
+        )
+        .await
+        .unwrap();
+    let zone_created = zones
+        .create(&pp, &zone("example-com", "example.com"))
+        .await
+        .unwrap();
+
+    let key = (
+        DomainName::parse_absolute("www.example.com.").unwrap(),
+        bind_operator::bind::RecordType::A,
+    );
+    let ready = RecordReport::Ready(key);
+    let pending = RecordReport::Pending {
+        reason: "ZoneNotReady",
+        message: "pod p-0 is not Ready".into(),
+    };
+    let phase = |r: &DNSRecord| r.status.as_ref().and_then(|s| s.phase);
+    let zone_report = |phase: Phase, reason: &'static str| ZoneReport {
+        phase,
+        reason,
+        message: String::new(),
+        serial: None,
+        record_count: None,
+        servers: None,
+        dnssec: None,
+    };
+    let zone_phase = |z: &BindZone| z.status.as_ref().and_then(|s| s.phase);
+
+    // Ready, as every cache sees it.
+    write_record_reports(&ctx, vec![(Arc::new(created), ready.clone())])
+        .await
+        .unwrap();
+    write_zone_report(&ctx, &zone_created, &zone_report(Phase::Ready, "Served"))
+        .await
+        .unwrap();
+    let seen_ready = Arc::new(records.get("www").await.unwrap());
+    let zone_seen_ready = zones.get("example-com").await.unwrap();
+    assert_eq!(phase(&seen_ready), Some(Phase::Ready));
+    assert_eq!(zone_phase(&zone_seen_ready), Some(Phase::Ready));
+
+    // Pending, then Ready again, both from the copy that says Ready.
+    write_record_reports(&ctx, vec![(seen_ready.clone(), pending)])
+        .await
+        .unwrap();
+    write_zone_report(
+        &ctx,
+        &zone_seen_ready,
+        &zone_report(Phase::Pending, "ZoneNotReady"),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        phase(&records.get("www").await.unwrap()),
+        Some(Phase::Pending)
+    );
+    write_record_reports(&ctx, vec![(seen_ready.clone(), ready.clone())])
+        .await
+        .unwrap();
+    write_zone_report(&ctx, &zone_seen_ready, &zone_report(Phase::Ready, "Served"))
+        .await
+        .unwrap();
+    assert_eq!(
+        phase(&records.get("www").await.unwrap()),
+        Some(Phase::Ready),
+        "the record must be Ready again in the API"
+    );
+    assert_eq!(
+        zone_phase(&zones.get("example-com").await.unwrap()),
+        Some(Phase::Ready),
+        "the zone must be Ready again in the API"
+    );
+
+    // The same report again writes nothing, whatever the cache shows.
+    let before = mem.writes();
+    write_record_reports(&ctx, vec![(seen_ready, ready)])
+        .await
+        .unwrap();
+    assert_eq!(mem.writes(), before, "a repeated report is not written");
+}

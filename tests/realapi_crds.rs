@@ -26,6 +26,7 @@ fn realapi_every_crd_is_established_without_warnings() {
     // dry-run first, so a refused CRD is reported before anything changes.
     let crds = support::repo().join("crds");
     let dir = crds.to_str().unwrap();
+    let crds_applied = support::crd_lock();
     for args in [
         &["apply", "--dry-run=server", "-f", dir][..],
         &["apply", "-f", dir][..],
@@ -45,6 +46,7 @@ fn realapi_every_crd_is_established_without_warnings() {
             args.join(" ")
         );
     }
+    drop(crds_applied);
 
     // kubectl apply -k deploy/kustomize/base (the operator's install).
     let installed = lane.install();

@@ -20,7 +20,7 @@ use crate::controller::zonesync::server::ServerError;
 use crate::controller::zonesync::survey::PodInfo;
 use crate::controller::zonesync::writes::{
     RecordReport, ZoneReport, release_record_reports, write_applied, write_record_reports,
-    write_zone_status,
+    write_zone_report,
 };
 use crate::render::validate::{PrimaryZoneConfig, ZoneConfig};
 
@@ -173,7 +173,7 @@ async fn primary_zone(
         servers: Some(servers),
         dnssec: Some(if withdrawn { None } else { dnssec_state }),
     };
-    write_zone_status(&ctx.base.client, zone, &report).await?;
+    write_zone_report(ctx, zone, &report).await?;
     if *applied != out.applied {
         record_applied(ctx, zone, &out.applied).await?;
     }
@@ -232,7 +232,7 @@ async fn secondary_zone(
                 servers: Some(s.servers),
                 dnssec: None,
             };
-            write_zone_status(&ctx.base.client, zone, &report).await?;
+            write_zone_report(ctx, zone, &report).await?;
             if *applied != out.applied {
                 record_applied(ctx, zone, &out.applied).await?;
             }
@@ -329,7 +329,7 @@ async fn failed(ctx: &ZoneContext, zone: &BindZone, e: ServerError) -> Result<Ac
         servers: None,
         dnssec: None,
     };
-    write_zone_status(&ctx.base.client, zone, &report).await?;
+    write_zone_report(ctx, zone, &report).await?;
     // The Warning Event is the measuring guard's (`error::measured`).
     Err(Error::Server {
         zone: zone.spec.zone_name.clone(),
@@ -358,7 +358,7 @@ async fn blocked(
         servers: None,
         dnssec: None,
     };
-    if write_zone_status(&ctx.base.client, zone, &report).await? && failed {
+    if write_zone_report(ctx, zone, &report).await? && failed {
         ctx.base
             .publish_event(
                 zone,

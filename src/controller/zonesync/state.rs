@@ -44,6 +44,9 @@ struct ZoneMemory {
     /// the snapshot is dropped: membership does not change with a failed
     /// write).
     member_epoch: u64,
+    /// Fingerprint of the last status this process wrote for the zone,
+    /// with the object's uid (see [`ServerState::last_report`]).
+    status: Option<(String, u64)>,
 }
 
 /// SOA serials every pod of a cluster served at one moment.
@@ -220,13 +223,29 @@ impl ServerState {
         }
     }
 
-    /// Whether `fingerprint` is what was last written for the record.
-    pub fn report_written(&self, uid: &str, fingerprint: u64) -> bool {
-        lock(&self.reports).get(uid) == Some(&fingerprint)
+    /// Fingerprint of the status this process last wrote for the record
+    /// with `uid`. A status write lands in the cache a moment later: until
+    /// it does, the cache may still show the status before it, so a
+    /// different report must be written whatever the cache says, and the
+    /// same one not again.
+    pub fn last_report(&self, uid: &str) -> Option<u64> {
+        lock(&self.reports).get(uid).copied()
     }
 
     pub fn set_report_written(&self, uid: &str, fingerprint: u64) {
         lock(&self.reports).insert(uid.to_string(), fingerprint);
+    }
+
+    /// [`Self::last_report`] for the zone `zone` with `uid`.
+    pub fn last_zone_report(&self, zone: &ObjKey, uid: &str) -> Option<u64> {
+        let zones = lock(&self.zones);
+        let (u, f) = zones.get(zone)?.status.as_ref()?;
+        (u == uid).then_some(*f)
+    }
+
+    pub fn set_zone_report(&self, zone: &ObjKey, uid: &str, fingerprint: u64) {
+        lock(&self.zones).entry(zone.clone()).or_default().status =
+            Some((uid.to_string(), fingerprint));
     }
 
     /// Forgets a released record.

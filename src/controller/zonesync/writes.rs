@@ -157,24 +157,30 @@ pub async fn write_record_statuses(
     ctx: &Context,
     reports: Vec<(Arc<DNSRecord>, RecordReport)>,
 ) -> Result<usize, WriteError> {
+    let reports = reports
+        .into_iter()
+        .map(|(r, rep)| (r, rep, false))
+        .collect();
     let (n, _, error) = write_each(ctx, reports).await;
     error.map_or(Ok(n), Err)
 }
 
 /// [`write_record_statuses`], every write tried even when one fails:
 /// the count written, whether each report's status now holds (written or
-/// already there), and the first error.
+/// already there), and the first error. A report marked `force` is written
+/// even when the cached record already shows it (the cache may be older
+/// than a write of ours).
 async fn write_each(
     ctx: &Context,
-    reports: Vec<(Arc<DNSRecord>, RecordReport)>,
+    reports: Vec<(Arc<DNSRecord>, RecordReport, bool)>,
 ) -> (usize, Vec<bool>, Option<WriteError>) {
     let mut holds = vec![true; reports.len()];
     let changed: Vec<(usize, Arc<DNSRecord>, DNSRecordStatus)> = reports
         .into_iter()
         .enumerate()
-        .filter_map(|(i, (r, rep))| {
+        .filter_map(|(i, (r, rep, force))| {
             let s = record_status(&r, &rep);
-            (r.status.as_ref() != Some(&s)).then_some((i, r, s))
+            (force || r.status.as_ref() != Some(&s)).then_some((i, r, s))
         })
         .collect();
     let client = &ctx.client;
@@ -212,27 +218,28 @@ async fn write_each(
 /// [`write_record_statuses`] for the zone controllers, skipping a report
 /// this process already wrote for the record's generation (the cache may
 /// not show it yet when the zone flushes again at once): one status write
-/// per change, not one per flush. Each write that landed is remembered even
-/// when another failed, so the retry rewrites only the failed ones.
+/// per change, not one per flush. A report that differs from the one this
+/// process wrote last is written even when the cache shows it: the cache
+/// may predate that last write (a Pending written a moment ago over a
+/// cached Ready must be followed by Ready again). Each write that landed is
+/// remembered even when another failed, so the retry rewrites only the
+/// failed ones.
 pub async fn write_record_reports(
     ctx: &super::ZoneContext,
     reports: Vec<(Arc<DNSRecord>, RecordReport)>,
 ) -> Result<usize, WriteError> {
-    use std::hash::{Hash, Hasher};
-    let fingerprint = |r: &DNSRecord, rep: &RecordReport| {
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        (r.metadata.generation, format!("{rep:?}")).hash(&mut h);
-        h.finish()
-    };
     let uid = |r: &DNSRecord| r.metadata.uid.clone().unwrap_or_default();
-    let fresh: Vec<_> = reports
-        .into_iter()
-        .filter(|(r, rep)| !ctx.state.report_written(&uid(r), fingerprint(r, rep)))
-        .collect();
-    let done: Vec<(String, u64)> = fresh
-        .iter()
-        .map(|(r, rep)| (uid(r), fingerprint(r, rep)))
-        .collect();
+    let mut done = Vec::new();
+    let mut fresh = Vec::new();
+    for (r, rep) in reports {
+        let f = fingerprint(r.metadata.generation, &rep);
+        let last = ctx.state.last_report(&uid(&r));
+        if last == Some(f) {
+            continue;
+        }
+        done.push((uid(&r), f));
+        fresh.push((r, rep, last.is_some()));
+    }
     let (n, holds, error) = write_each(&ctx.base, fresh).await;
     for ((uid, f), held) in done.into_iter().zip(holds) {
         if held {
@@ -240,6 +247,14 @@ pub async fn write_record_reports(
         }
     }
     error.map_or(Ok(n), Err)
+}
+
+/// What identifies a report for one generation of an object.
+fn fingerprint(generation: Option<i64>, report: &impl std::fmt::Debug) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    (generation, format!("{report:?}")).hash(&mut h);
+    h.finish()
 }
 
 /// [`release_records`] for the zone controllers, forgetting what
@@ -302,17 +317,29 @@ pub fn zone_status(zone: &BindZone, report: &ZoneReport) -> BindZoneStatus {
     s
 }
 
-/// Writes the zone's status when it changed. Returns whether it wrote.
-pub async fn write_zone_status(
-    client: &kube::Client,
+/// Writes the zone's status when it changed, with the same memory as
+/// [`write_record_reports`]: the report this process wrote last is not
+/// written again, a different one is written whatever the cache shows.
+/// Returns whether it wrote.
+pub async fn write_zone_report(
+    ctx: &super::ZoneContext,
     zone: &BindZone,
     report: &ZoneReport,
 ) -> Result<bool, WriteError> {
-    let s = zone_status(zone, report);
-    if zone.status.as_ref() == Some(&s) {
+    let key = (zone.namespace().unwrap_or_default(), zone.name_any());
+    let uid = zone.metadata.uid.as_deref().unwrap_or_default();
+    let f = fingerprint(zone.metadata.generation, report);
+    let last = ctx.state.last_zone_report(&key, uid);
+    if last == Some(f) {
         return Ok(false);
     }
-    apply_status(client, zone, &s).await?;
+    let s = zone_status(zone, report);
+    if last.is_none() && zone.status.as_ref() == Some(&s) {
+        ctx.state.set_zone_report(&key, uid, f);
+        return Ok(false);
+    }
+    apply_status(&ctx.base.client, zone, &s).await?;
+    ctx.state.set_zone_report(&key, uid, f);
     Ok(true)
 }
 

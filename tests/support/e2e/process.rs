@@ -101,7 +101,11 @@ impl Local {
                 );
             }
             if Instant::now() > deadline {
-                panic!("timed out waiting for {what}\n{}", self.diagnostics());
+                panic!(
+                    "timed out waiting for {what}\n{}\n{}",
+                    last_status(self.status().as_ref()),
+                    self.diagnostics()
+                );
             }
             std::thread::sleep(POLL);
         }
@@ -226,4 +230,39 @@ fn wait_child(child: &mut Child, limit: Duration) -> Option<ExitStatus> {
         }
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+/// What the last status.json says is not yet done, for a timeout message.
+fn last_status(s: Option<&Snapshot>) -> String {
+    let Some(s) = s else {
+        return "--- last status: none written".to_owned();
+    };
+    let pods: Vec<String> = s
+        .pods
+        .iter()
+        .filter(|p| !p.ready || !p.running)
+        .map(|p| format!("{}/{} running={}", p.namespace, p.name, p.running))
+        .collect();
+    let objects: Vec<String> = s
+        .objects
+        .iter()
+        .filter(|o| !o.ready)
+        .map(|o| {
+            format!(
+                "{} {}/{} {} ({}: {})",
+                o.kind, o.namespace, o.name, o.phase, o.reason, o.message
+            )
+        })
+        .collect();
+    format!(
+        "--- last status: converged={} ready={} pods={} objects={}\nwaiting for: {:?}\npods not ready: {:?}\nobjects not ready ({}): {:?}",
+        s.converged,
+        s.ready,
+        s.pods.len(),
+        s.objects.len(),
+        s.waiting_for,
+        pods,
+        objects.len(),
+        objects.iter().take(20).collect::<Vec<_>>()
+    )
 }

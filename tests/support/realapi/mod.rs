@@ -66,6 +66,14 @@ pub fn say(line: &str) {
 
 /// Serialises the tests that run an operator or local mode against the one
 /// API server. A panicking holder does not poison the others.
+/// Held while CRDs are applied: `kubectl apply` (its server dry run too)
+/// reads a CRD and then creates it, so two tests applying them at once can
+/// both see "not found" and one gets `AlreadyExists`.
+pub fn crd_lock() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 pub fn operator_lock() -> MutexGuard<'static, ()> {
     static LOCK: Mutex<()> = Mutex::new(());
     LOCK.lock().unwrap_or_else(|p| p.into_inner())
@@ -152,7 +160,10 @@ impl Lane {
         DONE.get_or_init(|| {
             let base = repo().join("deploy/kustomize/base");
             let args = ["apply", "-k", base.to_str().unwrap()];
-            let out = self.kubectl(&args);
+            let out = {
+                let _crds = crd_lock();
+                self.kubectl(&args)
+            };
             let installed = Installed {
                 ok: out.status.success(),
                 stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
