@@ -186,19 +186,23 @@ pub fn zonestatus(layout: &PodLayout, zone: &ZoneName, view: Option<&ViewName>) 
 
 const DELZONE_SCRIPT: &str = r#"rndc="$1" conf="$2" file="$3" keys="$4"
 shift 4
-"$rndc" -c "$conf" delzone -clean "$@"
+"$rndc" -c "$conf" delzone "$@"
 rc=$?
 rm -f "$file" "$file.jnl" "$file.jbk" "$file.signed" "$file.signed.jnl" \
     "$keys"*.key "$keys"*.private "$keys"*.state
 exit $rc"#;
 
-/// `rndc delzone -clean ZONE [IN VIEW]`, then removes every file named
-/// keeps for the zone even if rndc left it (measured on 9.18 and 9.20:
-/// `-clean` leaves the `.jbk` and the `K*` key files): the zone file, its
+/// `rndc delzone ZONE [IN VIEW]`, then removes every file named keeps for
+/// the zone: the zone file, its
 /// journal (a stale one replays deleted records into a re-created zone),
 /// the inline-signing `.jbk`, `.signed` and `.signed.jnl`, and the
 /// `K<zone>.+alg+tag.{key,private,state}` files in the key directory (the
-/// data directory), so a zone created again gets new keys. Exit status is
+/// data directory), so a zone created again gets new keys. Not `-clean`:
+/// named removes those files later, when the zone is finally released
+/// (asynchronously; it also leaves the `.jbk` and the `K*` files), and on a
+/// busy BIND 9.20 that came after the zone was created again and took the
+/// new zone file with it (`addzone` then failed with "file not found").
+/// Removing the files here, after rndc returned, is synchronous. Exit status is
 /// rndc's; a zone already gone shows as
 /// [`super::parse::RndcError::NotFound`].
 pub fn delzone(

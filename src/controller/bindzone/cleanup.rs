@@ -1,6 +1,6 @@
 //! Deleting a BindZone: a primary zone leaves its catalog first (so the
 //! secondaries drop it), then is deleted on the primary with its file and
-//! journal (`delzone -clean`, then `rm`), so a later zone of the same name
+//! journal (`delzone`, then `rm`), so a later zone of the same name
 //! starts clean; a secondary zone is deleted on every pod. The zone's
 //! DNSRecords are settled: deleted ones released, the others told the zone
 //! is gone. With no cluster left there is nothing to remove on any server.

@@ -374,7 +374,7 @@ impl<'a> Target<'a> {
         Ok(parse_dnskeys(&out.stdout, zone))
     }
 
-    /// `rndc delzone -clean` plus removal of the file and its journal, so a
+    /// `rndc delzone` plus removal of the file and its journal, so a
     /// later zone of the same name starts clean. A zone already gone is
     /// success.
     pub async fn delete(

@@ -351,7 +351,7 @@ impl FakeBind {
                         Err(e) => Err(e),
                     };
                     (Kind::Nsupdate, zone, r)
-                } else if script.contains("delzone -clean") {
+                } else if script.contains("delzone") && script.contains("rm -f") {
                     // rndc, conf, zone file, key-file prefix, zone [IN view]
                     let zone = lower(&args[4]);
                     if down {
