@@ -96,7 +96,10 @@ async fn a_tiny_bench_measures_both_paths() {
             .all(|k| k == "patch bindzones/status"),
         "{baseline:#?}"
     );
-    assert_eq!(baseline.api_writes, baseline.operator_writes, "{baseline:#?}");
+    assert_eq!(
+        baseline.api_writes, baseline.operator_writes,
+        "{baseline:#?}"
+    );
     // The operator's writes are its own: every record got at least its
     // Ready status from it, none of the bench's creates is among them.
     assert_eq!(batched.records_created, 20);

@@ -27,7 +27,6 @@ use std::time::{Duration, Instant};
 
 use bind_operator::api::{BindZone, DNSRecord, Phase, RecordType};
 use bind_operator::bind::commands::Command;
-use bind_operator::bind::layout::PodLayout;
 use bind_operator::bind::nsupdate::{
     RrsetChange, UpdateBatch, build_script, catalog_add_member, catalog_remove_member,
 };
@@ -36,27 +35,34 @@ use bind_operator::bind::zone::{
     PrimaryZone, catalog_member_owner, catalog_primary_zone, catalog_skeleton,
 };
 use bind_operator::bind::{Ttl, ZoneName};
-use bind_operator::controller::exec::{ExecError, ExecOutput, PodExecutor, PodRef};
+use bind_operator::controller::exec::{ObservedExecutor, PodExecutor, PodRef};
 use bind_operator::controller::zonesync::server::batch::Batcher;
 use bind_operator::controller::zonesync::server::{Created, ServerError};
 use bind_operator::controller::zonesync::{BATCH_GATHER, Settings};
-use futures::FutureExt as _;
-use futures::future::BoxFuture;
 use kube::Api;
 use kube::api::ListParams;
 use support::{Env, PRIMARY, SECONDARY, record, test_settings, zone};
 
 /// Counts every exec per pod and verb around another executor.
 struct Counting {
-    inner: Arc<dyn PodExecutor>,
-    calls: Mutex<BTreeMap<(String, &'static str), usize>>,
+    calls: Arc<Mutex<BTreeMap<(String, &'static str), usize>>>,
+    exec: Arc<dyn PodExecutor>,
 }
 
 impl Counting {
     fn new(inner: Arc<dyn PodExecutor>) -> Arc<Self> {
+        let calls = Arc::new(Mutex::new(BTreeMap::new()));
+        let counted = calls.clone();
+        let exec = ObservedExecutor::new(inner, move |pod: &PodRef, cmd: &Command, _, _| {
+            *counted
+                .lock()
+                .unwrap()
+                .entry((pod.name.clone(), cmd.verb()))
+                .or_default() += 1;
+        });
         Arc::new(Counting {
-            inner,
-            calls: Mutex::new(BTreeMap::new()),
+            calls,
+            exec: Arc::new(exec),
         })
     }
 
@@ -71,29 +77,6 @@ impl Counting {
 
     fn by_verb(&self) -> BTreeMap<(String, &'static str), usize> {
         self.calls.lock().unwrap().clone()
-    }
-}
-
-impl PodExecutor for Counting {
-    fn layout(&self, pod: &PodRef) -> PodLayout {
-        self.inner.layout(pod)
-    }
-
-    fn exec<'a>(
-        &'a self,
-        pod: &'a PodRef,
-        cmd: &'a Command,
-    ) -> BoxFuture<'a, Result<ExecOutput, ExecError>> {
-        async move {
-            *self
-                .calls
-                .lock()
-                .unwrap()
-                .entry((pod.name.clone(), cmd.verb()))
-                .or_default() += 1;
-            self.inner.exec(pod, cmd).await
-        }
-        .boxed()
     }
 }
 
@@ -120,7 +103,7 @@ async fn zones_created_and_updated_together_fail_alone() {
     let named = start_named(&update, &xfer, vec![]);
     let p = named.primary.dns.port;
     let counting = Counting::new(local_exec(&named));
-    let exec: Arc<dyn PodExecutor> = counting.clone();
+    let exec: Arc<dyn PodExecutor> = counting.exec.clone();
     let batcher = Arc::new(Batcher::new(Duration::from_millis(50)));
     let pod = PodRef::new(support::NS, PRIMARY);
     let primary_zone = |z: &str| PrimaryZone {
@@ -240,7 +223,7 @@ async fn catalog_joins_of_a_round_are_one_message() {
     let named = start_named(&update, &xfer, vec![]);
     let (p, s) = (named.primary.dns.port, named.secondary.dns.port);
     let counting = Counting::new(local_exec(&named));
-    let exec: Arc<dyn PodExecutor> = counting.clone();
+    let exec: Arc<dyn PodExecutor> = counting.exec.clone();
     let batcher = Arc::new(Batcher::new(Duration::from_millis(50)));
     let pod = PodRef::new(support::NS, PRIMARY);
     let catalog = ZoneName::parse(support::CATALOG).unwrap();
@@ -422,7 +405,7 @@ async fn a_first_sync_of_200_zones_costs_a_few_execs_per_pod() {
         batch_gather: Some(BATCH_GATHER),
         ..test_settings()
     };
-    let env = Env::start_with_keys(counting.clone(), settings, update, xfer).await;
+    let env = Env::start_with_keys(counting.exec.clone(), settings, update, xfer).await;
 
     let started = Instant::now();
     for i in 0..ZONES {

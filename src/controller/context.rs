@@ -17,7 +17,7 @@ use kube::{Client, Resource};
 
 pub use super::events::Events;
 use super::events::Problems;
-use super::exec::{MeteredExecutor, PodExecutor};
+use super::exec::{ObservedExecutor, PodExecutor};
 use super::memo::{NotifyMemo, ReconfigMemo};
 use super::names::FIELD_MANAGER;
 use super::network::Network;
@@ -91,7 +91,7 @@ impl Context {
             events: Events::new(client.clone()),
             problems: Problems::default(),
             client,
-            executor: Arc::new(MeteredExecutor::new(executor, metrics.clone())),
+            executor: Arc::new(ObservedExecutor::metered(executor, metrics.clone())),
             network,
             stores,
             field_manager: FIELD_MANAGER,

@@ -196,21 +196,44 @@ pub trait PodExecutor: Send + Sync {
     ) -> BoxFuture<'a, Result<ExecOutput, ExecError>>;
 }
 
-/// Counts every command in the metrics by verb ([`Command::verb`]) and
-/// outcome, around any executor; [`super::Context`] wraps the executor it is
-/// given in one, so a cluster and local mode are counted alike.
-pub struct MeteredExecutor {
+/// What an [`ObservedExecutor`] is told after each command: the pod, the
+/// command, its result and how long it took.
+pub type Observer =
+    dyn Fn(&PodRef, &Command, &Result<ExecOutput, ExecError>, Duration) + Send + Sync;
+
+/// Runs every command through `inner` and tells an observer about it
+/// afterwards: the one wrapper behind exec metrics, the bench's exec log
+/// and the tests' exec counters.
+pub struct ObservedExecutor {
     inner: Arc<dyn PodExecutor>,
-    metrics: Metrics,
+    observe: Box<Observer>,
 }
 
-impl MeteredExecutor {
-    pub fn new(inner: Arc<dyn PodExecutor>, metrics: Metrics) -> Self {
-        MeteredExecutor { inner, metrics }
+impl ObservedExecutor {
+    pub fn new(
+        inner: Arc<dyn PodExecutor>,
+        observe: impl Fn(&PodRef, &Command, &Result<ExecOutput, ExecError>, Duration)
+        + Send
+        + Sync
+        + 'static,
+    ) -> Self {
+        ObservedExecutor {
+            inner,
+            observe: Box::new(observe),
+        }
+    }
+
+    /// Counts every command in `metrics` by verb ([`Command::verb`]) and
+    /// outcome; [`super::Context`] wraps the executor it is given in one,
+    /// so a cluster and local mode are counted alike.
+    pub fn metered(inner: Arc<dyn PodExecutor>, metrics: Metrics) -> Self {
+        Self::new(inner, move |_, cmd, result, _| {
+            metrics.exec(cmd.verb(), result.is_ok())
+        })
     }
 }
 
-impl PodExecutor for MeteredExecutor {
+impl PodExecutor for ObservedExecutor {
     fn layout(&self, pod: &PodRef) -> PodLayout {
         self.inner.layout(pod)
     }
@@ -221,8 +244,9 @@ impl PodExecutor for MeteredExecutor {
         cmd: &'a Command,
     ) -> BoxFuture<'a, Result<ExecOutput, ExecError>> {
         async move {
+            let started = std::time::Instant::now();
             let result = self.inner.exec(pod, cmd).await;
-            self.metrics.exec(cmd.verb(), result.is_ok());
+            (self.observe)(pod, cmd, &result, started.elapsed());
             result
         }
         .boxed()

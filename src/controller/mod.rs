@@ -9,7 +9,7 @@
 //!   things, as zonesync's update-then-SOA `sh -c`), and the executor runs
 //!   the argv it is given unchanged. In a cluster:
 //!   [`exec::KubeExecutor`] (pods/exec); local mode brings its own. The
-//!   context wraps either in [`exec::MeteredExecutor`] (exec metrics).
+//!   context wraps either in [`exec::ObservedExecutor::metered`] (exec metrics).
 //! - [`network::Network`]: where secondaries reach the primary and where a
 //!   pod answers DNS ([`network::ClusterNetwork`] in a cluster).
 //! - [`error`]: the error-category pattern (category = Event reason and
@@ -74,7 +74,7 @@ use crate::telemetry::{Metrics, Readiness};
 
 pub use context::{Context, REQUEUE_LONG, REQUEUE_SHORT};
 pub use error::Categorized;
-pub use exec::{ExecError, ExecOutput, KubeExecutor, MeteredExecutor, PodExecutor, PodRef};
+pub use exec::{ExecError, ExecOutput, KubeExecutor, ObservedExecutor, PodExecutor, PodRef};
 pub use names::FIELD_MANAGER;
 pub use network::{ClusterNetwork, Network, NetworkError};
 pub use scope::Scope;
