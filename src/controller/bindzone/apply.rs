@@ -90,7 +90,7 @@ async fn primary_zone(
             settle_records(ctx, records, &out.desired, None).await?;
             // A policy named refuses cannot heal by itself: wait for a
             // change instead of retrying.
-            if let Some((reason, message)) = dnssec::refused(&e, cfg) {
+            if let Some((reason, message)) = dnssec::refused(&e.source, cfg) {
                 let b = Blocked {
                     reason,
                     message,
@@ -98,7 +98,10 @@ async fn primary_zone(
                 };
                 return blocked(ctx, zone, &[], b).await;
             }
-            return failed(ctx, zone, e).await;
+            // The status says what the server said; the error (log, Event)
+            // also names the step.
+            write_zone_report(ctx, zone, &server_problem(&e.source)).await?;
+            return Err(e.into());
         }
         Err(Failure::Invalid { reason, message }) => {
             settle_records(ctx, records, &out.desired, None).await?;
@@ -316,25 +319,35 @@ async fn settle_records(
 /// Reports a failed convergence in the zone's status and returns the
 /// error (the guard publishes its Event, `error_policy` backs off).
 async fn failed(ctx: &ZoneContext, zone: &BindZone, e: ServerError) -> Result<Action, Error> {
-    let phase = match e {
-        ServerError::Unreachable { .. } | ServerError::Transfer { .. } => Phase::Pending,
-        _ => Phase::Error,
-    };
-    let report = ZoneReport {
-        phase,
-        reason: e.category(),
-        message: e.to_string(),
-        serial: None,
-        record_count: None,
-        servers: None,
-        dnssec: None,
-    };
-    write_zone_report(ctx, zone, &report).await?;
+    write_zone_report(ctx, zone, &server_problem(&e)).await?;
     // The Warning Event is the measuring guard's (`error::measured`).
     Err(Error::Server {
         zone: zone.spec.zone_name.clone(),
         source: e,
     })
+}
+
+/// The zone's status after a server failure: Pending while the server
+/// cannot be reached or read, else Error.
+fn server_problem(e: &ServerError) -> ZoneReport {
+    let phase = match e {
+        ServerError::Unreachable { .. } | ServerError::Transfer { .. } => Phase::Pending,
+        _ => Phase::Error,
+    };
+    problem(phase, e.category(), e.to_string())
+}
+
+/// A zone status that reports a problem and nothing served.
+fn problem(phase: Phase, reason: &'static str, message: String) -> ZoneReport {
+    ZoneReport {
+        phase,
+        reason,
+        message,
+        serial: None,
+        record_count: None,
+        servers: None,
+        dnssec: None,
+    }
 }
 
 /// The zone cannot be written now: say why on it and its DNSRecords.
@@ -349,15 +362,8 @@ async fn blocked(
     // Error, and its records say the zone failed rather than "not ready":
     // nothing here is on its way.
     let failed = b.permanent || is_terminal_failure(b.reason);
-    let report = ZoneReport {
-        phase: if failed { Phase::Error } else { Phase::Pending },
-        reason: b.reason,
-        message: b.message.clone(),
-        serial: None,
-        record_count: None,
-        servers: None,
-        dnssec: None,
-    };
+    let phase = if failed { Phase::Error } else { Phase::Pending };
+    let report = problem(phase, b.reason, b.message.clone());
     if write_zone_report(ctx, zone, &report).await? && failed {
         ctx.base
             .publish_event(

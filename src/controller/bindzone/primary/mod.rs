@@ -4,6 +4,23 @@
 //! catalog ([`super::catalog`]), and its owned RRsets match the plan — all
 //! pending changes in one nsupdate run.
 //!
+//! [`converge`] is the table of contents; each step is a child module:
+//! - [`plan`]: the zone's RRsets, the annotation it wants, its catalog;
+//! - [`decide`]: what the primary needs ([`Need`]), from what this process
+//!   remembers — nothing, a periodic check, records only, a full pass, or a
+//!   move from where the zone was applied before;
+//! - [`read`]: what the primary serves now (serials, and the secondaries'
+//!   before a zone is re-created);
+//! - [`zone`]: the zone itself (old placement removed, created, clause);
+//! - [`membership`]: its catalog membership;
+//! - [`records`]: its RRsets and SOA, in one nsupdate run;
+//! - [`notify`]: a NOTIFY repeated for a secondary that missed one;
+//! - [`verify`]: the snapshot remembered (or forgotten) and the
+//!   secondaries' catch-up after a write.
+//!
+//! A failed step is reported as a [`StepError`] naming the step, the zone
+//! and the primary pod.
+//!
 //! How the primary's contents are known without trusting memory: the SOA
 //! serial is read first (a fresh `dig` when the plan changed; the cluster's
 //! shared survey on periodic checks; nothing when a snapshot a few seconds
@@ -11,44 +28,39 @@
 //! still matches and the primary pod was not restarted since, else the
 //! zone is transferred (AXFR).
 //!
-//! Right after a write, the recheck takes a fresh survey while a Ready
-//! secondary still shows the old serial (`catch_up`), so `status.servers`
-//! catches up then and a converged cluster's periodic check finds nothing
-//! to write.
-//!
-//! A periodic check that wrote nothing repeats the NOTIFY when a Ready
-//! secondary lags (it missed one): seen in the survey outside views, asked
-//! per secondary with `rndc zonestatus` in a view (`renotify_view`).
-//!
 //! Touches BIND pods (exec) only; statuses are written by the caller.
 
-use std::collections::BTreeMap;
+mod decide;
+mod membership;
+mod notify;
+mod plan;
+mod read;
+mod records;
+mod verify;
+mod zone;
+
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use kube::ResourceExt as _;
 
 use crate::api::{BindZone, DNSRecord};
-use crate::bind::zone::{ZoneSkeleton, catalog_zone_for, zone_file};
-use crate::bind::{RecordType, TsigKey, ViewName, ZoneName};
+use crate::bind::{TsigKey, ViewName, ZoneName};
 use crate::controller::zonesync::ZoneContext;
-use crate::controller::zonesync::diff::{Served, diff};
-use crate::controller::zonesync::plan::{Desired, ZoneInputs, plan};
-use crate::controller::zonesync::server::{Created, ServerError, Target};
-use crate::controller::zonesync::state::{ClusterMemory, ObjKey, Snapshot};
-use crate::controller::zonesync::survey::{PodInfo, survey};
+use crate::controller::zonesync::diff::Served;
+use crate::controller::zonesync::plan::Desired;
+use crate::controller::zonesync::server::{ServerError, Target};
+use crate::controller::zonesync::state::{ClusterMemory, ObjKey, Snapshot, Survey};
+use crate::controller::zonesync::survey::PodInfo;
 use crate::render::validate::PrimaryZoneConfig;
 
-use super::applied::{Applied, clause_hash};
-use super::catalog;
+use super::applied::Applied;
 use super::read::Inputs;
-use super::serials::{
-    Placement, behind, of, peer_serials, probe, secondaries_lag, start_serial, view_secondaries,
-};
+
+pub use verify::servers;
 
 /// The zone type string in the applied annotation.
 pub const TYPE_PRIMARY: &str = "primary";
-use crate::api::REASON_MISSING_GLUE;
 
 /// A successful convergence.
 #[derive(Debug, Clone)]
@@ -67,8 +79,8 @@ pub struct Converged {
 /// Why a convergence did not happen.
 #[derive(Debug)]
 pub enum Failure {
-    /// A server operation failed (retried with backoff).
-    Server(ServerError),
+    /// A step on the primary failed (retried with backoff).
+    Server(StepError),
     /// The plan cannot be written as it is (waits for a change).
     Invalid {
         reason: &'static str,
@@ -84,30 +96,7 @@ pub struct Outcome {
     pub applied: Applied,
 }
 
-/// Everything one write pass needs.
-struct Job<'a> {
-    ctx: &'a ZoneContext,
-    inputs: &'a Inputs,
-    cfg: &'a PrimaryZoneConfig,
-    zkey: &'a ObjKey,
-    memory: &'a ClusterMemory,
-    target: Target<'a>,
-    desired: &'a Desired,
-    applied: &'a Applied,
-    want: &'a Applied,
-    catalog: Option<&'a ZoneName>,
-    /// Signs the operator's updates and AXFR reads of the zone.
-    update_key: &'a TsigKey,
-    /// The snapshot, if still valid for this primary.
-    snap: Option<&'a Snapshot>,
-    /// The plan and placement are what the snapshot was written for.
-    settled: bool,
-    same_plan: bool,
-    /// The last serial this process saw, even from before a restart.
-    last_serial: Option<u32>,
-}
-
-/// Plans and converges one primary zone.
+/// Plans and converges one primary zone: the table of contents.
 pub async fn converge(
     ctx: &ZoneContext,
     zone: &BindZone,
@@ -117,147 +106,38 @@ pub async fn converge(
     records: &[Arc<DNSRecord>],
     applied: &Applied,
 ) -> Outcome {
-    let zname = &cfg.clause.zone;
-    let view = cfg.clause.view.as_ref();
-    let catalog = match ZoneName::parse(&inputs.cluster.catalog_zone_name()) {
-        Ok(base) if cfg.catalog => catalog_zone_for(&base, view).ok(),
-        _ => None,
-    };
-    let object_name = zone.name_any();
-    let desired = plan(
-        &ZoneInputs {
-            zone: zname,
-            object_name: &object_name,
-            created: zone.metadata.creation_timestamp.as_ref(),
-            default_ttl: cfg.default_ttl,
-            nameservers: &cfg.nameservers,
-            soa_mname: &cfg.soa.mname,
-            inline: &cfg.records,
-            applied_inline: &applied.inline_keys(),
+    let planned = plan::plan(zone, inputs, cfg, records, applied);
+    if let Some(invalid) = plan::unwritable(&planned.desired) {
+        return planned.outcome(Err(invalid));
+    }
+    let job = Job::new(ctx, zone, inputs, primary, cfg, applied, &planned);
+    let result = match decide::need(&job) {
+        Need::Nothing { snap, age } => Ok(verify::unchanged(&job, snap, age).await),
+        need => match write(&job, need).await {
+            Ok(written) => Ok(verify::remember(&job, written)),
+            Err(e) => {
+                verify::forget(&job);
+                Err(Failure::Server(e))
+            }
         },
-        &crate::controller::zonesync::plan::valid_records(records, zname, cfg.default_ttl),
-    );
-    let mut want = Applied {
-        type_: Some(TYPE_PRIMARY.into()),
-        view: view.map(|v| v.as_str().to_string()),
-        clause: Some(clause_hash(&cfg.clause.clause())),
-        catalog: catalog.as_ref().map(ZoneName::fqdn),
-        inline: Default::default(),
     };
-    want.set_inline(&desired.inline_owned);
-    if !desired.missing_glue.is_empty() {
-        let names: Vec<String> = desired.missing_glue.iter().map(|n| n.fqdn()).collect();
-        return Outcome {
-            result: Err(Failure::Invalid {
-                reason: REASON_MISSING_GLUE,
-                message: format!(
-                    "nameserver {} is inside the zone but has no A or AAAA record; add one (spec.records or a DNSRecord)",
-                    names.join(", ")
-                ),
-            }),
-            desired,
-            applied: want,
-        };
-    }
+    drop(job);
+    planned.outcome(result)
+}
 
-    let zkey: ObjKey = (zone.namespace().unwrap_or_default(), object_name);
-    let memory = ctx.state.cluster(&inputs.cluster_key);
-    let snap = ctx.state.snapshot(&zkey);
-    // The plan, and the SOA fields it is written under.
-    let fingerprint = {
-        use std::hash::{Hash, Hasher};
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        (desired.fingerprint(), format!("{:?}", cfg.soa)).hash(&mut h);
-        h.finish()
-    };
-    let member_current =
-        catalog.is_none() || ctx.state.member_epoch(&zkey) >= memory.catalog_epoch();
-    let settled = applied == &want && member_current;
-    // A snapshot taken before the primary restarted says nothing about it
-    // (its serial still bounds a re-created zone's serial from below).
-    let last_serial = snap.as_ref().map(|s| s.served.serial);
-    let snap = snap.filter(|s| s.primary == primary.identity);
-    let same_plan = snap
-        .as_ref()
-        .is_some_and(|s| s.applied == Some(fingerprint));
-    let interval = ctx.settings.verify_interval;
-
-    // Nothing changed since the last verified write: no exec on the
-    // primary, only the secondaries' catch-up (see `catch_up`).
-    if let Some(s) = &snap {
-        let age = s.verified_at.elapsed();
-        if settled && same_plan && age < interval {
-            tracing::debug!(zone = %zname, age_ms = age.as_millis() as u64, "zone verified recently; nothing to do");
-            let lagging = catch_up(ctx, inputs, &memory, cfg, &primary.pod.name, s).await;
-            return Outcome {
-                desired,
-                result: Ok(Converged {
-                    served: s.served.clone(),
-                    wrote: false,
-                    next_check: if lagging {
-                        let recheck = ctx.settings.recheck_after_write;
-                        recheck
-                            .checked_sub(age)
-                            .unwrap_or(recheck)
-                            .min(interval - age)
-                    } else {
-                        interval - age
-                    },
-                    verified: false,
-                }),
-                applied: want,
-            };
-        }
+/// One write pass, in order: the old placement, what the primary serves,
+/// the zone and its clause, its catalog membership, its RRsets, a NOTIFY a
+/// secondary missed. Returns what the primary holds after it.
+async fn write(job: &Job<'_>, need: Need<'_>) -> Result<Written, StepError> {
+    if let Need::Move = need {
+        zone::leave_old_placement(job).await?;
     }
-
-    let update_key = operator_key(zone, inputs, view);
-    let job = Job {
-        ctx,
-        inputs,
-        cfg,
-        zkey: &zkey,
-        memory: &memory,
-        target: ctx.target(&primary.pod),
-        desired: &desired,
-        applied,
-        want: &want,
-        catalog: catalog.as_ref(),
-        update_key,
-        snap: snap.as_ref(),
-        settled,
-        same_plan,
-        last_serial,
-    };
-    let result = match write(&job).await {
-        Ok((served, wrote)) => {
-            ctx.state.set_snapshot(
-                &zkey,
-                Some(Snapshot {
-                    served: served.clone(),
-                    applied: Some(fingerprint),
-                    verified_at: Instant::now(),
-                    primary: primary.identity,
-                }),
-            );
-            Ok(Converged {
-                served,
-                wrote,
-                next_check: interval,
-                verified: true,
-            })
-        }
-        Err(e) => {
-            // Whatever happened, what the primary holds is unknown now.
-            ctx.state.set_snapshot(&zkey, None);
-            memory.invalidate_survey();
-            Err(Failure::Server(e))
-        }
-    };
-    Outcome {
-        desired,
-        result,
-        applied: want,
-    }
+    let seen = read::primary(job, need).await?;
+    let mut written = zone::ensure(job, &seen).await?;
+    membership::ensure(job, need, &seen, &mut written).await?;
+    records::write(job, &mut written).await?;
+    notify::lagging(job, need, &seen, &written).await?;
+    Ok(written)
 }
 
 /// The key the operator signs its updates and reads of the zone with. In
@@ -279,336 +159,181 @@ pub fn operator_key<'a>(
     }
 }
 
-/// The skeleton of a (re)created zone: SOA, apex NS and the glue of in-zone
-/// nameservers (BIND will not load the zone without it), starting above
-/// every serial the cluster may still hold.
-fn skeleton(job: &Job<'_>, peers: &[(ZoneName, u32)]) -> ZoneSkeleton {
-    let zname = &job.cfg.clause.zone;
-    let mut known = of(peers, zname);
-    known.extend(job.last_serial);
-    let mut records = Vec::new();
-    for ns in &job.desired.apex_ns.names {
-        for t in [RecordType::A, RecordType::Aaaa] {
-            if let Some(w) = job.desired.rrsets.get(&(ns.clone(), t)) {
-                records.extend(w.values.iter().map(|v| (ns.clone(), t, w.ttl, v.clone())));
-            }
-        }
-    }
-    ZoneSkeleton {
-        zone: zname.clone(),
-        default_ttl: job.cfg.default_ttl,
-        soa: job.cfg.soa.clone(),
-        serial: start_serial(known),
-        nameservers: job.desired.apex_ns.names.clone(),
-        records,
-    }
+/// The step of a primary zone's convergence that failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// Removing the zone from where it was applied before.
+    Place,
+    /// Reading what the primary serves.
+    Read,
+    /// Creating the zone or updating its clause.
+    Zone,
+    /// Creating the catalog, joining or leaving it.
+    Catalog,
+    /// Writing the RRsets and the SOA.
+    Records,
+    /// Repeating a NOTIFY a secondary missed.
+    Notify,
 }
 
-/// Removes the zone from where the annotation says it was applied before
-/// (another view, or as a secondary zone on every pod).
-async fn undo_old_placement(job: &Job<'_>) -> Result<(), ServerError> {
-    let zone = &job.cfg.clause.zone;
-    let old = job.applied;
-    let old_view = old.view.as_deref().and_then(|v| ViewName::parse(v).ok());
-    let file = zone_file(zone, old_view.as_ref());
-    if old.type_.as_deref() == Some(TYPE_PRIMARY) {
-        if let Some(cat) = old.catalog.as_deref().and_then(|c| ZoneName::parse(c).ok()) {
-            let key = job.inputs.keys.transfer_for(old_view.as_ref());
-            catalog::leave(&job.target, &cat, zone, key).await?;
-        }
-        job.target.delete(zone, old_view.as_ref(), &file).await
-    } else {
-        for p in job.inputs.pods.iter().filter(|p| p.ready) {
-            job.ctx
-                .target(&p.pod)
-                .delete(zone, old_view.as_ref(), &file)
-                .await?;
-        }
-        Ok(())
-    }
-}
-
-/// One write pass: placement, zone, clause, catalog, RRsets. Returns what
-/// the primary holds after it and whether anything was written.
-async fn write(job: &Job<'_>) -> Result<(Served, bool), ServerError> {
-    let (ctx, target) = (job.ctx, &job.target);
-    let zname = &job.cfg.clause.zone;
-    let view = job.cfg.clause.view.as_ref();
-    let transfer = job.inputs.keys.transfer_for(view);
-    let moved = job.applied.type_.is_some()
-        && (job.applied.type_.as_deref() != Some(TYPE_PRIMARY)
-            || job.applied.view != job.want.view);
-    if moved {
-        undo_old_placement(job).await?;
-    }
-    // Nothing new to write (or nothing remembered, after an operator
-    // restart): the cluster's shared survey tells whether the zone is
-    // there and at which serial.
-    let periodic = job.settled && !moved && (job.same_plan || job.snap.is_none());
-    // Only the plan changed and the snapshot is fresh: write on it.
-    let trusted = job
-        .snap
-        .filter(|s| job.settled && !moved && s.verified_at.elapsed() < ctx.settings.snapshot_trust);
-    let (serial, catalog_present, survey) = match trusted {
-        Some(s) if !periodic => (Some(s.served.serial), job.catalog.map(|_| true), None),
-        _ => {
-            let at = Placement {
-                zone: zname,
-                view,
-                catalog: job.catalog,
-                newer_than: job.snap.map(|s| s.verified_at),
-            };
-            let p = probe(ctx, job.inputs, target, job.memory, periodic, &at).await?;
-            (p.zone, p.catalog, p.survey)
-        }
-    };
-
-    // Re-creating the zone or the catalog: start above what secondaries hold.
-    let peers = if serial.is_none() || catalog_present == Some(false) {
-        let mut ask = vec![zname.clone()];
-        ask.extend(job.catalog.cloned());
-        peer_serials(ctx, job.inputs, &ask, view).await
-    } else {
-        Vec::new()
-    };
-
-    let mut wrote = false;
-    let mut created = false;
-    let served = match serial {
-        None => {
-            let skel = skeleton(job, &peers);
-            match target
-                .create_primary(&job.cfg.clause, &skel.render())
-                .await?
-            {
-                Created::New => {
-                    tracing::info!(pod = %target.pod, zone = %zname, serial = skel.serial, "created zone");
-                    job.memory.invalidate_survey();
-                    created = true;
-                    wrote = true;
-                    Served::from_skeleton(&skel)
-                }
-                Created::Existing => target.transfer(zname, job.update_key).await?,
-            }
-        }
-        Some(s) => match job.snap {
-            Some(sn) if sn.served.serial == s => sn.served.clone(),
-            _ => target.transfer(zname, job.update_key).await?,
-        },
-    };
-    if !created && job.applied.clause != job.want.clause {
-        target
-            .modzone(zname, view, &job.cfg.clause.clause())
-            .await?;
-        wrote = true;
-    }
-
-    if let Some(cat) = job.catalog {
-        let epoch = catalog::ensure(
-            ctx,
-            job.inputs,
-            job.memory,
-            target,
-            cat,
-            view,
-            catalog_present,
-        )
-        .await?;
-        let joined = !created
-            && job.applied.catalog == job.want.catalog
-            && ctx.state.member_epoch(job.zkey) >= epoch;
-        if !joined {
-            catalog::join(target, cat, zname, transfer).await?;
-            ctx.state.set_member_epoch(job.zkey, epoch);
-            wrote = true;
-        }
-    }
-    if let Some(old) = job.applied.catalog.as_deref()
-        && job.want.catalog.as_deref() != Some(old)
-        && !moved
-        && let Ok(old) = ZoneName::parse(old)
-    {
-        catalog::leave(target, &old, zname, transfer).await?;
-        wrote = true;
-    }
-
-    let batch = diff(zname, job.desired, &served);
-    let mut served = served;
-    if let Some(serial) = target
-        .update_and_read_serial(&batch, job.update_key, view)
-        .await?
-    {
-        wrote = true;
-        served.apply(&batch);
-        served.serial = serial.ok_or_else(|| ServerError::Transfer {
-            zone: zname.to_string(),
-            pod: target.pod.to_string(),
-            reason: "the zone vanished right after the update".into(),
-        })?;
-    }
-    // spec.soa changed after the zone was made: names and timers follow.
-    if served.soa_differs(zname.as_domain(), &job.cfg.soa) {
-        let next = served.serial.wrapping_add(1);
-        let ttl = job.cfg.default_ttl;
-        let after = target
-            .update_soa(zname, &job.cfg.soa, next, ttl, job.update_key, view)
-            .await?
-            .unwrap_or(next);
-        served.serial = after;
-        served.set_soa(zname.as_domain(), &job.cfg.soa, after, ttl);
-        wrote = true;
-    }
-    job.memory
-        .note_serial(&target.pod.name, zname, Some(served.serial));
-
-    // A secondary behind the primary missed a NOTIFY (e.g. sent while the
-    // primary's NOTIFY list was being restored after a restart): repeat it.
-    match (&survey, view, job.catalog) {
-        (Some(s), _, Some(cat))
-            if !wrote && secondaries_lag(s, &target.pod.name, zname, served.serial) =>
-        {
-            tracing::info!(zone = %zname, "a secondary lags behind the primary; sending NOTIFY");
-            target.notify(zname, view).await?;
-            if let Some(cat_serial) = s.pods.get(&target.pod.name).and_then(|m| m.get(cat))
-                && secondaries_lag(s, &target.pod.name, cat, *cat_serial)
-            {
-                target.notify(cat, view).await?;
-            }
-        }
-        // In a view the survey has no answer: ask the view's secondaries.
-        (None, Some(v), Some(cat)) if periodic && !wrote => {
-            renotify_view(job, v, cat, served.serial).await?;
-        }
-        _ => {}
-    }
-    Ok((served, wrote))
-}
-
-/// The periodic check of a zone in `view` that wrote nothing: when a Ready
-/// secondary's copy of the view lags the primary's `serial` (or lacks the
-/// zone), repeat the NOTIFY, and the view catalog's when one lags there too
-/// (as [`secondaries_lag`] does from the survey outside views).
-///
-/// Cost per view zone per check: one `rndc zonestatus` per Ready secondary
-/// (none with a single replica); only when one lags, one `rndc notify` of
-/// the zone, one zonestatus of the catalog on the primary and on each Ready
-/// secondary, and at most one `rndc notify` of the catalog.
-async fn renotify_view(
-    job: &Job<'_>,
-    view: &ViewName,
-    catalog: &ZoneName,
-    serial: u32,
-) -> Result<(), ServerError> {
-    let (ctx, inputs, target) = (job.ctx, job.inputs, &job.target);
-    let zone = &job.cfg.clause.zone;
-    let primary = &target.pod.name;
-    if !behind(
-        view_secondaries(ctx, inputs, primary, zone, view).await,
-        serial,
-    ) {
-        return Ok(());
-    }
-    tracing::info!(zone = %zone, view = %view, "a secondary's view lags behind the primary; sending NOTIFY");
-    target.notify(zone, Some(view)).await?;
-    if let Some(cat_serial) = target.serial_of(catalog, Some(view)).await?
-        && behind(
-            view_secondaries(ctx, inputs, primary, catalog, view).await,
-            cat_serial,
-        )
-    {
-        target.notify(catalog, Some(view)).await?;
-    }
-    Ok(())
-}
-
-/// The recheck after a write: while `status.servers` (from the cluster's
-/// last survey) shows a Ready secondary behind the primary's `snap`, and
-/// the write is at least [`Settings::recheck_after_write`] old but younger
-/// than the survey's lifetime, take a survey newer
-/// than the write (shared by the cluster's zones; at most one dig per pod
-/// per [`Settings::recheck_after_write`]) so the status catches up now,
-/// right after the write, instead of at the next periodic check of a
-/// converged cluster (an API write with nothing changed). Returns whether
-/// a secondary still lags (look again at the recheck, or soon after it). Views are left to the
-/// periodic check: the survey cannot answer for them.
-///
-/// [`Settings::recheck_after_write`]: crate::controller::zonesync::Settings::recheck_after_write
-async fn catch_up(
-    ctx: &ZoneContext,
-    inputs: &Inputs,
-    memory: &ClusterMemory,
-    cfg: &PrimaryZoneConfig,
-    primary: &str,
-    snap: &Snapshot,
-) -> bool {
-    let zone = &cfg.clause.zone;
-    let window = ctx
-        .settings
-        .survey_max_age
-        .min(ctx.settings.verify_interval);
-    let age = snap.verified_at.elapsed();
-    if cfg.clause.view.is_some() || age >= window {
-        return false;
-    }
-    let lags = || servers_lag(memory, inputs, zone, primary, snap.served.serial);
-    if !lags() {
-        return false;
-    }
-    // Record bursts wake the zone often right after its write: only the
-    // recheck itself (or a later wake) looks at the secondaries.
-    if age < ctx.settings.recheck_after_write {
-        return true;
-    }
-    let recent = Instant::now()
-        .checked_sub(ctx.settings.recheck_after_write)
-        .map_or(snap.verified_at, |t| t.max(snap.verified_at));
-    survey(
-        ctx,
-        &inputs.cluster,
-        &inputs.pods,
-        memory,
-        zone,
-        Some(recent),
-    )
-    .await;
-    lags()
-}
-
-/// Whether [`servers`] would show a Ready secondary at another serial than
-/// the primary's (or not at all).
-fn servers_lag(
-    memory: &ClusterMemory,
-    inputs: &Inputs,
-    zone: &ZoneName,
-    primary: &str,
-    serial: u32,
-) -> bool {
-    let shown = servers(memory, zone, primary, serial);
-    inputs
-        .pods
-        .iter()
-        .filter(|p| p.ready && p.pod.name != primary)
-        .any(|p| shown.get(&p.pod.name) != Some(&serial))
-}
-
-/// Pod name -> serial of `zone` from the cluster's last survey, with the
-/// primary's entry replaced by what this process just saw.
-pub fn servers(
-    memory: &ClusterMemory,
-    zone: &ZoneName,
-    primary: &str,
-    primary_serial: u32,
-) -> BTreeMap<String, u32> {
-    let mut out: BTreeMap<String, u32> = memory
-        .last_survey()
-        .filter(|s| s.asked.contains(zone))
-        .map(|s| {
-            s.pods
-                .iter()
-                .filter_map(|(pod, m)| m.get(zone).map(|v| (pod.clone(), *v)))
-                .collect()
+impl std::fmt::Display for Step {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Step::Place => "remove the old placement",
+            Step::Read => "read what the primary serves",
+            Step::Zone => "write the zone",
+            Step::Catalog => "write the catalog membership",
+            Step::Records => "write the records",
+            Step::Notify => "repeat the NOTIFY",
         })
-        .unwrap_or_default();
-    out.insert(primary.to_string(), primary_serial);
-    out
+    }
+}
+
+/// A failed step on the primary, with the zone and pod it ran for.
+#[derive(Debug, thiserror::Error)]
+#[error("failed to {step} (zone {zone}, pod {pod}): {source}")]
+pub struct StepError {
+    pub step: Step,
+    pub zone: String,
+    pub pod: String,
+    #[source]
+    pub source: ServerError,
+}
+
+/// What the plan asks of the primary.
+struct Planned {
+    desired: Desired,
+    /// The applied annotation once this plan is written.
+    want: Applied,
+    /// The catalog the zone is a member of, if any.
+    catalog: Option<ZoneName>,
+    /// The plan and the SOA fields it is written under.
+    fingerprint: u64,
+}
+
+impl Planned {
+    fn outcome(self, result: Result<Converged, Failure>) -> Outcome {
+        Outcome {
+            desired: self.desired,
+            result,
+            applied: self.want,
+        }
+    }
+}
+
+/// What the primary needs, decided from what this process remembers.
+#[derive(Debug, Clone, Copy)]
+enum Need<'a> {
+    /// Verified `age` ago and nothing changed since: no exec on the
+    /// primary, only the secondaries' catch-up.
+    Nothing { snap: &'a Snapshot, age: Duration },
+    /// Nothing new to write (or nothing remembered, after an operator
+    /// restart): the cluster's shared survey tells whether the zone is
+    /// there and at which serial.
+    Check,
+    /// Only the plan changed and the snapshot is fresh: write on it.
+    Records(&'a Snapshot),
+    /// The zone's clause or catalog changed, or the snapshot is stale: a
+    /// fresh read, then the whole pass.
+    Converge,
+    /// The zone was applied elsewhere (another view, or as a secondary
+    /// zone): removed there first, then the whole pass.
+    Move,
+}
+
+/// Everything one convergence works with.
+struct Job<'a> {
+    ctx: &'a ZoneContext,
+    zone: &'a BindZone,
+    inputs: &'a Inputs,
+    cfg: &'a PrimaryZoneConfig,
+    zkey: ObjKey,
+    memory: Arc<ClusterMemory>,
+    primary: &'a PodInfo,
+    target: Target<'a>,
+    plan: &'a Planned,
+    /// What the annotation says was applied last.
+    applied: &'a Applied,
+    /// The remembered snapshot, if taken on this primary (one taken before
+    /// the primary restarted says nothing about it).
+    snap: Option<Snapshot>,
+    /// The last serial this process saw, even from before a restart (it
+    /// still bounds a re-created zone's serial from below).
+    last_serial: Option<u32>,
+}
+
+impl<'a> Job<'a> {
+    fn new(
+        ctx: &'a ZoneContext,
+        zone: &'a BindZone,
+        inputs: &'a Inputs,
+        primary: &'a PodInfo,
+        cfg: &'a PrimaryZoneConfig,
+        applied: &'a Applied,
+        plan: &'a Planned,
+    ) -> Self {
+        let zkey: ObjKey = (zone.namespace().unwrap_or_default(), zone.name_any());
+        let memory = ctx.state.cluster(&inputs.cluster_key);
+        let snap = ctx.state.snapshot(&zkey);
+        let last_serial = snap.as_ref().map(|s| s.served.serial);
+        Job {
+            ctx,
+            zone,
+            inputs,
+            cfg,
+            memory,
+            primary,
+            target: ctx.target(&primary.pod),
+            plan,
+            applied,
+            snap: snap.filter(|s| s.primary == primary.identity),
+            last_serial,
+            zkey,
+        }
+    }
+
+    fn zname(&self) -> &'a ZoneName {
+        &self.cfg.clause.zone
+    }
+
+    fn view(&self) -> Option<&'a ViewName> {
+        self.cfg.clause.view.as_ref()
+    }
+
+    /// Signs the operator's updates and AXFR reads of the zone.
+    fn update_key(&self) -> &'a TsigKey {
+        operator_key(self.zone, self.inputs, self.view())
+    }
+
+    /// Wraps a server failure of `step` with the zone and pod.
+    fn at(&self, step: Step) -> impl FnOnce(ServerError) -> StepError + '_ {
+        move |source| StepError {
+            step,
+            zone: self.zname().to_string(),
+            pod: self.target.pod.name.clone(),
+            source,
+        }
+    }
+}
+
+/// What the read step saw on the servers.
+struct Seen {
+    /// The zone's serial on the primary (`None`: not there).
+    serial: Option<u32>,
+    /// Whether the catalog is served (`None`: no catalog).
+    catalog: Option<bool>,
+    /// The survey that answered, on a periodic check.
+    survey: Option<Survey>,
+    /// The secondaries' serials, read before a zone or catalog is
+    /// re-created.
+    peers: Vec<(ZoneName, u32)>,
+}
+
+/// What the primary holds as the write pass goes.
+struct Written {
+    served: Served,
+    /// The zone was created by this pass.
+    created: bool,
+    /// Anything was written.
+    wrote: bool,
 }
