@@ -96,7 +96,9 @@ pub struct Outcome {
     pub applied: Applied,
 }
 
-/// Plans and converges one primary zone: the table of contents.
+/// Plans and converges one primary zone: the table of contents. Each step
+/// is a child module; a failed write step forgets the snapshot (what the
+/// primary holds is unknown then) and names itself in its [`StepError`].
 pub async fn converge(
     ctx: &ZoneContext,
     zone: &BindZone,
@@ -110,34 +112,33 @@ pub async fn converge(
     if let Some(invalid) = plan::unwritable(&planned.desired) {
         return planned.outcome(Err(invalid));
     }
-    let job = Job::new(ctx, zone, inputs, primary, cfg, applied, &planned);
-    let result = match decide::need(&job) {
-        Need::Nothing { snap, age } => Ok(verify::unchanged(&job, snap, age).await),
-        need => match write(&job, need).await {
-            Ok(written) => Ok(verify::remember(&job, written)),
-            Err(e) => {
-                verify::forget(&job);
-                Err(Failure::Server(e))
+    let result = {
+        let job = Job::new(ctx, zone, inputs, primary, cfg, applied, &planned);
+        let need = decide::need(&job);
+        if let Need::Nothing { snap, age } = need {
+            Ok(verify::unchanged(&job, snap, age).await)
+        } else {
+            let written = async {
+                if let Need::Move = need {
+                    zone::leave_old_placement(&job).await?;
+                }
+                let seen = read::primary(&job, need).await?;
+                let mut written = zone::ensure(&job, &seen).await?;
+                membership::ensure(&job, need, &seen, &mut written).await?;
+                records::write(&job, &mut written).await?;
+                notify::lagging(&job, need, &seen, &written).await?;
+                Ok(written)
+            };
+            match written.await {
+                Ok(written) => Ok(verify::remember(&job, written)),
+                Err(e) => {
+                    verify::forget(&job);
+                    Err(Failure::Server(e))
+                }
             }
-        },
+        }
     };
-    drop(job);
     planned.outcome(result)
-}
-
-/// One write pass, in order: the old placement, what the primary serves,
-/// the zone and its clause, its catalog membership, its RRsets, a NOTIFY a
-/// secondary missed. Returns what the primary holds after it.
-async fn write(job: &Job<'_>, need: Need<'_>) -> Result<Written, StepError> {
-    if let Need::Move = need {
-        zone::leave_old_placement(job).await?;
-    }
-    let seen = read::primary(job, need).await?;
-    let mut written = zone::ensure(job, &seen).await?;
-    membership::ensure(job, need, &seen, &mut written).await?;
-    records::write(job, &mut written).await?;
-    notify::lagging(job, need, &seen, &written).await?;
-    Ok(written)
 }
 
 /// The key the operator signs its updates and reads of the zone with. In
