@@ -5,17 +5,17 @@
 //! pending changes in one nsupdate run.
 //!
 //! [`converge`] is the table of contents; each step is a child module:
-//! - [`plan`]: the zone's RRsets, the annotation it wants, its catalog;
-//! - [`decide`]: what the primary needs ([`Need`]), from what this process
+//! - `plan`: the zone's RRsets, the annotation it wants, its catalog;
+//! - `decide`: what the primary needs (`Need`), from what this process
 //!   remembers — nothing, a periodic check, records only, a full pass, or a
 //!   move from where the zone was applied before;
-//! - [`read`]: what the primary serves now (serials, and the secondaries'
+//! - `read`: what the primary serves now (serials, and the secondaries'
 //!   before a zone is re-created);
-//! - [`zone`]: the zone itself (old placement removed, created, clause);
-//! - [`membership`]: its catalog membership;
-//! - [`records`]: its RRsets and SOA, in one nsupdate run;
-//! - [`notify`]: a NOTIFY repeated for a secondary that missed one;
-//! - [`verify`]: the snapshot remembered (or forgotten) and the
+//! - `zone`: the zone itself (old placement removed, created, clause);
+//! - `membership`: its catalog membership;
+//! - `records`: its RRsets and SOA, in one nsupdate run;
+//! - `notify`: a NOTIFY repeated for a secondary that missed one;
+//! - `verify`: the snapshot remembered (or forgotten) and the
 //!   secondaries' catch-up after a write.
 //!
 //! A failed step is reported as a [`StepError`] naming the step, the zone
