@@ -2,7 +2,8 @@
 //! create order (zone file before addzone, catalog created and joined),
 //! delete order (catalog left before delzone; file and journal removed, so
 //! a re-created zone of the same name starts clean), apex NS convergence
-//! (add the new NS before deleting the old, never an RRset-wide delete).
+//! (add the new NS before deleting the old, never an RRset-wide delete),
+//! and a failed step's Event naming the step, zone and pod.
 
 use crate::support_zones as support;
 
@@ -214,5 +215,48 @@ async fn apex_ns_converges_per_rdata_adding_before_deleting() {
         })
         .await;
     assert!(fake.serial(PRIMARY, "apex.test").unwrap() > before, "{soa}");
+    env.stop().await;
+}
+
+/// A failed step of the primary's convergence names itself, the zone and
+/// the pod in the Warning Event; the zone's status keeps the server's own
+/// message (what a user reads on the object did not change).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_step_names_the_step_zone_and_pod() {
+    let fake = Arc::new(FakeBind::new());
+    let env = Env::start(fake.clone(), test_settings()).await;
+    env.create(zone("steps", "steps.test")).await;
+    env.zone_phase("steps", Phase::Ready).await;
+
+    fake.set_down(PRIMARY, true);
+    // A changed plan reads the primary first: that read is the step that fails.
+    env.patch_spec::<BindZone>(
+        "steps",
+        json!({"records": [{"name": "www", "type": "A", "values": ["192.0.2.7"]}]}),
+    )
+    .await;
+    let z = env.zone_phase("steps", Phase::Pending).await;
+    let cond = &z.status.unwrap().conditions[0];
+    assert_eq!(cond.reason, "PrimaryUnavailable", "{cond:?}");
+    assert!(
+        cond.message.starts_with("failed to reach named in pod"),
+        "{cond:?}"
+    );
+    let note = env
+        .wait::<BindZone, _>("a Warning Event naming the step", "steps", |_| {
+            env.mem
+                .list::<k8s_openapi::api::events::v1::Event>()
+                .into_iter()
+                .filter(|e| e.reason.as_deref() == Some("PrimaryUnavailable"))
+                .filter_map(|e| e.note)
+                .find(|n| n.contains("steps.test"))
+        })
+        .await;
+    assert!(
+        note.starts_with(&format!(
+            "failed to read what the primary serves (zone steps.test, pod {PRIMARY}): failed to reach named in pod"
+        )),
+        "{note}"
+    );
     env.stop().await;
 }

@@ -5,6 +5,7 @@
 //! Touches the cluster (statuses, annotation, finalizers, Events) and, via
 //! [`super::primary`] / [`super::secondary`], BIND pods.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -12,9 +13,10 @@ use kube::ResourceExt as _;
 use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
 
-use crate::api::{BindZone, DNSRecord, Phase};
+use crate::api::{BindZone, DNSRecord, Phase, ZoneDnssecStatus};
 use crate::bind::zone::SecondaryZone;
 use crate::controller::zonesync::ZoneContext;
+use crate::controller::zonesync::diff::Served;
 use crate::controller::zonesync::plan::{Desired, Verdict, has_record_finalizer};
 use crate::controller::zonesync::server::ServerError;
 use crate::controller::zonesync::survey::PodInfo;
@@ -25,7 +27,7 @@ use crate::controller::zonesync::writes::{
 use crate::render::validate::{PrimaryZoneConfig, ZoneConfig};
 
 use super::applied::Applied;
-use super::primary::Failure;
+use super::primary::{Converged, Failure};
 use super::read::{self, Blocked, Inputs};
 use super::{Error, dnssec, primary, secondary};
 
@@ -72,7 +74,7 @@ pub async fn apply(zone: &Arc<BindZone>, ctx: &ZoneContext) -> Result<Action, Er
     }
 }
 
-/// A primary zone: converge, then settle records and report.
+/// A primary zone: converge, settle its records, sign, report.
 async fn primary_zone(
     ctx: &ZoneContext,
     zone: &BindZone,
@@ -86,31 +88,16 @@ async fn primary_zone(
     let out = primary::converge(ctx, zone, inputs, primary, cfg, records, applied).await;
     let c = match out.result {
         Ok(c) => c,
-        Err(Failure::Server(e)) => {
+        Err(f) => {
             settle_records(ctx, records, &out.desired, None).await?;
-            // A policy named refuses cannot heal by itself: wait for a
-            // change instead of retrying.
-            if let Some((reason, message)) = dnssec::refused(&e, cfg) {
-                let b = Blocked {
-                    reason,
-                    message,
-                    permanent: true,
-                };
-                return blocked(ctx, zone, &[], b).await;
-            }
-            return failed(ctx, zone, e).await;
-        }
-        Err(Failure::Invalid { reason, message }) => {
-            settle_records(ctx, records, &out.desired, None).await?;
-            let b = Blocked {
-                reason,
-                message,
-                permanent: true,
-            };
-            return blocked(ctx, zone, &[], b).await;
+            return not_converged(ctx, zone, cfg, f).await;
         }
     };
     settle_records(ctx, records, &out.desired, Some(&c.served)).await?;
+    let dnssec_state = match signing_state(ctx, zone, inputs, primary, cfg, &c).await {
+        Ok(d) => d,
+        Err(e) => return failed(ctx, zone, e).await,
+    };
     let memory = ctx.state.cluster(&inputs.cluster_key);
     let servers = primary::servers(
         &memory,
@@ -118,27 +105,83 @@ async fn primary_zone(
         &primary.pod.name,
         c.served.serial,
     );
-    // Signing: ask the primary when it was asked anyway, or while the
-    // zone is not where its policy wants it yet.
-    let old_dnssec = zone.status.as_ref().and_then(|s| s.dnssec.clone());
-    let dnssec_state = match &cfg.clause.dnssec_policy {
-        None => None,
-        Some(policy) => {
-            let settled = old_dnssec.as_ref().is_some_and(|d| {
-                d.policy == policy.as_str() && dnssec::verdict(d).0 == Phase::Ready
-            });
-            if c.verified || c.wrote || !settled {
-                let target = ctx.target(&primary.pod);
-                let key = primary::operator_key(zone, inputs, cfg.clause.view.as_ref());
-                match dnssec::settle(&target, &cfg.clause, policy, key).await {
-                    Ok(d) => Some(d),
-                    Err(e) => return failed(ctx, zone, e).await,
-                }
-            } else {
-                old_dnssec.clone()
+    let (report, signing) = served_report(zone, &out.desired, &c, servers, dnssec_state);
+    finish(ctx, zone, &report, applied, &out.applied).await?;
+    Ok(Action::requeue(if signing {
+        DNSSEC_RECHECK.min(c.next_check)
+    } else if c.wrote {
+        ctx.settings.recheck_after_write.min(c.next_check)
+    } else {
+        c.next_check
+    }))
+}
+
+/// A primary zone that did not converge: a plan that cannot be written, or
+/// a policy named refuses (neither heals by itself: wait for a change), or
+/// a failed step (reported, then retried with backoff).
+async fn not_converged(
+    ctx: &ZoneContext,
+    zone: &BindZone,
+    cfg: &PrimaryZoneConfig,
+    failure: Failure,
+) -> Result<Action, Error> {
+    let (reason, message) = match failure {
+        Failure::Invalid { reason, message } => (reason, message),
+        Failure::Server(e) => match dnssec::refused(&e.source, cfg) {
+            Some(refused) => refused,
+            None => {
+                // The status says what the server said; the error (log,
+                // Event) also names the step.
+                write_zone_report(ctx, zone, &server_problem(&e.source)).await?;
+                return Err(e.into());
             }
-        }
+        },
     };
+    let b = Blocked {
+        reason,
+        message,
+        permanent: true,
+    };
+    blocked(ctx, zone, &[], b).await
+}
+
+/// The zone's DNSSEC state: asked of the primary when it was asked anyway,
+/// or while the zone is not where its policy wants it yet; else the
+/// status's.
+async fn signing_state(
+    ctx: &ZoneContext,
+    zone: &BindZone,
+    inputs: &Inputs,
+    primary: &PodInfo,
+    cfg: &PrimaryZoneConfig,
+    c: &Converged,
+) -> Result<Option<ZoneDnssecStatus>, ServerError> {
+    let old = zone.status.as_ref().and_then(|s| s.dnssec.clone());
+    let Some(policy) = &cfg.clause.dnssec_policy else {
+        return Ok(None);
+    };
+    let settled = old
+        .as_ref()
+        .is_some_and(|d| d.policy == policy.as_str() && dnssec::verdict(d).0 == Phase::Ready);
+    if !(c.verified || c.wrote || !settled) {
+        return Ok(old);
+    }
+    let target = ctx.target(&primary.pod);
+    let key = primary::operator_key(zone, inputs, cfg.clause.view.as_ref());
+    dnssec::settle(&target, &cfg.clause, policy, key)
+        .await
+        .map(Some)
+}
+
+/// The status of a served primary zone, and whether to look again soon
+/// (signing under way, or a withdrawn policy to drop).
+fn served_report(
+    zone: &BindZone,
+    desired: &Desired,
+    c: &Converged,
+    servers: BTreeMap<String, u32>,
+    dnssec_state: Option<ZoneDnssecStatus>,
+) -> (ZoneReport, bool) {
     // A removed policy whose keys are gone: drop it from the status, so
     // the next pass drops `insecure` from the clause.
     let withdrawn = zone.spec.dnssec_policy.is_none()
@@ -149,14 +192,15 @@ async fn primary_zone(
         .as_ref()
         .map(dnssec::verdict)
         .filter(|(p, _, _)| *p != Phase::Ready);
+    let soon = signing.is_some() || withdrawn;
     // Bad inline records are reported on the zone; the rest is served.
-    let (phase, reason, message) = match out.desired.inline_errors.first() {
-        None if signing.is_some() => signing.clone().expect("checked"),
-        None => (Phase::Ready, REASON_SERVED, String::new()),
-        Some((reason, _)) => (
+    let (phase, reason, message) = match (desired.inline_errors.first(), signing) {
+        (None, Some(signing)) => signing,
+        (None, None) => (Phase::Ready, REASON_SERVED, String::new()),
+        (Some((reason, _)), _) => (
             Phase::Error,
             *reason,
-            out.desired
+            desired
                 .inline_errors
                 .iter()
                 .map(|(_, m)| m.as_str())
@@ -169,22 +213,28 @@ async fn primary_zone(
         reason,
         message,
         serial: Some(c.served.serial),
-        record_count: Some(u32::try_from(out.desired.rrsets.len()).unwrap_or(u32::MAX)),
+        record_count: Some(u32::try_from(desired.rrsets.len()).unwrap_or(u32::MAX)),
         servers: Some(servers),
         dnssec: Some(if withdrawn { None } else { dnssec_state }),
     };
-    write_zone_report(ctx, zone, &report).await?;
-    if *applied != out.applied {
-        record_applied(ctx, zone, &out.applied).await?;
+    (report, soon)
+}
+
+/// A converged zone: its status, its applied annotation when it changed,
+/// and its failure count reset.
+async fn finish(
+    ctx: &ZoneContext,
+    zone: &BindZone,
+    report: &ZoneReport,
+    applied: &Applied,
+    want: &Applied,
+) -> Result<(), Error> {
+    write_zone_report(ctx, zone, report).await?;
+    if applied != want {
+        record_applied(ctx, zone, want).await?;
     }
     ctx.state.succeeded(&zone_key(zone));
-    Ok(Action::requeue(if signing.is_some() || withdrawn {
-        DNSSEC_RECHECK.min(c.next_check)
-    } else if c.wrote {
-        ctx.settings.recheck_after_write.min(c.next_check)
-    } else {
-        c.next_check
-    }))
+    Ok(())
 }
 
 /// A secondary zone: converge on every pod; its DNSRecords cannot be
@@ -232,11 +282,7 @@ async fn secondary_zone(
                 servers: Some(s.servers),
                 dnssec: None,
             };
-            write_zone_report(ctx, zone, &report).await?;
-            if *applied != out.applied {
-                record_applied(ctx, zone, &out.applied).await?;
-            }
-            ctx.state.succeeded(&zone_key(zone));
+            finish(ctx, zone, &report, applied, &out.applied).await?;
             Ok(Action::requeue(s.next_check))
         }
         Err(e) => failed(ctx, zone, e).await,
@@ -277,7 +323,7 @@ async fn settle_records(
     ctx: &ZoneContext,
     records: &[Arc<DNSRecord>],
     desired: &Desired,
-    served: Option<&crate::controller::zonesync::diff::Served>,
+    served: Option<&Served>,
 ) -> Result<(), Error> {
     let mut reports = Vec::new();
     let mut release = Vec::new();
@@ -316,25 +362,35 @@ async fn settle_records(
 /// Reports a failed convergence in the zone's status and returns the
 /// error (the guard publishes its Event, `error_policy` backs off).
 async fn failed(ctx: &ZoneContext, zone: &BindZone, e: ServerError) -> Result<Action, Error> {
-    let phase = match e {
-        ServerError::Unreachable { .. } | ServerError::Transfer { .. } => Phase::Pending,
-        _ => Phase::Error,
-    };
-    let report = ZoneReport {
-        phase,
-        reason: e.category(),
-        message: e.to_string(),
-        serial: None,
-        record_count: None,
-        servers: None,
-        dnssec: None,
-    };
-    write_zone_report(ctx, zone, &report).await?;
+    write_zone_report(ctx, zone, &server_problem(&e)).await?;
     // The Warning Event is the measuring guard's (`error::measured`).
     Err(Error::Server {
         zone: zone.spec.zone_name.clone(),
         source: e,
     })
+}
+
+/// The zone's status after a server failure: Pending while the server
+/// cannot be reached or read, else Error.
+fn server_problem(e: &ServerError) -> ZoneReport {
+    let phase = match e {
+        ServerError::Unreachable { .. } | ServerError::Transfer { .. } => Phase::Pending,
+        _ => Phase::Error,
+    };
+    problem(phase, e.category(), e.to_string())
+}
+
+/// A zone status that reports a problem and nothing served.
+fn problem(phase: Phase, reason: &'static str, message: String) -> ZoneReport {
+    ZoneReport {
+        phase,
+        reason,
+        message,
+        serial: None,
+        record_count: None,
+        servers: None,
+        dnssec: None,
+    }
 }
 
 /// The zone cannot be written now: say why on it and its DNSRecords.
@@ -349,15 +405,8 @@ async fn blocked(
     // Error, and its records say the zone failed rather than "not ready":
     // nothing here is on its way.
     let failed = b.permanent || is_terminal_failure(b.reason);
-    let report = ZoneReport {
-        phase: if failed { Phase::Error } else { Phase::Pending },
-        reason: b.reason,
-        message: b.message.clone(),
-        serial: None,
-        record_count: None,
-        servers: None,
-        dnssec: None,
-    };
+    let phase = if failed { Phase::Error } else { Phase::Pending };
+    let report = problem(phase, b.reason, b.message.clone());
     if write_zone_report(ctx, zone, &report).await? && failed {
         ctx.base
             .publish_event(

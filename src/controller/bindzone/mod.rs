@@ -49,6 +49,9 @@ pub enum Error {
     Write(#[from] WriteError),
     #[error(transparent)]
     Keys(#[from] KeyError),
+    /// A step of a primary zone's convergence (names step, zone, pod).
+    #[error(transparent)]
+    Primary(#[from] primary::StepError),
     #[error("failed to converge zone {zone}: {source}")]
     Server {
         zone: String,
@@ -87,7 +90,9 @@ impl Categorized for Error {
         match self {
             Error::Write(_) => Category::KubeApiFailed.as_str(),
             Error::Keys(e) => e.category(),
-            Error::Server { source, .. } => source.category(),
+            Error::Server { source, .. } | Error::Primary(primary::StepError { source, .. }) => {
+                source.category()
+            }
             Error::Blocked { reason, .. } => reason,
             Error::Finalizer { .. } => Category::FinalizerFailed.as_str(),
         }
@@ -102,7 +107,9 @@ impl Categorized for Error {
         match self {
             Error::Write(e) => !rejected(&e.source),
             Error::Keys(e) => e.is_api(),
-            Error::Server { source, .. } => !matches!(source, ServerError::Batch { .. }),
+            Error::Server { source, .. } | Error::Primary(primary::StepError { source, .. }) => {
+                !matches!(source, ServerError::Batch { .. })
+            }
             Error::Blocked { .. } | Error::Finalizer { .. } => true,
         }
     }

@@ -1,0 +1,61 @@
+//! The catalog step: the catalog zone exists on the primary, the zone is a
+//! member of it (joined again when the zone was re-created or the catalog
+//! was), and it has left a catalog it no longer belongs to.
+
+use crate::bind::ZoneName;
+use crate::controller::zonesync::server::ServerError;
+
+use super::super::catalog;
+use super::{Job, Need, Seen, Step, StepError, Written};
+
+/// Brings the zone's catalog membership current.
+pub(super) async fn ensure(
+    job: &Job<'_>,
+    need: Need<'_>,
+    seen: &Seen,
+    written: &mut Written,
+) -> Result<(), StepError> {
+    membership(job, need, seen, written)
+        .await
+        .map_err(job.at(Step::Catalog))
+}
+
+async fn membership(
+    job: &Job<'_>,
+    need: Need<'_>,
+    seen: &Seen,
+    written: &mut Written,
+) -> Result<(), ServerError> {
+    let (ctx, target) = (job.ctx, &job.target);
+    let (zname, view) = (job.zname(), job.view());
+    let transfer = job.inputs.keys.transfer_for(view);
+    let (old, want) = (&job.applied.catalog, &job.plan.want.catalog);
+    if let Some(cat) = &job.plan.catalog {
+        let epoch = catalog::ensure(
+            ctx,
+            job.inputs,
+            &job.memory,
+            target,
+            cat,
+            view,
+            seen.catalog,
+        )
+        .await?;
+        let joined = !written.created && old == want && ctx.state.member_epoch(&job.zkey) >= epoch;
+        if !joined {
+            catalog::join(target, cat, zname, transfer).await?;
+            ctx.state.set_member_epoch(&job.zkey, epoch);
+            written.wrote = true;
+        }
+    }
+    // A move left the old catalog with the old placement.
+    if let Some(old) = old.as_deref()
+        && want.as_deref() != Some(old)
+        && !matches!(need, Need::Move)
+        && let Ok(old) = ZoneName::parse(old)
+    {
+        catalog::leave(target, &old, zname, transfer).await?;
+        written.wrote = true;
+    }
+    Ok(())
+}

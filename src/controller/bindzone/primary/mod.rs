@@ -1,0 +1,340 @@
+//! Converges a primary zone on the cluster's primary pod: the zone exists
+//! (file written, then `rndc addzone`, on first sight or after the primary
+//! lost it), its clause is current (`modzone`), it is a member of its
+//! catalog ([`super::catalog`]), and its owned RRsets match the plan — all
+//! pending changes in one nsupdate run.
+//!
+//! [`converge`] is the table of contents; each step is a child module:
+//! - `plan`: the zone's RRsets, the annotation it wants, its catalog;
+//! - `decide`: what the primary needs (`Need`), from what this process
+//!   remembers — nothing, a periodic check, records only, a full pass, or a
+//!   move from where the zone was applied before;
+//! - `read`: what the primary serves now (serials, and the secondaries'
+//!   before a zone is re-created);
+//! - `zone`: the zone itself (old placement removed, created, clause);
+//! - `membership`: its catalog membership;
+//! - `records`: its RRsets and SOA, in one nsupdate run;
+//! - `notify`: a NOTIFY repeated for a secondary that missed one;
+//! - `verify`: the snapshot remembered (or forgotten) and the
+//!   secondaries' catch-up after a write.
+//!
+//! A failed step is reported as a [`StepError`] naming the step, the zone
+//! and the primary pod.
+//!
+//! How the primary's contents are known without trusting memory: the SOA
+//! serial is read first (a fresh `dig` when the plan changed; the cluster's
+//! shared survey on periodic checks; nothing when a snapshot a few seconds
+//! old is on hand), the remembered snapshot is used only when its serial
+//! still matches and the primary pod was not restarted since, else the
+//! zone is transferred (AXFR).
+//!
+//! Touches BIND pods (exec) only; statuses are written by the caller.
+
+mod decide;
+mod membership;
+mod notify;
+mod plan;
+mod read;
+mod records;
+mod verify;
+mod zone;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use kube::ResourceExt as _;
+
+use crate::api::{BindZone, DNSRecord};
+use crate::bind::{TsigKey, ViewName, ZoneName};
+use crate::controller::zonesync::ZoneContext;
+use crate::controller::zonesync::diff::Served;
+use crate::controller::zonesync::plan::Desired;
+use crate::controller::zonesync::server::{ServerError, Target};
+use crate::controller::zonesync::state::{ClusterMemory, ObjKey, Snapshot, Survey};
+use crate::controller::zonesync::survey::PodInfo;
+use crate::render::validate::PrimaryZoneConfig;
+
+use super::applied::Applied;
+use super::read::Inputs;
+
+pub use verify::servers;
+
+/// The zone type string in the applied annotation.
+pub const TYPE_PRIMARY: &str = "primary";
+
+/// A successful convergence.
+#[derive(Debug, Clone)]
+pub struct Converged {
+    /// What the primary holds now.
+    pub served: Served,
+    /// Whether anything was written (zone, catalog or records).
+    pub wrote: bool,
+    /// When the next periodic check is due.
+    pub next_check: Duration,
+    /// Whether the primary was asked this time (false: a recent snapshot
+    /// answered, no exec ran).
+    pub verified: bool,
+}
+
+/// Why a convergence did not happen.
+#[derive(Debug)]
+pub enum Failure {
+    /// A step on the primary failed (retried with backoff).
+    Server(StepError),
+    /// The plan cannot be written as it is (waits for a change).
+    Invalid {
+        reason: &'static str,
+        message: String,
+    },
+}
+
+/// The outcome of one convergence.
+pub struct Outcome {
+    pub desired: Desired,
+    pub result: Result<Converged, Failure>,
+    /// The annotation to record when `result` is Ok.
+    pub applied: Applied,
+}
+
+/// Plans and converges one primary zone: the table of contents. Each step
+/// is a child module; a failed write step forgets the snapshot (what the
+/// primary holds is unknown then) and names itself in its [`StepError`].
+pub async fn converge(
+    ctx: &ZoneContext,
+    zone: &BindZone,
+    inputs: &Inputs,
+    primary: &PodInfo,
+    cfg: &PrimaryZoneConfig,
+    records: &[Arc<DNSRecord>],
+    applied: &Applied,
+) -> Outcome {
+    let planned = plan::plan(zone, inputs, cfg, records, applied);
+    if let Some(invalid) = plan::unwritable(&planned.desired) {
+        return planned.outcome(Err(invalid));
+    }
+    let result = {
+        let job = Job::new(ctx, zone, inputs, primary, cfg, applied, &planned);
+        let need = decide::need(&job);
+        if let Need::Nothing { snap, age } = need {
+            Ok(verify::unchanged(&job, snap, age).await)
+        } else {
+            let written = async {
+                if let Need::Move = need {
+                    zone::leave_old_placement(&job).await?;
+                }
+                let seen = read::primary(&job, need).await?;
+                let mut written = zone::ensure(&job, &seen).await?;
+                membership::ensure(&job, need, &seen, &mut written).await?;
+                records::write(&job, &mut written).await?;
+                notify::lagging(&job, need, &seen, &written).await?;
+                Ok(written)
+            };
+            match written.await {
+                Ok(written) => Ok(verify::remember(&job, written)),
+                Err(e) => {
+                    verify::forget(&job);
+                    Err(Failure::Server(e))
+                }
+            }
+        }
+    };
+    planned.outcome(result)
+}
+
+/// The key the operator signs its updates and reads of the zone with. In
+/// a view it is the view's key (the zone's update policy grants it): from
+/// loopback, only a signature reaches the view.
+pub fn operator_key<'a>(
+    zone: &BindZone,
+    inputs: &'a Inputs,
+    view: Option<&ViewName>,
+) -> &'a TsigKey {
+    match view {
+        Some(_) => inputs.keys.transfer_for(view),
+        None => zone
+            .spec
+            .update_key_ref
+            .as_deref()
+            .and_then(|r| inputs.keys.by_object(r))
+            .expect("zone validation requires a loaded update key"),
+    }
+}
+
+/// The step of a primary zone's convergence that failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// Removing the zone from where it was applied before.
+    Place,
+    /// Reading what the primary serves.
+    Read,
+    /// Creating the zone or updating its clause.
+    Zone,
+    /// Creating the catalog, joining or leaving it.
+    Catalog,
+    /// Writing the RRsets and the SOA.
+    Records,
+    /// Repeating a NOTIFY a secondary missed.
+    Notify,
+}
+
+impl std::fmt::Display for Step {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Step::Place => "remove the old placement",
+            Step::Read => "read what the primary serves",
+            Step::Zone => "write the zone",
+            Step::Catalog => "write the catalog membership",
+            Step::Records => "write the records",
+            Step::Notify => "repeat the NOTIFY",
+        })
+    }
+}
+
+/// A failed step on the primary, with the zone and pod it ran for.
+#[derive(Debug, thiserror::Error)]
+#[error("failed to {step} (zone {zone}, pod {pod}): {source}")]
+pub struct StepError {
+    pub step: Step,
+    pub zone: String,
+    pub pod: String,
+    #[source]
+    pub source: ServerError,
+}
+
+/// What the plan asks of the primary.
+struct Planned {
+    desired: Desired,
+    /// The applied annotation once this plan is written.
+    want: Applied,
+    /// The catalog the zone is a member of, if any.
+    catalog: Option<ZoneName>,
+    /// The plan and the SOA fields it is written under.
+    fingerprint: u64,
+}
+
+impl Planned {
+    fn outcome(self, result: Result<Converged, Failure>) -> Outcome {
+        Outcome {
+            desired: self.desired,
+            result,
+            applied: self.want,
+        }
+    }
+}
+
+/// What the primary needs, decided from what this process remembers.
+#[derive(Debug, Clone, Copy)]
+enum Need<'a> {
+    /// Verified `age` ago and nothing changed since: no exec on the
+    /// primary, only the secondaries' catch-up.
+    Nothing { snap: &'a Snapshot, age: Duration },
+    /// Nothing new to write (or nothing remembered, after an operator
+    /// restart): the cluster's shared survey tells whether the zone is
+    /// there and at which serial.
+    Check,
+    /// Only the plan changed and the snapshot is fresh: write on it.
+    Records(&'a Snapshot),
+    /// The zone's clause or catalog changed, or the snapshot is stale: a
+    /// fresh read, then the whole pass.
+    Converge,
+    /// The zone was applied elsewhere (another view, or as a secondary
+    /// zone): removed there first, then the whole pass.
+    Move,
+}
+
+/// Everything one convergence works with.
+struct Job<'a> {
+    ctx: &'a ZoneContext,
+    zone: &'a BindZone,
+    inputs: &'a Inputs,
+    cfg: &'a PrimaryZoneConfig,
+    zkey: ObjKey,
+    memory: Arc<ClusterMemory>,
+    primary: &'a PodInfo,
+    target: Target<'a>,
+    plan: &'a Planned,
+    /// What the annotation says was applied last.
+    applied: &'a Applied,
+    /// The remembered snapshot, if taken on this primary (one taken before
+    /// the primary restarted says nothing about it).
+    snap: Option<Snapshot>,
+    /// The last serial this process saw, even from before a restart (it
+    /// still bounds a re-created zone's serial from below).
+    last_serial: Option<u32>,
+}
+
+impl<'a> Job<'a> {
+    fn new(
+        ctx: &'a ZoneContext,
+        zone: &'a BindZone,
+        inputs: &'a Inputs,
+        primary: &'a PodInfo,
+        cfg: &'a PrimaryZoneConfig,
+        applied: &'a Applied,
+        plan: &'a Planned,
+    ) -> Self {
+        let zkey: ObjKey = (zone.namespace().unwrap_or_default(), zone.name_any());
+        let memory = ctx.state.cluster(&inputs.cluster_key);
+        let snap = ctx.state.snapshot(&zkey);
+        let last_serial = snap.as_ref().map(|s| s.served.serial);
+        Job {
+            ctx,
+            zone,
+            inputs,
+            cfg,
+            memory,
+            primary,
+            target: ctx.target(&primary.pod),
+            plan,
+            applied,
+            snap: snap.filter(|s| s.primary == primary.identity),
+            last_serial,
+            zkey,
+        }
+    }
+
+    fn zname(&self) -> &'a ZoneName {
+        &self.cfg.clause.zone
+    }
+
+    fn view(&self) -> Option<&'a ViewName> {
+        self.cfg.clause.view.as_ref()
+    }
+
+    /// Signs the operator's updates and AXFR reads of the zone.
+    fn update_key(&self) -> &'a TsigKey {
+        operator_key(self.zone, self.inputs, self.view())
+    }
+
+    /// Wraps a server failure of `step` with the zone and pod.
+    fn at(&self, step: Step) -> impl FnOnce(ServerError) -> StepError + '_ {
+        move |source| StepError {
+            step,
+            zone: self.zname().to_string(),
+            pod: self.target.pod.name.clone(),
+            source,
+        }
+    }
+}
+
+/// What the read step saw on the servers.
+struct Seen {
+    /// The zone's serial on the primary (`None`: not there).
+    serial: Option<u32>,
+    /// Whether the catalog is served (`None`: no catalog).
+    catalog: Option<bool>,
+    /// The survey that answered, on a periodic check.
+    survey: Option<Survey>,
+    /// The secondaries' serials, read before a zone or catalog is
+    /// re-created.
+    peers: Vec<(ZoneName, u32)>,
+}
+
+/// What the primary holds as the write pass goes.
+struct Written {
+    served: Served,
+    /// The zone was created by this pass.
+    created: bool,
+    /// Anything was written.
+    wrote: bool,
+}

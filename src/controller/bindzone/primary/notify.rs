@@ -1,0 +1,90 @@
+//! The notify step: a pass that wrote nothing repeats the NOTIFY when a
+//! Ready secondary lags (it missed one, e.g. sent while the primary's
+//! NOTIFY list was being restored after a restart): seen in the survey
+//! outside views, asked per secondary with `rndc zonestatus` in a view
+//! ([`renotify_view`], on periodic checks only).
+
+use crate::bind::{ViewName, ZoneName};
+use crate::controller::zonesync::server::ServerError;
+
+use super::super::serials::{behind, secondaries_lag, view_secondaries};
+use super::{Job, Need, Seen, Step, StepError, Written};
+
+/// Repeats the NOTIFY of the zone (and its catalog) for lagging secondaries.
+pub(super) async fn lagging(
+    job: &Job<'_>,
+    need: Need<'_>,
+    seen: &Seen,
+    written: &Written,
+) -> Result<(), StepError> {
+    renotify(job, need, seen, written)
+        .await
+        .map_err(job.at(Step::Notify))
+}
+
+async fn renotify(
+    job: &Job<'_>,
+    need: Need<'_>,
+    seen: &Seen,
+    written: &Written,
+) -> Result<(), ServerError> {
+    let target = &job.target;
+    let (zname, view) = (job.zname(), job.view());
+    let serial = written.served.serial;
+    match (&seen.survey, view, job.plan.catalog.as_ref()) {
+        (Some(s), _, Some(cat))
+            if !written.wrote && secondaries_lag(s, &target.pod.name, zname, serial) =>
+        {
+            tracing::info!(zone = %zname, "a secondary lags behind the primary; sending NOTIFY");
+            target.notify(zname, view).await?;
+            if let Some(cat_serial) = s.pods.get(&target.pod.name).and_then(|m| m.get(cat))
+                && secondaries_lag(s, &target.pod.name, cat, *cat_serial)
+            {
+                target.notify(cat, view).await?;
+            }
+        }
+        // In a view the survey has no answer: ask the view's secondaries.
+        (None, Some(v), Some(cat)) if matches!(need, Need::Check) && !written.wrote => {
+            renotify_view(job, v, cat, serial).await?;
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// The periodic check of a zone in `view` that wrote nothing: when a Ready
+/// secondary's copy of the view lags the primary's `serial` (or lacks the
+/// zone), repeat the NOTIFY, and the view catalog's when one lags there too
+/// (as [`secondaries_lag`] does from the survey outside views).
+///
+/// Cost per view zone per check: one `rndc zonestatus` per Ready secondary
+/// (none with a single replica); only when one lags, one `rndc notify` of
+/// the zone, one zonestatus of the catalog on the primary and on each Ready
+/// secondary, and at most one `rndc notify` of the catalog.
+async fn renotify_view(
+    job: &Job<'_>,
+    view: &ViewName,
+    catalog: &ZoneName,
+    serial: u32,
+) -> Result<(), ServerError> {
+    let (ctx, inputs, target) = (job.ctx, job.inputs, &job.target);
+    let zone = job.zname();
+    let primary = &target.pod.name;
+    if !behind(
+        view_secondaries(ctx, inputs, primary, zone, view).await,
+        serial,
+    ) {
+        return Ok(());
+    }
+    tracing::info!(zone = %zone, view = %view, "a secondary's view lags behind the primary; sending NOTIFY");
+    target.notify(zone, Some(view)).await?;
+    if let Some(cat_serial) = target.serial_of(catalog, Some(view)).await?
+        && behind(
+            view_secondaries(ctx, inputs, primary, catalog, view).await,
+            cat_serial,
+        )
+    {
+        target.notify(catalog, Some(view)).await?;
+    }
+    Ok(())
+}

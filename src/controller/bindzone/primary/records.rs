@@ -1,0 +1,45 @@
+//! The records step: the zone's owned RRsets brought to the plan in one
+//! nsupdate run (the diff against what the primary holds), then the SOA's
+//! names and timers when `spec.soa` changed after the zone was made.
+
+use crate::controller::zonesync::diff::diff;
+use crate::controller::zonesync::server::ServerError;
+
+use super::{Job, Step, StepError, Written};
+
+/// Writes what the plan changes; `written` follows.
+pub(super) async fn write(job: &Job<'_>, written: &mut Written) -> Result<(), StepError> {
+    rrsets(job, written).await.map_err(job.at(Step::Records))
+}
+
+async fn rrsets(job: &Job<'_>, written: &mut Written) -> Result<(), ServerError> {
+    let target = &job.target;
+    let (zname, view) = (job.zname(), job.view());
+    let (soa, key) = (&job.cfg.soa, job.update_key());
+    let served = &mut written.served;
+    let batch = diff(zname, &job.plan.desired, served);
+    if let Some(serial) = target.update_and_read_serial(&batch, key, view).await? {
+        written.wrote = true;
+        served.apply(&batch);
+        served.serial = serial.ok_or_else(|| ServerError::Transfer {
+            zone: zname.to_string(),
+            pod: target.pod.to_string(),
+            reason: "the zone vanished right after the update".into(),
+        })?;
+    }
+    // spec.soa changed after the zone was made: names and timers follow.
+    if served.soa_differs(zname.as_domain(), soa) {
+        let next = served.serial.wrapping_add(1);
+        let ttl = job.cfg.default_ttl;
+        let after = target
+            .update_soa(zname, soa, next, ttl, key, view)
+            .await?
+            .unwrap_or(next);
+        served.serial = after;
+        served.set_soa(zname.as_domain(), soa, after, ttl);
+        written.wrote = true;
+    }
+    job.memory
+        .note_serial(&target.pod.name, zname, Some(served.serial));
+    Ok(())
+}

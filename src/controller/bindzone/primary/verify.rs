@@ -1,0 +1,151 @@
+//! The verify step: after a write pass, the snapshot of what the primary
+//! holds is remembered (or forgotten when the pass failed: what the
+//! primary holds is unknown then); when nothing changed since a recent
+//! verified write, no exec runs on the primary, only the secondaries'
+//! catch-up: the recheck takes a fresh survey while a Ready secondary still
+//! shows the old serial ([`catch_up`]), so `status.servers` catches up then
+//! and a converged cluster's periodic check finds nothing to write.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use crate::bind::ZoneName;
+use crate::controller::zonesync::state::{ClusterMemory, Snapshot};
+use crate::controller::zonesync::survey::survey;
+
+use super::{Converged, Job, Written};
+
+/// Nothing to do on the primary: `snap` (verified `age` ago) answers, and
+/// the next check comes sooner while a secondary lags.
+pub(super) async fn unchanged(job: &Job<'_>, snap: &Snapshot, age: Duration) -> Converged {
+    let settings = &job.ctx.settings;
+    let interval = settings.verify_interval;
+    tracing::debug!(zone = %job.zname(), age_ms = age.as_millis() as u64, "zone verified recently; nothing to do");
+    let lagging = catch_up(job, snap).await;
+    Converged {
+        served: snap.served.clone(),
+        wrote: false,
+        next_check: if lagging {
+            let recheck = settings.recheck_after_write;
+            recheck
+                .checked_sub(age)
+                .unwrap_or(recheck)
+                .min(interval - age)
+        } else {
+            interval - age
+        },
+        verified: false,
+    }
+}
+
+/// Remembers what a successful pass left on the primary.
+pub(super) fn remember(job: &Job<'_>, written: Written) -> Converged {
+    job.ctx.state.set_snapshot(
+        &job.zkey,
+        Some(Snapshot {
+            served: written.served.clone(),
+            applied: Some(job.plan.fingerprint),
+            verified_at: Instant::now(),
+            primary: job.primary.identity,
+        }),
+    );
+    Converged {
+        served: written.served,
+        wrote: written.wrote,
+        next_check: job.ctx.settings.verify_interval,
+        verified: true,
+    }
+}
+
+/// A pass failed: whatever happened, what the primary holds is unknown now.
+pub(super) fn forget(job: &Job<'_>) {
+    job.ctx.state.set_snapshot(&job.zkey, None);
+    job.memory.invalidate_survey();
+}
+
+/// The recheck after a write: while `status.servers` (from the cluster's
+/// last survey) shows a Ready secondary behind the primary's `snap`, and
+/// the write is at least [`Settings::recheck_after_write`] old but younger
+/// than the survey's lifetime, take a survey newer
+/// than the write (shared by the cluster's zones; at most one dig per pod
+/// per [`Settings::recheck_after_write`]) so the status catches up now,
+/// right after the write, instead of at the next periodic check of a
+/// converged cluster (an API write with nothing changed). Returns whether
+/// a secondary still lags (look again at the recheck, or soon after it). Views are left to the
+/// periodic check: the survey cannot answer for them.
+///
+/// [`Settings::recheck_after_write`]: crate::controller::zonesync::Settings::recheck_after_write
+async fn catch_up(job: &Job<'_>, snap: &Snapshot) -> bool {
+    let (ctx, inputs, memory) = (job.ctx, job.inputs, &job.memory);
+    let zone = job.zname();
+    let primary = &job.primary.pod.name;
+    let window = ctx
+        .settings
+        .survey_max_age
+        .min(ctx.settings.verify_interval);
+    let age = snap.verified_at.elapsed();
+    if job.view().is_some() || age >= window {
+        return false;
+    }
+    let lags = || servers_lag(memory, job, zone, primary, snap.served.serial);
+    if !lags() {
+        return false;
+    }
+    // Record bursts wake the zone often right after its write: only the
+    // recheck itself (or a later wake) looks at the secondaries.
+    if age < ctx.settings.recheck_after_write {
+        return true;
+    }
+    let recent = Instant::now()
+        .checked_sub(ctx.settings.recheck_after_write)
+        .map_or(snap.verified_at, |t| t.max(snap.verified_at));
+    survey(
+        ctx,
+        &inputs.cluster,
+        &inputs.pods,
+        memory,
+        zone,
+        Some(recent),
+    )
+    .await;
+    lags()
+}
+
+/// Whether [`servers`] would show a Ready secondary at another serial than
+/// the primary's (or not at all).
+fn servers_lag(
+    memory: &ClusterMemory,
+    job: &Job<'_>,
+    zone: &ZoneName,
+    primary: &str,
+    serial: u32,
+) -> bool {
+    let shown = servers(memory, zone, primary, serial);
+    job.inputs
+        .pods
+        .iter()
+        .filter(|p| p.ready && p.pod.name != primary)
+        .any(|p| shown.get(&p.pod.name) != Some(&serial))
+}
+
+/// Pod name -> serial of `zone` from the cluster's last survey, with the
+/// primary's entry replaced by what this process just saw.
+pub fn servers(
+    memory: &ClusterMemory,
+    zone: &ZoneName,
+    primary: &str,
+    primary_serial: u32,
+) -> BTreeMap<String, u32> {
+    let mut out: BTreeMap<String, u32> = memory
+        .last_survey()
+        .filter(|s| s.asked.contains(zone))
+        .map(|s| {
+            s.pods
+                .iter()
+                .filter_map(|(pod, m)| m.get(zone).map(|v| (pod.clone(), *v)))
+                .collect()
+        })
+        .unwrap_or_default();
+    out.insert(primary.to_string(), primary_serial);
+    out
+}

@@ -1,0 +1,116 @@
+//! The zone step: the zone leaves where the annotation says it was applied
+//! before (another view, or as a secondary zone on every pod), is created
+//! from its skeleton when the primary lacks it (else read: the snapshot
+//! when its serial still matches, an AXFR otherwise), and its clause is
+//! brought current (`modzone`).
+
+use crate::bind::zone::{ZoneSkeleton, zone_file};
+use crate::bind::{RecordType, ViewName, ZoneName};
+use crate::controller::zonesync::diff::Served;
+use crate::controller::zonesync::server::{Created, ServerError};
+
+use super::super::catalog;
+use super::super::serials::{of, start_serial};
+use super::{Job, Seen, Step, StepError, TYPE_PRIMARY, Written};
+
+/// Removes the zone from where the annotation says it was applied before.
+pub(super) async fn leave_old_placement(job: &Job<'_>) -> Result<(), StepError> {
+    remove_old(job).await.map_err(job.at(Step::Place))
+}
+
+async fn remove_old(job: &Job<'_>) -> Result<(), ServerError> {
+    let zone = job.zname();
+    let old = job.applied;
+    let old_view = old.view.as_deref().and_then(|v| ViewName::parse(v).ok());
+    let file = zone_file(zone, old_view.as_ref());
+    if old.type_.as_deref() == Some(TYPE_PRIMARY) {
+        if let Some(cat) = old.catalog.as_deref().and_then(|c| ZoneName::parse(c).ok()) {
+            let key = job.inputs.keys.transfer_for(old_view.as_ref());
+            catalog::leave(&job.target, &cat, zone, key).await?;
+        }
+        job.target.delete(zone, old_view.as_ref(), &file).await
+    } else {
+        for p in job.inputs.pods.iter().filter(|p| p.ready) {
+            job.ctx
+                .target(&p.pod)
+                .delete(zone, old_view.as_ref(), &file)
+                .await?;
+        }
+        Ok(())
+    }
+}
+
+/// Makes sure the primary serves the zone under its current clause;
+/// returns what it holds.
+pub(super) async fn ensure(job: &Job<'_>, seen: &Seen) -> Result<Written, StepError> {
+    let (target, zname) = (&job.target, job.zname());
+    let mut created = false;
+    let mut wrote = false;
+    let served = match seen.serial {
+        None => {
+            let skel = skeleton(job, &seen.peers);
+            match target
+                .create_primary(&job.cfg.clause, &skel.render())
+                .await
+                .map_err(job.at(Step::Zone))?
+            {
+                Created::New => {
+                    tracing::info!(pod = %target.pod, zone = %zname, serial = skel.serial, "created zone");
+                    job.memory.invalidate_survey();
+                    created = true;
+                    wrote = true;
+                    Served::from_skeleton(&skel)
+                }
+                Created::Existing => target
+                    .transfer(zname, job.update_key())
+                    .await
+                    .map_err(job.at(Step::Read))?,
+            }
+        }
+        Some(s) => match &job.snap {
+            Some(sn) if sn.served.serial == s => sn.served.clone(),
+            _ => target
+                .transfer(zname, job.update_key())
+                .await
+                .map_err(job.at(Step::Read))?,
+        },
+    };
+    if !created && job.applied.clause != job.plan.want.clause {
+        target
+            .modzone(zname, job.view(), &job.cfg.clause.clause())
+            .await
+            .map_err(job.at(Step::Zone))?;
+        wrote = true;
+    }
+    Ok(Written {
+        served,
+        created,
+        wrote,
+    })
+}
+
+/// The skeleton of a (re)created zone: SOA, apex NS and the glue of in-zone
+/// nameservers (BIND will not load the zone without it), starting above
+/// every serial the cluster may still hold.
+fn skeleton(job: &Job<'_>, peers: &[(ZoneName, u32)]) -> ZoneSkeleton {
+    let zname = job.zname();
+    let desired = &job.plan.desired;
+    let mut known = of(peers, zname);
+    known.extend(job.last_serial);
+    let mut records = Vec::new();
+    for ns in &desired.apex_ns.names {
+        for t in [RecordType::A, RecordType::Aaaa] {
+            if let Some(w) = desired.rrsets.get(&(ns.clone(), t)) {
+                records.extend(w.values.iter().map(|v| (ns.clone(), t, w.ttl, v.clone())));
+            }
+        }
+    }
+    ZoneSkeleton {
+        zone: zname.clone(),
+        default_ttl: job.cfg.default_ttl,
+        soa: job.cfg.soa.clone(),
+        serial: start_serial(known),
+        nameservers: desired.apex_ns.names.clone(),
+        records,
+    }
+}
