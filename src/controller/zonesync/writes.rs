@@ -679,3 +679,57 @@ pub async fn write_applied(
         }),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::DNSRecordSpec;
+    use std::time::Duration;
+
+    fn record(age: Duration, phase: Option<Phase>) -> DNSRecord {
+        let mut r = DNSRecord::new(
+            "www",
+            DNSRecordSpec {
+                zone_ref: "z".into(),
+                name: "www".into(),
+                type_: RecordType::A,
+                ttl: None,
+                values: vec!["192.0.2.1".into()],
+            },
+        );
+        let created = jiff::Timestamp::now() - jiff::SignedDuration::try_from(age).unwrap();
+        r.metadata.creation_timestamp = Some(Time(created));
+        r.status = phase.map(|p| DNSRecordStatus {
+            phase: Some(p),
+            ..Default::default()
+        });
+        r
+    }
+
+    #[test]
+    fn only_a_young_record_without_a_status_waits_for_its_pending() {
+        let window = Duration::from_secs(2);
+        let left = pending_grace(&record(Duration::from_millis(500), None), window);
+        assert!(
+            left.is_some_and(|l| l <= Duration::from_millis(1500)),
+            "{left:?}"
+        );
+        // Older than the window: its Pending is written.
+        assert_eq!(
+            pending_grace(&record(Duration::from_secs(3), None), window),
+            None
+        );
+        // Reported before (Ready, say): a Pending is news, written at once.
+        assert_eq!(
+            pending_grace(
+                &record(Duration::from_millis(100), Some(Phase::Ready)),
+                window
+            ),
+            None
+        );
+        // No creation time: nothing to wait on.
+        let mut r = record(Duration::ZERO, None);
+        r.metadata.creation_timestamp = None;
+        assert_eq!(pending_grace(&r, window), None);
+    }
+}
