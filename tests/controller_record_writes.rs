@@ -1,5 +1,7 @@
 //! The operator's API writes, as the in-memory API counts them: a created
-//! DNSRecord costs its finalizer and one status write, a changed one one
+//! DNSRecord costs its finalizer and one status write (also when its first
+//! flush failed and the retry landed within the coalescing window), a
+//! changed one one
 //! status write, and a converged zone with its records costs nothing
 //! through several periodic checks — while `status.servers` still shows
 //! the secondary catching up after each write.
@@ -12,19 +14,38 @@ use std::time::Duration;
 use bind_operator::api::{BindZone, DNSRecord, Phase, RecordType};
 use bind_operator::controller::zonesync::Settings;
 use bind_operator::local::memapi::Verb;
+use kube::ResourceExt as _;
 use serde_json::json;
 use support::fakebind::{FakeBind, Kind};
 use support::{Env, PRIMARY, SECONDARY, record, test_settings, zone};
 
 /// Periodic checks every 2 s (60 s in production), the recheck after a
-/// write 200 ms later (5 s), a survey trusted for 1 s (30 s).
+/// write 200 ms later (5 s), a survey trusted for 1 s (30 s), and the
+/// production coalescing window (2 s: a flush that lands within it costs
+/// a new record no Pending write) so a loaded machine's slow retry still
+/// lands inside it.
 fn settings() -> Settings {
     Settings {
         verify_interval: Duration::from_secs(2),
         survey_max_age: Duration::from_secs(1),
         recheck_after_write: Duration::from_millis(200),
+        record_max_wait: bind_operator::controller::zonesync::RECORD_MAX_WAIT,
         ..test_settings()
     }
+}
+
+/// The primary's failed exec calls so far.
+fn primary_failures(fake: &FakeBind) -> usize {
+    fake.calls()
+        .iter()
+        .filter(|c| c.pod == PRIMARY && !c.ok)
+        .count()
+}
+
+/// Patches of DNSRecords (finalizer and status alike) since the counts
+/// were reset.
+fn record_patches(env: &Env) -> u64 {
+    env.mem.count(Verb::Patch, "dnsrecords")
 }
 
 /// Surveys seen on the secondary (one dig per periodic check of the cluster).
@@ -83,6 +104,41 @@ async fn a_record_costs_its_finalizer_and_one_status_write() {
     servers_caught_up(&env, "alpha").await;
     quiet(&env, &fake).await;
 
+    // Created while the primary fails the record's first flush, back a
+    // moment later: the retry lands within the coalescing window, so the
+    // record costs its finalizer and its Ready status, no Pending between
+    // (three writes before: finalizer, Pending, Ready).
+    env.mem.reset_counts();
+    fake.set_down(PRIMARY, true);
+    env.create(record("api", "alpha", "api", RecordType::A, &["10.0.0.9"]))
+        .await;
+    env.wait::<DNSRecord, _>("the finalizer", "api", |r| {
+        (!r?.finalizers().is_empty()).then_some(())
+    })
+    .await;
+    let failures = primary_failures(&fake);
+    support::within("the first flush fails on the primary", async {
+        while primary_failures(&fake) == failures {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await;
+    fake.set_down(PRIMARY, false);
+    env.record_phase("api", Phase::Ready).await;
+    servers_caught_up(&env, "alpha").await;
+    periodic_checks(&fake, 3).await;
+    let created_after_failure = record_patches(&env);
+    eprintln!("record created during a failed flush: {created_after_failure} DNSRecord patches");
+    assert_eq!(
+        created_after_failure, 2,
+        "finalizer + one status write, even when the first flush failed"
+    );
+    assert_eq!(
+        fake.values(PRIMARY, "alpha.test", "api.alpha.test", "A"),
+        ["10.0.0.9".to_string()].into()
+    );
+    quiet(&env, &fake).await;
+
     // Created: the finalizer, then the Ready status; nothing in between.
     env.mem.reset_counts();
     env.create(record("www", "alpha", "www", RecordType::A, &["10.0.0.1"]))
@@ -90,7 +146,7 @@ async fn a_record_costs_its_finalizer_and_one_status_write() {
     env.record_phase("www", Phase::Ready).await;
     let zone = servers_caught_up(&env, "alpha").await;
     periodic_checks(&fake, 3).await;
-    let created = env.mem.count(Verb::Patch, "dnsrecords");
+    let created = record_patches(&env);
     let zone_writes = env.mem.count(Verb::Patch, "bindzones");
     eprintln!("created record: {created} DNSRecord patches, {zone_writes} BindZone patches");
     assert_eq!(
@@ -103,7 +159,7 @@ async fn a_record_costs_its_finalizer_and_one_status_write() {
     );
     assert_eq!(
         zone.status.as_ref().and_then(|s| s.record_count),
-        Some(1),
+        Some(2),
         "{zone:#?}"
     );
 
@@ -120,7 +176,7 @@ async fn a_record_costs_its_finalizer_and_one_status_write() {
     .await;
     servers_caught_up(&env, "alpha").await;
     periodic_checks(&fake, 3).await;
-    let changed = env.mem.count(Verb::Patch, "dnsrecords") - 1;
+    let changed = record_patches(&env) - 1;
     eprintln!("changed record: {changed} DNSRecord status patches");
     assert_eq!(changed, 1, "one status write per changed record");
     assert_eq!(

@@ -21,8 +21,8 @@ use crate::controller::zonesync::plan::{Desired, Verdict, has_record_finalizer};
 use crate::controller::zonesync::server::ServerError;
 use crate::controller::zonesync::survey::PodInfo;
 use crate::controller::zonesync::writes::{
-    RecordReport, ZoneReport, release_record_reports, write_applied, write_record_reports,
-    write_zone_report,
+    RecordReport, ZoneReport, queue_record_reports, release_record_reports, write_applied,
+    write_record_reports, write_zone_report,
 };
 use crate::render::validate::{PrimaryZoneConfig, ZoneConfig};
 
@@ -354,7 +354,8 @@ async fn settle_records(
             _ => {}
         }
     }
-    write_record_reports(ctx, reports).await?;
+    // Many are queued, not awaited: the zone's next flush does not wait.
+    queue_record_reports(ctx, reports).await?;
     release_record_reports(ctx, release).await?;
     Ok(())
 }

@@ -1,7 +1,8 @@
 //! The DNSRecord reconciler: small on purpose, because the zone is the unit
 //! of write. It puts the finalizer on every DNSRecord before the zone may
 //! write its RRset (so a delete can always be finished), reports a missing
-//! zone, and releases a deleted DNSRecord whose zone is gone (nothing of it
+//! zone (once the coalescing window after its creation is over: a record
+//! applied a moment before its zone costs no Pending write), and releases a deleted DNSRecord whose zone is gone (nothing of it
 //! is served anywhere). Everything else — validation, conflicts, the write,
 //! Ready/Error statuses, releasing after the RRset is removed — happens in
 //! the BindZone reconciler, which every DNSRecord change wakes.
@@ -19,7 +20,8 @@ use crate::controller::error::{Categorized, Category, measured, rejected};
 use crate::controller::zonesync::ZoneContext;
 use crate::controller::zonesync::plan::has_record_finalizer;
 use crate::controller::zonesync::writes::{
-    RecordReport, WriteError, add_record_finalizer, release_record, write_record_reports,
+    RecordReport, WriteError, add_record_finalizer, pending_grace, release_record,
+    write_record_reports,
 };
 
 use crate::api::REASON_ZONE_NOT_FOUND;
@@ -85,6 +87,11 @@ async fn settle(record: &Arc<DNSRecord>, ctx: &ZoneContext) -> Result<Action, Er
             ),
         };
         write_record_reports(ctx, vec![(record.clone(), report)]).await?;
+        // A record applied just before its zone waits for it without a
+        // Pending status; it looks again once that grace is over.
+        if let Some(left) = pending_grace(record, ctx.settings.record_max_wait) {
+            return Ok(Action::requeue(left));
+        }
     }
     Ok(Action::await_change())
 }

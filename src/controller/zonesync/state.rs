@@ -165,10 +165,11 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 #[derive(Debug, Default)]
 pub struct ServerState {
     zones: Mutex<HashMap<ObjKey, ZoneMemory>>,
-    /// DNSRecord uid -> fingerprint of the last status this process wrote
-    /// for it (generation and report): a flush that comes again before the
-    /// cache shows that write does not write it again.
-    reports: Mutex<HashMap<String, u64>>,
+    /// DNSRecord statuses: per uid, the fingerprint of the last status this
+    /// process wrote (generation and report: a flush that comes again before
+    /// the cache shows that write does not write it again), and the reports
+    /// queued for the background writer.
+    pub statuses: Arc<super::writes::StatusQueue>,
     clusters: Mutex<HashMap<ObjKey, Arc<ClusterMemory>>>,
 }
 
@@ -229,11 +230,11 @@ impl ServerState {
     /// different report must be written whatever the cache says, and the
     /// same one not again.
     pub fn last_report(&self, uid: &str) -> Option<u64> {
-        lock(&self.reports).get(uid).copied()
+        self.statuses.last_written(uid)
     }
 
     pub fn set_report_written(&self, uid: &str, fingerprint: u64) {
-        lock(&self.reports).insert(uid.to_string(), fingerprint);
+        self.statuses.set_written(uid, fingerprint);
     }
 
     /// [`Self::last_report`] for the zone `zone` with `uid`.
@@ -250,7 +251,7 @@ impl ServerState {
 
     /// Forgets a released record.
     pub fn forget_report(&self, uid: &str) {
-        lock(&self.reports).remove(uid);
+        self.statuses.forget(uid);
     }
 
     /// Forgets a deleted zone.

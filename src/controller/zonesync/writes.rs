@@ -2,7 +2,9 @@
 //! the whole status with the operator's field manager, only when something
 //! but a timestamp changed), the DNSRecord finalizer (JSON patches guarded
 //! by `test`, so a concurrent writer's finalizers are never clobbered) and
-//! the zone's applied annotation.
+//! the zone's applied annotation. A zone flush's many DNSRecord statuses go
+//! through [`StatusQueue`], written by a background task, so the next
+//! flush does not wait for them.
 //!
 //! Touches the cluster (patches). Nothing written here holds key material.
 
@@ -196,8 +198,11 @@ async fn write_each(
     let mut error = None;
     for (i, r, s, result) in results {
         if let Err(e) = result {
-            holds[i] = false;
-            error.get_or_insert(e);
+            // A record deleted meanwhile has nothing left to report.
+            if !matches!(&e.source, kube::Error::Api(s) if s.code == 404) {
+                holds[i] = false;
+                error.get_or_insert(e);
+            }
             continue;
         }
         written += 1;
@@ -223,30 +228,255 @@ async fn write_each(
 /// may predate that last write (a Pending written a moment ago over a
 /// cached Ready must be followed by Ready again). Each write that landed is
 /// remembered even when another failed, so the retry rewrites only the
-/// failed ones.
+/// failed ones. A report of the same record still queued for the
+/// background writer ([`queue_record_reports`]) is replaced by this one.
+///
+/// A Pending report of a record never reported yet waits out the
+/// coalescing window from its creation ([`pending_grace`]): a created
+/// DNSRecord costs its finalizer and its final status, not a Pending in
+/// between, when its flush lands within that window (a flush that failed
+/// once and landed at the retry, a record whose zone is created a moment
+/// after it). The callers look again later in every case (a failed flush
+/// is retried, a blocked zone requeued, a record without its zone
+/// requeued for the grace), and a record still waiting then says so.
 pub async fn write_record_reports(
     ctx: &super::ZoneContext,
     reports: Vec<(Arc<DNSRecord>, RecordReport)>,
 ) -> Result<usize, WriteError> {
-    let uid = |r: &DNSRecord| r.metadata.uid.clone().unwrap_or_default();
-    let mut done = Vec::new();
-    let mut fresh = Vec::new();
-    for (r, rep) in reports {
-        let f = fingerprint(r.metadata.generation, &rep);
-        let last = ctx.state.last_report(&uid(&r));
-        if last == Some(f) {
-            continue;
-        }
-        done.push((uid(&r), f));
-        fresh.push((r, rep, last.is_some()));
-    }
-    let (n, holds, error) = write_each(&ctx.base, fresh).await;
-    for ((uid, f), held) in done.into_iter().zip(holds) {
-        if held {
-            ctx.state.set_report_written(&uid, f);
-        }
-    }
+    let queue = &ctx.state.statuses;
+    let fresh = queue.fresh(reports, ctx.settings.record_max_wait, true);
+    let _writing = queue.writing.lock().await;
+    let (n, _, error) = queue.write(&ctx.base, fresh).await;
     error.map_or(Ok(n), Err)
+}
+
+/// [`write_record_reports`] for a zone's flush: a few statuses (at most
+/// [`QUEUE_CHUNK`]) are written at once, more are queued and written by a
+/// background task (the latest report of a record replaces one not written
+/// yet), so a zone's next flush does not wait for the status writes of its
+/// last one: 10,000 records' statuses take seconds of API writes, and the
+/// records that arrive meanwhile join the next flush. A queued write that
+/// fails is retried by the task after [`Settings::retry_base`] (doubling to
+/// [`Settings::retry_max`]) unless a newer report replaced it. Returns the
+/// statuses written now.
+///
+/// [`Settings::retry_base`]: super::Settings::retry_base
+/// [`Settings::retry_max`]: super::Settings::retry_max
+pub async fn queue_record_reports(
+    ctx: &super::ZoneContext,
+    reports: Vec<(Arc<DNSRecord>, RecordReport)>,
+) -> Result<usize, WriteError> {
+    let queue = &ctx.state.statuses;
+    let fresh = queue.fresh(reports, ctx.settings.record_max_wait, false);
+    if fresh.len() <= QUEUE_CHUNK {
+        let writing = queue.writing.lock().await;
+        {
+            let mut q = lock(&queue.inner);
+            for (uid, _, _, _) in &fresh {
+                q.queued.remove(uid);
+            }
+        }
+        let (n, _, error) = queue.write(&ctx.base, fresh).await;
+        drop(writing);
+        return error.map_or(Ok(n), Err);
+    }
+    let start = {
+        let mut q = lock(&queue.inner);
+        for (uid, f, r, rep) in fresh {
+            q.queued.insert(uid, (f, r, rep));
+        }
+        !std::mem::replace(&mut q.worker, true)
+    };
+    if start {
+        let (queue, base) = (queue.clone(), ctx.base.clone());
+        let backoff = (ctx.settings.retry_base, ctx.settings.retry_max);
+        tokio::spawn(async move { queue.run(&base, backoff).await });
+    }
+    Ok(0)
+}
+
+/// Status writes one chunk of the background writer holds: a synchronous
+/// write of a record waits at most for one chunk.
+pub const QUEUE_CHUNK: usize = 256;
+
+/// One queued or fresh report: uid, fingerprint, record, report.
+type Fresh = (String, u64, Arc<DNSRecord>, RecordReport);
+
+/// The DNSRecord statuses of the zone controllers: what this process wrote
+/// last per record (see [`write_record_reports`]) and the reports queued
+/// for the background writer ([`queue_record_reports`]).
+#[derive(Debug, Default)]
+pub struct StatusQueue {
+    inner: std::sync::Mutex<QueueInner>,
+    /// Held while statuses are written (a chunk of the background writer,
+    /// or a synchronous write), so two writes of one record never race
+    /// and the later report always lands last.
+    writing: tokio::sync::Mutex<()>,
+}
+
+#[derive(Debug, Default)]
+struct QueueInner {
+    /// DNSRecord uid -> fingerprint of the last status written for it.
+    written: std::collections::HashMap<String, u64>,
+    /// DNSRecord uid -> the report waiting to be written.
+    queued: std::collections::HashMap<String, (u64, Arc<DNSRecord>, RecordReport)>,
+    /// Whether the background writer runs.
+    worker: bool,
+}
+
+fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // Plain data behind the lock: a panic elsewhere leaves it usable.
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl StatusQueue {
+    pub fn last_written(&self, uid: &str) -> Option<u64> {
+        lock(&self.inner).written.get(uid).copied()
+    }
+
+    pub fn set_written(&self, uid: &str, fingerprint: u64) {
+        lock(&self.inner)
+            .written
+            .insert(uid.to_string(), fingerprint);
+    }
+
+    /// Forgets a released record (and drops its queued report).
+    pub fn forget(&self, uid: &str) {
+        let mut q = lock(&self.inner);
+        q.written.remove(uid);
+        q.queued.remove(uid);
+    }
+
+    /// Reports queued and not written yet.
+    pub fn queued(&self) -> usize {
+        lock(&self.inner).queued.len()
+    }
+
+    /// The reports that need a write: not the one last written (unless a
+    /// different one is queued, which the report then replaces), not one
+    /// queued already, not a Pending that may wait ([`pending_grace`]).
+    /// `take`: a queued report of the same record is dropped (the caller
+    /// writes this one now).
+    fn fresh(
+        &self,
+        reports: Vec<(Arc<DNSRecord>, RecordReport)>,
+        window: std::time::Duration,
+        take: bool,
+    ) -> Vec<Fresh> {
+        let mut q = lock(&self.inner);
+        let mut out = Vec::new();
+        for (r, rep) in reports {
+            let uid = r.metadata.uid.clone().unwrap_or_default();
+            let f = fingerprint(r.metadata.generation, &rep);
+            let queued = q.queued.get(&uid).map(|(qf, _, _)| *qf);
+            let last = q.written.get(&uid).copied();
+            if queued == Some(f) && !take {
+                continue;
+            }
+            if last == Some(f) {
+                q.queued.remove(&uid);
+                continue;
+            }
+            if matches!(rep, RecordReport::Pending { .. })
+                && last.is_none()
+                && pending_grace(&r, window).is_some()
+            {
+                continue;
+            }
+            if take {
+                q.queued.remove(&uid);
+            }
+            out.push((uid, f, r, rep));
+        }
+        out
+    }
+
+    /// Writes `fresh` (the caller holds `writing`) and remembers each write
+    /// that landed.
+    async fn write(
+        &self,
+        ctx: &Context,
+        fresh: Vec<Fresh>,
+    ) -> (usize, Vec<bool>, Option<WriteError>) {
+        let (keys, reports): (Vec<_>, Vec<_>) = {
+            let q = lock(&self.inner);
+            fresh
+                .into_iter()
+                .map(|(uid, f, r, rep)| {
+                    let force = q.written.contains_key(&uid);
+                    ((uid, f), (r, rep, force))
+                })
+                .unzip()
+        };
+        let (n, holds, error) = write_each(ctx, reports).await;
+        let mut q = lock(&self.inner);
+        for ((uid, f), held) in keys.into_iter().zip(&holds) {
+            if *held {
+                q.written.insert(uid, f);
+            }
+        }
+        (n, holds, error)
+    }
+
+    /// The background writer: writes queued reports a chunk at a time
+    /// until none is left; a failed one goes back to the queue (unless a
+    /// newer report of its record came meanwhile) and is retried after a
+    /// backoff.
+    async fn run(&self, ctx: &Context, (base, max): (std::time::Duration, std::time::Duration)) {
+        let mut failures = 0u32;
+        loop {
+            let chunk: Vec<Fresh> = {
+                let mut q = lock(&self.inner);
+                let uids: Vec<String> = q.queued.keys().take(QUEUE_CHUNK).cloned().collect();
+                if uids.is_empty() {
+                    q.worker = false;
+                    return;
+                }
+                uids.into_iter()
+                    .filter_map(|uid| {
+                        let (f, r, rep) = q.queued.remove(&uid)?;
+                        Some((uid, f, r, rep))
+                    })
+                    .collect()
+            };
+            let retry: Vec<Fresh> = chunk.clone();
+            let writing = self.writing.lock().await;
+            let (_, holds, error) = self.write(ctx, chunk).await;
+            let Some(error) = error else {
+                failures = 0;
+                continue;
+            };
+            // Back to the queue before another write of the record can run.
+            {
+                let mut q = lock(&self.inner);
+                for ((uid, f, r, rep), held) in retry.into_iter().zip(holds) {
+                    if !held && !q.queued.contains_key(&uid) {
+                        q.queued.insert(uid, (f, r, rep));
+                    }
+                }
+            }
+            drop(writing);
+            failures = failures.saturating_add(1);
+            let delay = super::state::backoff(failures, base, max);
+            tracing::warn!(error = %error, retry_in_ms = delay.as_millis() as u64, "DNSRecord status write failed; retrying");
+            tokio::time::sleep(delay).await;
+        }
+    }
+}
+
+/// How much longer a Pending report of `r` may wait before it is written,
+/// when it may wait at all: `r` has no status yet (its first status write
+/// is still to come) and was created less than `window` (the coalescing
+/// window of DNSRecord changes) ago. A record without a creation time or
+/// with a status does not wait.
+pub fn pending_grace(r: &DNSRecord, window: std::time::Duration) -> Option<std::time::Duration> {
+    if r.status.as_ref().is_some_and(|s| s.phase.is_some()) {
+        return None;
+    }
+    let created = r.metadata.creation_timestamp.as_ref()?.0;
+    let age = jiff::Timestamp::now().duration_since(created);
+    let age = std::time::Duration::try_from(age).unwrap_or_default();
+    window.checked_sub(age).filter(|left| !left.is_zero())
 }
 
 /// What identifies a report for one generation of an object.
@@ -447,5 +677,59 @@ pub async fn write_applied(
             name: zone.name_any(),
             source,
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::DNSRecordSpec;
+    use std::time::Duration;
+
+    fn record(age: Duration, phase: Option<Phase>) -> DNSRecord {
+        let mut r = DNSRecord::new(
+            "www",
+            DNSRecordSpec {
+                zone_ref: "z".into(),
+                name: "www".into(),
+                type_: RecordType::A,
+                ttl: None,
+                values: vec!["192.0.2.1".into()],
+            },
+        );
+        let created = jiff::Timestamp::now() - jiff::SignedDuration::try_from(age).unwrap();
+        r.metadata.creation_timestamp = Some(Time(created));
+        r.status = phase.map(|p| DNSRecordStatus {
+            phase: Some(p),
+            ..Default::default()
+        });
+        r
+    }
+
+    #[test]
+    fn only_a_young_record_without_a_status_waits_for_its_pending() {
+        let window = Duration::from_secs(2);
+        let left = pending_grace(&record(Duration::from_millis(500), None), window);
+        assert!(
+            left.is_some_and(|l| l <= Duration::from_millis(1500)),
+            "{left:?}"
+        );
+        // Older than the window: its Pending is written.
+        assert_eq!(
+            pending_grace(&record(Duration::from_secs(3), None), window),
+            None
+        );
+        // Reported before (Ready, say): a Pending is news, written at once.
+        assert_eq!(
+            pending_grace(
+                &record(Duration::from_millis(100), Some(Phase::Ready)),
+                window
+            ),
+            None
+        );
+        // No creation time: nothing to wait on.
+        let mut r = record(Duration::ZERO, None);
+        r.metadata.creation_timestamp = None;
+        assert_eq!(pending_grace(&r, window), None);
     }
 }
