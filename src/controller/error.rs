@@ -24,7 +24,7 @@
 
 use std::future::Future;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use kube::Resource;
 use kube::runtime::controller::Action;
@@ -192,6 +192,13 @@ fn count<E: Categorized>(
     metrics.reconcile(controller, started.elapsed(), category);
 }
 
+/// Exponential backoff after `failures` failures in a row: `base`, doubled
+/// each time, capped at `max`.
+pub fn backoff(failures: u32, base: Duration, max: Duration) -> Duration {
+    let factor = 1u32 << failures.saturating_sub(1).min(10);
+    base.saturating_mul(factor).min(max)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -219,5 +226,15 @@ mod tests {
             serde_json::from_value(serde_json::json!({"code": 503})).unwrap(),
         ));
         assert_eq!(kube_message(&bare), "the API server answered HTTP 503");
+    }
+
+    #[test]
+    fn backoff_doubles_and_caps() {
+        let b = |n| backoff(n, Duration::from_secs(5), Duration::from_secs(120));
+        assert_eq!(b(1), Duration::from_secs(5));
+        assert_eq!(b(2), Duration::from_secs(10));
+        assert_eq!(b(4), Duration::from_secs(40));
+        assert_eq!(b(9), Duration::from_secs(120));
+        assert_eq!(b(100), Duration::from_secs(120));
     }
 }

@@ -35,7 +35,7 @@ use crate::api::{
     REASON_CLUSTER_NOT_FOUND, REASON_SECONDARY_ZONE, REASON_SERVED, REASON_ZONE_FAILED,
     is_terminal_failure,
 };
-use crate::controller::zonesync::state::backoff;
+use crate::controller::error::backoff;
 
 /// Requeue of a zone waiting for something that does not wake it (a key
 /// Secret being generated); pod and cluster changes wake it sooner.

@@ -33,10 +33,10 @@ use kube::runtime::controller::Action;
 use kube::runtime::finalizer::{self, Event, finalizer};
 
 use crate::api::BindZone;
+use crate::controller::error::backoff;
 use crate::controller::error::{Categorized, Category, KubeMessage, measured, rejected};
 use crate::controller::zonesync::keys::KeyError;
 use crate::controller::zonesync::server::ServerError;
-use crate::controller::zonesync::state::backoff;
 use crate::controller::zonesync::writes::WriteError;
 use crate::controller::zonesync::{ZONE_FINALIZER, ZoneContext};
 use crate::telemetry::Controller as MetricsController;

@@ -259,25 +259,3 @@ impl ServerState {
         lock(&self.zones).remove(zone);
     }
 }
-
-/// Exponential backoff after `failures` failures in a row: `base`, doubled
-/// each time, capped at `max`.
-pub fn backoff(failures: u32, base: Duration, max: Duration) -> Duration {
-    let factor = 1u32 << failures.saturating_sub(1).min(10);
-    base.saturating_mul(factor).min(max)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn backoff_doubles_and_caps() {
-        let b = |n| backoff(n, Duration::from_secs(5), Duration::from_secs(120));
-        assert_eq!(b(1), Duration::from_secs(5));
-        assert_eq!(b(2), Duration::from_secs(10));
-        assert_eq!(b(4), Duration::from_secs(40));
-        assert_eq!(b(9), Duration::from_secs(120));
-        assert_eq!(b(100), Duration::from_secs(120));
-    }
-}

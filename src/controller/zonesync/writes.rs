@@ -457,7 +457,7 @@ impl StatusQueue {
             }
             drop(writing);
             failures = failures.saturating_add(1);
-            let delay = super::state::backoff(failures, base, max);
+            let delay = crate::controller::error::backoff(failures, base, max);
             tracing::warn!(error = %error, retry_in_ms = delay.as_millis() as u64, "DNSRecord status write failed; retrying");
             tokio::time::sleep(delay).await;
         }
