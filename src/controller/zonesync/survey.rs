@@ -81,12 +81,14 @@ pub fn pods_fingerprint(pods: &[PodInfo]) -> u64 {
 /// catalog zone outside views.
 pub fn surveyed_zones(ctx: &ZoneContext, cluster: &BindCluster) -> BTreeSet<ZoneName> {
     let name = cluster.name_any();
-    let ns = cluster.namespace();
+    let ns = cluster.namespace().unwrap_or_default();
     let mut zones: BTreeSet<ZoneName> = ctx
-        .zones
-        .state()
+        .base
+        .stores
+        .index
+        .zones_of_cluster(&ns, &name)
         .into_iter()
-        .filter(|z| z.namespace() == ns && z.spec.cluster_ref == name && z.spec.view.is_none())
+        .filter(|z| z.spec.view.is_none())
         .filter_map(|z| ZoneName::parse(&z.spec.zone_name).ok())
         .collect();
     if let Ok(cat) = ZoneName::parse(&cluster.catalog_zone_name()) {
