@@ -21,8 +21,9 @@
 //!   waiting for a key goes on. A BindZone change wakes the zones whose set
 //!   of BindZones naming the same zone changed (a duplicate removed).
 //!
-//! Reads the shared stores ([`crate::controller::stores`]); watches nothing
-//! itself.
+//! Reads the shared stores ([`crate::controller::stores`]) and their
+//! indexes ([`crate::controller::index`]: a zone or cluster change looks up
+//! its zones, never scans every zone); watches nothing itself.
 
 use std::collections::{HashMap, HashSet};
 use std::hash::{Hash, Hasher};
