@@ -44,6 +44,7 @@ mod bind_injection;
 mod bind_named;
 mod bind_roundtrip;
 mod controller_cluster;
+mod controller_index;
 mod controller_invalid_objects;
 mod controller_metrics;
 mod controller_reasons;

@@ -53,6 +53,7 @@ pub mod dnsrecord;
 pub mod error;
 pub mod events;
 pub mod exec;
+pub mod index;
 pub mod kube_message;
 pub mod memo;
 pub mod names;

@@ -13,6 +13,10 @@
 //! only, so a deleted child or pod would wake nobody.) Its queue is
 //! unbounded: one slow subscriber never holds up a watch or the others.
 //!
+//! The indexes of [`crate::controller::index`] are observers of a feed:
+//! told of each change after the store and before any subscriber, so a
+//! reconcile woken by an object finds it through them.
+//!
 //! Readiness ("every store has seen its initial list") is one shared
 //! future built here from a signal of our own per kind, set when the
 //! initial list is in the store. A kube store's own `wait_until_ready` is a
@@ -54,6 +58,7 @@ use kube::{Client, Resource};
 use serde::de::DeserializeOwned;
 
 use super::events::Events;
+use super::index::{Indexes, Observer};
 use super::names::managed_selector;
 use super::scope::{EventStream, Scope};
 use crate::api::{BindCluster, BindTSIGKey, BindZone, DNSRecord};
@@ -83,6 +88,9 @@ pub struct Stores {
     pub secrets: Store<PartialObjectMeta<Secret>>,
     /// The change feeds of the same stores.
     pub feeds: Feeds,
+    /// Lookups by reference (records of a zone, zones of a cluster), kept
+    /// by the feeds.
+    pub index: Indexes,
     /// The one future that waits for every store's initial list; every
     /// waiter clones it (a `Shared` wakes all of them).
     ready: Shared<BoxFuture<'static, ()>>,
@@ -179,6 +187,8 @@ struct Dispatch<K: Resource<DynamicType = ()> + 'static> {
     /// The store as it was when a re-list began: what vanished in it is
     /// sent as deleted when the list is done.
     before_list: Option<Vec<Arc<K>>>,
+    /// Told of each change before the subscribers.
+    observers: Vec<Arc<dyn Observer<K>>>,
 }
 
 impl<K> Dispatch<K>
@@ -196,9 +206,14 @@ where
         match event {
             Ok(watcher::Event::Apply(obj)) => {
                 let stored = self.store.get(&ObjectRef::from_obj(&obj));
-                self.send([stored.unwrap_or_else(|| Arc::new(obj))]);
+                let stored = stored.unwrap_or_else(|| Arc::new(obj));
+                self.observers.iter().for_each(|o| o.applied(&stored));
+                self.send([stored]);
             }
-            Ok(watcher::Event::Delete(obj)) => self.send([Arc::new(obj)]),
+            Ok(watcher::Event::Delete(obj)) => {
+                self.observers.iter().for_each(|o| o.deleted(&obj));
+                self.send([Arc::new(obj)]);
+            }
             Ok(watcher::Event::Init) => self.before_list = Some(self.store.state()),
             Ok(watcher::Event::InitApply(_)) => {}
             Ok(watcher::Event::InitDone) => {
@@ -216,6 +231,7 @@ where
                     }
                     None => Vec::new(),
                 };
+                self.observers.iter().for_each(|o| o.relisted(&now));
                 self.send(now.into_iter().chain(vanished));
                 if let Some(ready) = self.ready.take() {
                     let _ = ready.send(());
@@ -235,6 +251,20 @@ where
     K: Resource<DynamicType = ()> + Clone + std::fmt::Debug + Send + Sync + 'static,
 {
     let (store, writer) = reflector::store();
+    observed_feed(store, writer, events, Vec::new())
+}
+
+/// [`feed`] into a given store, whose `observers` are told of each change
+/// before the subscribers.
+fn observed_feed<K>(
+    store: Store<K>,
+    writer: reflector::store::Writer<K>,
+    events: impl FnOnce(Store<K>) -> EventStream<K>,
+    observers: Vec<Arc<dyn Observer<K>>>,
+) -> (Store<K>, Feed<K>, BoxFuture<'static, ()>)
+where
+    K: Resource<DynamicType = ()> + Clone + std::fmt::Debug + Send + Sync + 'static,
+{
     let subscribers: Senders<K> = Arc::default();
     let (ready_tx, ready_rx) = oneshot::channel::<()>();
     let mut dispatch = Dispatch {
@@ -243,6 +273,7 @@ where
         subscribers: subscribers.clone(),
         ready: Some(ready_tx),
         before_list: None,
+        observers,
     };
     let driver = events(store.clone())
         .reflect(writer)
@@ -411,8 +442,21 @@ pub fn watch_scoped(client: &Client, scope: &Scope) -> (Stores, Streams) {
     let all = watcher::Config::default;
     let (clusters, clusters_f, w1) = feed(guarded(client, scope, &events));
     let (keys, keys_f, w2) = feed(guarded(client, scope, &events));
-    let (zones, zones_f, w3) = feed(guarded(client, scope, &events));
-    let (records, records_f, w4) = feed(guarded(client, scope, &events));
+    let (zones, zones_w) = reflector::store();
+    let (records, records_w) = reflector::store();
+    let index = Indexes::new(&zones, &records);
+    let (zones, zones_f, w3) = observed_feed(
+        zones,
+        zones_w,
+        guarded(client, scope, &events),
+        index.zone_observers(),
+    );
+    let (records, records_f, w4) = observed_feed(
+        records,
+        records_w,
+        guarded(client, scope, &events),
+        index.record_observers(),
+    );
     let (pods, pods_f, w5) = feed(plain(client, scope, managed()));
     let (statefulsets, sts_f, w6) = feed(plain(client, scope, managed()));
     let (configmaps, cm_f, w7) = feed(plain(client, scope, managed()));
@@ -460,6 +504,7 @@ pub fn watch_scoped(client: &Client, scope: &Scope) -> (Stores, Streams) {
                 pdbs: pdbs_f,
                 secrets: secrets_f,
             },
+            index,
             ready,
         },
         Streams {

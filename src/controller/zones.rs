@@ -21,8 +21,9 @@
 //!   waiting for a key goes on. A BindZone change wakes the zones whose set
 //!   of BindZones naming the same zone changed (a duplicate removed).
 //!
-//! Reads the shared stores ([`crate::controller::stores`]); watches nothing
-//! itself.
+//! Reads the shared stores ([`crate::controller::stores`]) and their
+//! indexes ([`crate::controller::index`]: a zone or cluster change looks up
+//! its zones, never scans every zone); watches nothing itself.
 
 use std::collections::{HashMap, HashSet};
 use std::hash::{Hash, Hasher};
@@ -39,6 +40,7 @@ use crate::api::{BindCluster, BindZone, CONDITION_READY, DNSRecord, is_condition
 use crate::controller::bindcluster::read::loaded_keys;
 use crate::controller::bindcluster::{cluster_of_pod, clusters_loading};
 use crate::controller::context::Context;
+use crate::controller::index::{ZoneGroup, zone_group};
 use crate::controller::{Shutdown, bindzone, dnsrecord};
 
 use super::zonesync::plan::has_record_finalizer;
@@ -200,19 +202,6 @@ async fn coalesce(
     }
 }
 
-/// Namespace, cluster, view and normalised zone name: BindZones with the
-/// same key name one zone.
-type GroupKey = (Option<String>, String, Option<String>, String);
-
-fn group_key(z: &BindZone) -> GroupKey {
-    (
-        z.namespace(),
-        z.spec.cluster_ref.clone(),
-        z.spec.view.clone(),
-        z.spec.zone_name.trim_end_matches('.').to_ascii_lowercase(),
-    )
-}
-
 /// What the cluster watcher hears: a cluster to look at, or a BindZone.
 enum Change {
     Cluster(ObjKey),
@@ -263,7 +252,7 @@ async fn watch_clusters(ctx: Arc<ZoneContext>, wake: mpsc::UnboundedSender<Objec
     let mut last: HashMap<ObjKey, u64> = HashMap::new();
     // The live BindZones of each group: a duplicate waiting for the others
     // to go is woken when one goes.
-    let mut last_peers: HashMap<GroupKey, Vec<String>> = HashMap::new();
+    let mut last_peers: HashMap<ZoneGroup, Vec<String>> = HashMap::new();
     while let Some(change) = changes.next().await {
         match change {
             Change::Cluster(key) => {
@@ -271,23 +260,18 @@ async fn watch_clusters(ctx: Arc<ZoneContext>, wake: mpsc::UnboundedSender<Objec
                 if last.insert(key.clone(), fp) == Some(fp) {
                     continue;
                 }
-                for z in ctx.zones.state().iter().filter(|z| {
-                    z.namespace().as_deref() == Some(key.0.as_str()) && z.spec.cluster_ref == key.1
-                }) {
+                for z in stores.index.zones_of_cluster(&key.0, &key.1) {
                     tracing::debug!(cluster = %key.1, zone = %z.name_any(), "cluster, pods or keys changed; waking zone");
                     let _ = wake.unbounded_send(ObjectRef::from_obj(z.as_ref()));
                 }
             }
             Change::Zone(zone) => {
-                let group = group_key(&zone);
-                let members: Vec<Arc<BindZone>> = ctx
-                    .zones
-                    .state()
-                    .into_iter()
-                    .filter(|z| z.metadata.deletion_timestamp.is_none() && group_key(z) == group)
-                    .collect();
-                let mut peers: Vec<String> = members.iter().map(|z| z.name_any()).collect();
-                peers.sort();
+                // By name (the index's order), from the index: the zone
+                // feed told it before this subscriber.
+                let group = zone_group(&zone);
+                let mut members = stores.index.zones_naming(&zone);
+                members.retain(|z| z.metadata.deletion_timestamp.is_none());
+                let peers: Vec<String> = members.iter().map(|z| z.name_any()).collect();
                 let before = last_peers.insert(group, peers.clone());
                 if before.is_some_and(|before| before != peers) {
                     for z in &members {

@@ -58,18 +58,11 @@ impl Inputs {
     }
 }
 
-/// The DNSRecords whose zoneRef names `zone`, from the cache.
+/// The DNSRecords whose zoneRef names `zone`, by name, from the cache
+/// (through its index: a reconcile does not scan every record).
 pub fn records_of(ctx: &ZoneContext, zone: &BindZone) -> Vec<Arc<DNSRecord>> {
-    let ns = zone.namespace();
-    let name = zone.name_any();
-    let mut out: Vec<_> = ctx
-        .records
-        .state()
-        .into_iter()
-        .filter(|r| r.namespace() == ns && r.spec.zone_ref == name)
-        .collect();
-    out.sort_by_key(|r| r.name_any());
-    out
+    let ns = zone.namespace().unwrap_or_default();
+    ctx.base.stores.index.records_of_zone(&ns, &zone.name_any())
 }
 
 /// The zone's BindCluster from the cache (`None`: missing or being deleted).
@@ -138,18 +131,11 @@ fn norm(s: &str) -> String {
 }
 
 /// Other live BindZones naming the same zone in the same view of the same
-/// cluster.
+/// cluster, by name.
 fn same_zone(ctx: &ZoneContext, zone: &BindZone) -> Vec<Arc<BindZone>> {
-    let mut out: Vec<_> = ctx
-        .zones
-        .state()
-        .into_iter()
-        .filter(|z| z.namespace() == zone.namespace() && z.name_any() != zone.name_any())
-        .filter(|z| z.spec.cluster_ref == zone.spec.cluster_ref && z.spec.view == zone.spec.view)
-        .filter(|z| norm(&z.spec.zone_name) == norm(&zone.spec.zone_name))
-        .filter(|z| z.metadata.deletion_timestamp.is_none())
-        .collect();
-    out.sort_by_key(|z| z.name_any());
+    let me = zone.name_any();
+    let mut out = ctx.base.stores.index.zones_naming(zone);
+    out.retain(|z| z.name_any() != me && z.metadata.deletion_timestamp.is_none());
     out
 }
 

@@ -48,7 +48,7 @@ pub struct Probed {
     /// Whether the catalog is served (`None`: no catalog).
     pub catalog: Option<bool>,
     /// The survey that answered, on a periodic check.
-    pub survey: Option<Survey>,
+    pub survey: Option<std::sync::Arc<Survey>>,
 }
 
 /// Serials of the zone and, if any, its catalog on the primary: from the

@@ -79,7 +79,9 @@ struct ClusterInner {
     /// Per catalog zone: how often a zone holding `catalog_lock` saw it on
     /// the primary (created it or found it).
     catalog_seen: HashMap<ZoneName, u64>,
-    survey: Option<Survey>,
+    /// Shared, not copied, with every zone that reads it: it holds every
+    /// zone of the cluster, and each zone reconcile reads it.
+    survey: Option<Arc<Survey>>,
 }
 
 impl ClusterMemory {
@@ -118,7 +120,7 @@ impl ClusterMemory {
 
     /// The last survey, if taken under the same pods and younger than
     /// `max_age`.
-    pub fn survey(&self, pods_fingerprint: u64, max_age: Duration) -> Option<Survey> {
+    pub fn survey(&self, pods_fingerprint: u64, max_age: Duration) -> Option<Arc<Survey>> {
         lock(&self.inner)
             .survey
             .as_ref()
@@ -127,11 +129,11 @@ impl ClusterMemory {
     }
 
     /// The last survey regardless of age (for status display).
-    pub fn last_survey(&self) -> Option<Survey> {
+    pub fn last_survey(&self) -> Option<Arc<Survey>> {
         lock(&self.inner).survey.clone()
     }
 
-    pub fn store_survey(&self, survey: Survey) {
+    pub fn store_survey(&self, survey: Arc<Survey>) {
         lock(&self.inner).survey = Some(survey);
     }
 
@@ -147,6 +149,8 @@ impl ClusterMemory {
             if !s.asked.contains(zone) {
                 return;
             }
+            // Copied only while a reader still holds the old one.
+            let s = Arc::make_mut(s);
             let served = s.pods.entry(pod.to_string()).or_default();
             match serial {
                 Some(v) => served.insert(zone.clone(), v),

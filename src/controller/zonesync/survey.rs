@@ -8,6 +8,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::hash::{Hash, Hasher};
+use std::sync::Arc;
 use std::time::Instant;
 
 use k8s_openapi::api::core::v1::Pod;
@@ -81,12 +82,14 @@ pub fn pods_fingerprint(pods: &[PodInfo]) -> u64 {
 /// catalog zone outside views.
 pub fn surveyed_zones(ctx: &ZoneContext, cluster: &BindCluster) -> BTreeSet<ZoneName> {
     let name = cluster.name_any();
-    let ns = cluster.namespace();
+    let ns = cluster.namespace().unwrap_or_default();
     let mut zones: BTreeSet<ZoneName> = ctx
-        .zones
-        .state()
+        .base
+        .stores
+        .index
+        .zones_of_cluster(&ns, &name)
         .into_iter()
-        .filter(|z| z.namespace() == ns && z.spec.cluster_ref == name && z.spec.view.is_none())
+        .filter(|z| z.spec.view.is_none())
         .filter_map(|z| ZoneName::parse(&z.spec.zone_name).ok())
         .collect();
     if let Ok(cat) = ZoneName::parse(&cluster.catalog_zone_name()) {
@@ -107,11 +110,11 @@ pub async fn survey(
     memory: &ClusterMemory,
     must_cover: &ZoneName,
     newer_than: Option<Instant>,
-) -> Survey {
+) -> Arc<Survey> {
     let fp = pods_fingerprint(pods);
     let max_age = ctx.settings.survey_max_age;
     let usable =
-        |s: &Survey| s.asked.contains(must_cover) && newer_than.is_none_or(|t| s.taken > t);
+        |s: &Arc<Survey>| s.asked.contains(must_cover) && newer_than.is_none_or(|t| s.taken > t);
     if let Some(s) = memory.survey(fp, max_age).filter(usable) {
         return s;
     }
@@ -134,12 +137,12 @@ pub async fn survey(
             }
         }
     }
-    let s = Survey {
+    let s = Arc::new(Survey {
         taken: Instant::now(),
         pods_fingerprint: fp,
         asked,
         pods: served,
-    };
+    });
     memory.store_survey(s.clone());
     s
 }
