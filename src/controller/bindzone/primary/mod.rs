@@ -324,7 +324,7 @@ struct Seen {
     /// Whether the catalog is served (`None`: no catalog).
     catalog: Option<bool>,
     /// The survey that answered, on a periodic check.
-    survey: Option<Survey>,
+    survey: Option<std::sync::Arc<Survey>>,
     /// The secondaries' serials, read before a zone or catalog is
     /// re-created.
     peers: Vec<(ZoneName, u32)>,
