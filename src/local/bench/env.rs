@@ -1,7 +1,7 @@
 //! One scenario's environment: a fresh in-memory API with our kinds, the
 //! local runtime (StatefulSet controller and kubelet, real named), the real
 //! controllers on their own runtime ([`OperatorSide`]) behind a
-//! [`CountingExecutor`], and the objects every scenario starts from: a
+//! [`counting`](super::exec_log::counting) executor, and the objects every scenario starts from: a
 //! Secret with two random TSIG keys, BindTSIGKeys for them (transfer and
 //! update), a BindCluster with a catalog ([`BenchEnv::seed_cluster`]) and
 //! `zones` BindZones ([`BenchEnv::zone_objects`]). [`BenchEnv::bring_up`]
@@ -28,7 +28,7 @@ use tokio::task::JoinHandle;
 
 use super::BenchError;
 use super::check::PodTarget;
-use super::exec_log::{CountingExecutor, ExecLog};
+use super::exec_log::{ExecLog, counting};
 use super::operator::{OperatorSide, WriteLog};
 use crate::api::{
     BindCluster, BindClusterSpec, BindTSIGKey, BindTSIGKeySpec, BindZone, CatalogSpec, Phase,
@@ -38,7 +38,7 @@ use crate::bind::commands::dig_soa;
 use crate::bind::parse::parse_dig_soa;
 use crate::bind::render::render_keys_conf;
 use crate::bind::{KeyName, TsigAlgorithm, TsigKey, TsigSecret, ZoneName};
-use crate::controller::exec::{PodExecutor, PodRef};
+use crate::controller::exec::{ObservedExecutor, PodExecutor, PodRef};
 use crate::local::memapi::MemApi;
 use crate::local::runtime::{LocalExecutor, LocalRuntime, PodRole, RuntimeConfig};
 use crate::local::session::register_kinds;
@@ -72,7 +72,7 @@ pub struct BenchEnv {
     pub writes: WriteLog,
     runtime: Option<LocalRuntime>,
     /// The executor the controllers (and the baseline) use; logs every call.
-    pub exec: Arc<CountingExecutor>,
+    pub exec: Arc<ObservedExecutor>,
     /// The same pods without logging, for the bench's own checks.
     pub raw: LocalExecutor,
     pub log: ExecLog,
@@ -121,7 +121,7 @@ impl BenchEnv {
         let runtime = LocalRuntime::start(client.clone(), config).await?;
         let log = ExecLog::default();
         let raw = runtime.executor();
-        let exec = Arc::new(CountingExecutor::new(Arc::new(raw.clone()), log.clone()));
+        let exec = Arc::new(counting(Arc::new(raw.clone()), log.clone()));
         let (stop, stopped) = oneshot::channel::<()>();
         let operator = OperatorSide::start(mem.service())?;
         let controllers = operator.spawn(crate::controller::run(

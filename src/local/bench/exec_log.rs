@@ -12,12 +12,8 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use futures::FutureExt as _;
-use futures::future::BoxFuture;
-
-use crate::bind::PodLayout;
 use crate::bind::commands::Command;
-use crate::controller::exec::{ExecError, ExecOutput, PodExecutor, PodRef};
+use crate::controller::exec::{ObservedExecutor, PodExecutor, PodRef};
 
 /// Tools a command is classified by (the first one its argv names); a
 /// shell script naming none of them counts as `sh`.
@@ -34,7 +30,7 @@ pub struct ExecCall {
     pub ok: bool,
 }
 
-/// Every exec call made through a [`CountingExecutor`], in start order of
+/// Every exec call made through a [`counting`] executor, in start order of
 /// completion. Cheap to clone (shared).
 #[derive(Debug, Clone, Default)]
 pub struct ExecLog {
@@ -102,42 +98,17 @@ pub fn tool_of(cmd: &Command) -> &'static str {
         .unwrap_or("sh")
 }
 
-/// Wraps an executor and logs every call into an [`ExecLog`].
-pub struct CountingExecutor {
-    inner: Arc<dyn PodExecutor>,
-    log: ExecLog,
-}
-
-impl CountingExecutor {
-    pub fn new(inner: Arc<dyn PodExecutor>, log: ExecLog) -> Self {
-        CountingExecutor { inner, log }
-    }
-}
-
-impl PodExecutor for CountingExecutor {
-    fn layout(&self, pod: &PodRef) -> PodLayout {
-        self.inner.layout(pod)
-    }
-
-    fn exec<'a>(
-        &'a self,
-        pod: &'a PodRef,
-        cmd: &'a Command,
-    ) -> BoxFuture<'a, Result<ExecOutput, ExecError>> {
-        async move {
-            let started = Instant::now();
-            let result = self.inner.exec(pod, cmd).await;
-            self.log.push(ExecCall {
-                tool: tool_of(cmd),
-                pod: pod.name.clone(),
-                started,
-                took: started.elapsed(),
-                ok: result.is_ok(),
-            });
-            result
-        }
-        .boxed()
-    }
+/// Wraps an executor so every call is logged into `log`.
+pub fn counting(inner: Arc<dyn PodExecutor>, log: ExecLog) -> ObservedExecutor {
+    ObservedExecutor::new(inner, move |pod: &PodRef, cmd: &Command, result, took| {
+        log.push(ExecCall {
+            tool: tool_of(cmd),
+            pod: pod.name.clone(),
+            started: Instant::now() - took,
+            took,
+            ok: result.is_ok(),
+        })
+    })
 }
 
 #[cfg(test)]
