@@ -150,7 +150,9 @@ fn rejected_option_reports_checkconf_detail_and_old_config_keeps_serving() {
     // The old config still serves: no restart, every record answers.
     assert_serves_all(&local, &before, "example", &f.dir);
     for p in pods_of(&local.status().unwrap(), "example") {
-        assert!(p.ready && p.restarts == 0, "{p:?}");
+        // Once seen in CI under load (restarts 1 on the primary, cause not
+        // found): the named logs say why a named exited.
+        assert!(p.ready && p.restarts == 0, "{p:?}\n{}", local.diagnostics());
         assert_eq!(named_starts(&local.state, "default", &p.name), 1);
     }
     assert!(local.stop().success());
