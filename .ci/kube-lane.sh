@@ -89,8 +89,13 @@ fi
 grep 'ready:' "$CP_DIR.start.log" | sed 's/^control-plane: /kube-lane: /' || true
 
 # Build outside the namespace (it has no route to a registry), run inside it.
-BIN=$(cargo test --locked --test suite --no-run 2>&1 | tee /dev/stderr |
-  sed -n 's/.*Executable tests\/suite.rs (\(.*\))$/\1/p' | tail -1)
+# (Not `tee /dev/stderr`: opening it anew truncates a log file that stderr
+# is redirected to, and took everything CI printed before the lane.)
+BUILD_LOG=$(mktemp)
+cargo test --locked --test suite --no-run >"$BUILD_LOG" 2>&1 || true
+cat "$BUILD_LOG" >&2
+BIN=$(sed -n 's/.*Executable tests\/suite.rs (\(.*\))$/\1/p' "$BUILD_LOG" | tail -1)
+rm -f "$BUILD_LOG"
 [ -x "$BIN" ] || { log "could not find the suite test binary"; exit 1; }
 
 OUT=$(mktemp)
