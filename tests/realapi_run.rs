@@ -206,9 +206,11 @@ fn realapi_run_as_the_deploy_service_account() {
     // A 403 is RBAC refusing the ServiceAccount, except the namespace
     // lifecycle's "being terminated" (another test's namespace going away
     // while this cluster-wide operator still watched it).
+    // "403" must stand alone: a timestamp such as 12:10:24.840376Z holds
+    // the same digits (that matched once and failed CI).
     let refused: Vec<&str> = text
         .lines()
-        .filter(|l| l.contains("403") || l.to_lowercase().contains("forbidden"))
+        .filter(|l| has_status_403(l) || l.to_lowercase().contains("forbidden"))
         .filter(|l| !l.contains("because it is being terminated"))
         .collect();
     assert!(
@@ -216,4 +218,27 @@ fn realapi_run_as_the_deploy_service_account() {
         "the API server refused the ServiceAccount:\n{}",
         refused.join("\n")
     );
+}
+
+/// Whether `line` carries the number 403 on its own (not inside a longer
+/// run of digits such as a timestamp's fraction of a second).
+fn has_status_403(line: &str) -> bool {
+    let bytes = line.as_bytes();
+    line.match_indices("403").any(|(at, _)| {
+        let before = at.checked_sub(1).map(|i| bytes[i]);
+        let after = bytes.get(at + 3).copied();
+        !before.is_some_and(|b| b.is_ascii_digit()) && !after.is_some_and(|b| b.is_ascii_digit())
+    })
+}
+
+#[test]
+fn status_403_is_found_alone_and_not_inside_a_timestamp() {
+    assert!(has_status_403(
+        r#"ErrorResponse { reason: "Forbidden", code: 403 }"#
+    ));
+    assert!(has_status_403("403 Forbidden"));
+    assert!(!has_status_403(
+        r#"{"timestamp":"2026-12-03T12:10:24.840376Z"}"#
+    ));
+    assert!(!has_status_403("port 14033"));
 }
