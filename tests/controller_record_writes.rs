@@ -392,3 +392,74 @@ async fn a_report_is_written_when_the_cache_predates_our_last_write() {
         .unwrap();
     assert_eq!(mem.writes(), before, "a repeated report is not written");
 }
+
+/// kube's finalizer helper guards its add with a JSON-patch `test` of the
+/// finalizers it was handed. A zone reconciled again from a cached copy
+/// older than our own finalizer add (many zones reconciling at once, the
+/// watch event still on its way) fails that test; that is a stale copy,
+/// not a failure: no Warning Event, no 5 s backoff, a look again within
+/// ~100 ms (and the finalizer still on, once).
+#[tokio::test]
+async fn a_finalizer_patch_against_a_stale_copy_is_retried_soon_not_failed() {
+    use bind_operator::controller::Context;
+    use bind_operator::controller::bindzone::{FINALIZER_RACE_RETRY, reconcile};
+    use bind_operator::controller::network::ClusterNetwork;
+    use bind_operator::controller::stores::watch_all;
+    use bind_operator::controller::zonesync::{ZONE_FINALIZER, ZoneContext};
+    use bind_operator::local::memapi::MemApi;
+    use kube::Api;
+    use kube::api::{Patch, PatchParams, PostParams};
+    use kube::runtime::controller::Action;
+
+    let mem = MemApi::new();
+    mem.register_custom::<BindZone>();
+    mem.register_custom::<DNSRecord>();
+    let client = mem.client();
+    let (stores, _streams) = watch_all(&client);
+    let ctx = Arc::new(ZoneContext {
+        base: Arc::new(Context::new(
+            client.clone(),
+            Arc::new(FakeBind::new()),
+            Arc::new(ClusterNetwork),
+            stores,
+        )),
+        zones: kube::runtime::reflector::store::<BindZone>().0,
+        records: kube::runtime::reflector::store::<DNSRecord>().0,
+        state: Default::default(),
+        settings: settings(),
+        batcher: None,
+    });
+    let zones: Api<BindZone> = Api::namespaced(client.clone(), support::NS);
+    // The copy a cache still holds: no finalizer yet.
+    let stale = zones
+        .create(&PostParams::default(), &zone("example-com", "example.com"))
+        .await
+        .unwrap();
+    // Our first reconcile's add landed meanwhile.
+    zones
+        .patch(
+            "example-com",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"finalizers": [ZONE_FINALIZER]}})),
+        )
+        .await
+        .unwrap();
+    mem.reset_counts();
+
+    let action = reconcile(Arc::new(stale), ctx.clone()).await;
+    assert_eq!(
+        action.ok(),
+        Some(Action::requeue(FINALIZER_RACE_RETRY)),
+        "a stale copy is looked at again soon, not failed"
+    );
+    assert_eq!(
+        mem.count(Verb::Create, "events"),
+        0,
+        "no Warning Event for a stale copy"
+    );
+    assert_eq!(
+        zones.get("example-com").await.unwrap().finalizers(),
+        [ZONE_FINALIZER.to_string()],
+        "the finalizer is on, once"
+    );
+}
