@@ -290,7 +290,11 @@ async fn a_report_is_written_when_the_cache_predates_our_last_write() {
     mem.register_custom::<BindZone>();
     mem.register_custom::<DNSRecord>();
     let client = mem.client();
-    let (stores, _streams) = watch_all(&client);
+    let (stores, streams) = watch_all(&client);
+    // The caches feed only the cleanup below (it finds the zone's records
+    // there); every other write here is handed its (stale) copy.
+    // (Only the two kinds are served here: the other caches never fill.)
+    let driver = tokio::spawn(streams.drive());
     let fake = Arc::new(FakeBind::new());
     let ctx = ZoneContext {
         base: Arc::new(Context::new(
@@ -387,10 +391,61 @@ async fn a_report_is_written_when_the_cache_predates_our_last_write() {
 
     // The same report again writes nothing, whatever the cache shows.
     let before = mem.writes();
-    write_record_reports(&ctx, vec![(seen_ready, ready)])
+    write_record_reports(&ctx, vec![(seen_ready.clone(), ready.clone())])
         .await
         .unwrap();
     assert_eq!(mem.writes(), before, "a repeated report is not written");
+
+    // The zone is deleted: its cleanup tells the record the zone is gone.
+    // A zone of that name then serves it again, and the Ready it had
+    // before the cleanup must be written again: the cleanup's write goes
+    // through the same memory (a write beside it left the record saying
+    // its zone was being deleted, the Ready skipped as "already written").
+    records
+        .patch(
+            "www",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(json!({"metadata": {"finalizers": [
+                bind_operator::controller::zonesync::RECORD_FINALIZER
+            ]}})),
+        )
+        .await
+        .unwrap();
+    support::within("the record with its finalizer in the cache", async {
+        while !ctx
+            .base
+            .stores
+            .index
+            .records_of_zone(support::NS, "example-com")
+            .iter()
+            .any(|r| !r.finalizers().is_empty())
+        {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await;
+    bind_operator::controller::bindzone::cleanup::cleanup(&Arc::new(zone_seen_ready), &ctx)
+        .await
+        .unwrap();
+    let after_cleanup = records.get("www").await.unwrap();
+    assert_eq!(phase(&after_cleanup), Some(Phase::Pending));
+    assert_eq!(
+        after_cleanup
+            .status
+            .as_ref()
+            .and_then(|s| s.reason.as_deref()),
+        Some("ZoneNotFound"),
+        "{after_cleanup:#?}"
+    );
+    write_record_reports(&ctx, vec![(seen_ready, ready)])
+        .await
+        .unwrap();
+    assert_eq!(
+        phase(&records.get("www").await.unwrap()),
+        Some(Phase::Ready),
+        "the record must be Ready again after its zone's cleanup"
+    );
+    driver.abort();
 }
 
 /// kube's finalizer helper guards its add with a JSON-patch `test` of the
