@@ -528,10 +528,34 @@ impl StatusQueue {
 /// window of DNSRecord changes) ago. A record without a creation time or
 /// with a status does not wait.
 pub fn pending_grace(r: &DNSRecord, window: std::time::Duration) -> Option<std::time::Duration> {
-    if r.status.as_ref().is_some_and(|s| s.phase.is_some()) {
+    let reported = r.status.as_ref().is_some_and(|s| s.phase.is_some());
+    grace_left(reported, &r.metadata, window)
+}
+
+/// [`pending_grace`] for a BindZone: a zone created a moment ago whose
+/// primary is not Ready yet (a GitOps first apply creates the cluster and
+/// its zones together; the pods come up a second later) goes straight to
+/// Ready, without a Pending written in between, when it gets there within
+/// the window. [`write_zone_report`] holds back such a Pending; the caller
+/// looks again when the grace ends ([`zone_pending_grace`] says when), so a
+/// zone still waiting then says so.
+pub fn zone_pending_grace(
+    zone: &BindZone,
+    window: std::time::Duration,
+) -> Option<std::time::Duration> {
+    let reported = zone.status.as_ref().is_some_and(|s| s.phase.is_some());
+    grace_left(reported, &zone.metadata, window)
+}
+
+fn grace_left(
+    reported: bool,
+    meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+    window: std::time::Duration,
+) -> Option<std::time::Duration> {
+    if reported {
         return None;
     }
-    let created = r.metadata.creation_timestamp.as_ref()?.0;
+    let created = meta.creation_timestamp.as_ref()?.0;
     let age = jiff::Timestamp::now().duration_since(created);
     let age = std::time::Duration::try_from(age).unwrap_or_default();
     window.checked_sub(age).filter(|left| !left.is_zero())
@@ -608,7 +632,10 @@ pub fn zone_status(zone: &BindZone, report: &ZoneReport) -> BindZoneStatus {
 /// Writes the zone's status when it changed, through the same
 /// [`StatusMemo`] as the records' ([`write_record_reports`]): the report
 /// this process wrote last is not written again, a different one is
-/// written whatever the cache shows. Returns whether it wrote.
+/// written whatever the cache shows. A Pending of a zone never reported
+/// waits out its grace ([`zone_pending_grace`], the coalescing window of
+/// DNSRecord changes): a zone created with its cluster costs its Ready
+/// writes, not a Pending first. Returns whether it wrote.
 pub async fn write_zone_report(
     ctx: &super::ZoneContext,
     zone: &BindZone,
@@ -616,6 +643,12 @@ pub async fn write_zone_report(
 ) -> Result<bool, WriteError> {
     let memo = &ctx.state.statuses.memo;
     let uid = zone.metadata.uid.as_deref().unwrap_or_default();
+    if report.phase == Phase::Pending
+        && memo.last(uid).is_none()
+        && zone_pending_grace(zone, ctx.settings.record_max_wait).is_some()
+    {
+        return Ok(false);
+    }
     let f = fingerprint(zone.metadata.generation, report);
     let s = zone_status(zone, report);
     match memo.decide(uid, f, || zone.status.as_ref() == Some(&s)) {
@@ -626,6 +659,13 @@ pub async fn write_zone_report(
         }
         Decision::Write { .. } => {}
     }
+    tracing::debug!(
+        zone = %zone.name_any(),
+        phase = report.phase.as_str(),
+        reason = report.reason,
+        serial = report.serial,
+        "writing the zone's status"
+    );
     apply_status(&ctx.base.client, zone, &s).await?;
     memo.remember(uid, f);
     Ok(true)
@@ -789,5 +829,34 @@ mod tests {
         let mut r = record(Duration::ZERO, None);
         r.metadata.creation_timestamp = None;
         assert_eq!(pending_grace(&r, window), None);
+    }
+
+    #[test]
+    fn only_a_young_zone_never_reported_waits_for_its_pending() {
+        let window = Duration::from_secs(2);
+        let zone = |age: Duration, phase: Option<&str>| -> BindZone {
+            let created = jiff::Timestamp::now() - jiff::SignedDuration::try_from(age).unwrap();
+            serde_json::from_value(json!({
+                "apiVersion": "bind.unkin.net/v1alpha1",
+                "kind": "BindZone",
+                "metadata": {"name": "z", "creationTimestamp": created.to_string()},
+                "spec": {"clusterRef": "c", "zoneName": "example.com"},
+                "status": phase.map(|p| json!({"phase": p})),
+            }))
+            .unwrap()
+        };
+        let left = zone_pending_grace(&zone(Duration::from_millis(300), None), window);
+        assert!(
+            left.is_some_and(|l| l <= Duration::from_millis(1700)),
+            "{left:?}"
+        );
+        assert_eq!(
+            zone_pending_grace(&zone(Duration::from_secs(3), None), window),
+            None
+        );
+        assert_eq!(
+            zone_pending_grace(&zone(Duration::from_millis(300), Some("Ready")), window),
+            None
+        );
     }
 }
