@@ -2,7 +2,10 @@
 //! the whole status with the operator's field manager, only when something
 //! but a timestamp changed), the DNSRecord finalizer (JSON patches guarded
 //! by `test`, so a concurrent writer's finalizers are never clobbered) and
-//! the zone's applied annotation. A zone flush's many DNSRecord statuses go
+//! the zone's applied annotation. Every status the zone controllers write,
+//! a zone's or a record's, goes through one [`StatusMemo`] (what this
+//! process last wrote, by uid: never the same report twice, a different one
+//! whatever the cache shows). A zone flush's many DNSRecord statuses go
 //! through [`StatusQueue`], written by a background task, so the next
 //! flush does not wait for them.
 //!
