@@ -22,7 +22,7 @@ use crate::controller::zonesync::server::ServerError;
 use crate::controller::zonesync::survey::PodInfo;
 use crate::controller::zonesync::writes::{
     RecordReport, ZoneReport, queue_record_reports, release_record_reports, write_applied,
-    write_record_reports, write_zone_report,
+    write_record_reports, write_zone_report, zone_pending_grace,
 };
 use crate::render::validate::{PrimaryZoneConfig, ZoneConfig};
 
@@ -40,6 +40,9 @@ use crate::controller::error::backoff;
 /// Requeue of a zone waiting for something that does not wake it (a key
 /// Secret being generated); pod and cluster changes wake it sooner.
 const WAIT_REQUEUE: Duration = Duration::from_secs(15);
+
+/// Past the end of a Pending grace, so the look then finds it over.
+const GRACE_MARGIN: Duration = Duration::from_millis(50);
 
 /// Requeue of a zone named is still signing or unsigning (nothing else
 /// wakes it when that finishes).
@@ -462,6 +465,9 @@ async fn blocked(
             backoff(failures, ctx.settings.retry_base, ctx.settings.retry_max).max(WAIT_REQUEUE),
         )
     } else {
-        Action::requeue(WAIT_REQUEUE)
+        // A young zone's first Pending may wait (`zone_pending_grace`):
+        // look again when that ends, so a zone still waiting says so.
+        let grace = zone_pending_grace(zone, ctx.settings.record_max_wait);
+        Action::requeue(grace.map_or(WAIT_REQUEUE, |g| (g + GRACE_MARGIN).min(WAIT_REQUEUE)))
     })
 }

@@ -9,7 +9,8 @@
 //! zone's placement validated by [`crate::render::validate::zone_placement`]
 //! and the applied annotation. Nothing here reads a CRD string.
 //!
-//! Touches BIND pods (exec) and the cluster (record statuses/finalizers).
+//! Touches BIND pods (exec) and the cluster (record statuses, through the
+//! zone controllers' status memo, and finalizers).
 //! A primary that is down blocks the delete (retried with backoff), and so
 //! does any pod that is down for a secondary zone: a zone left behind
 //! would come back to life on the next start.
@@ -27,7 +28,9 @@ use crate::controller::zonesync::keys;
 use crate::controller::zonesync::plan::has_record_finalizer;
 use crate::controller::zonesync::server::ServerError;
 use crate::controller::zonesync::survey::cluster_pods;
-use crate::controller::zonesync::writes::{RecordReport, release_records, write_record_statuses};
+use crate::controller::zonesync::writes::{
+    RecordReport, release_record_reports, write_record_reports_final,
+};
 use crate::render::validate::{ZonePlacement, zone_placement};
 
 use super::applied::Applied;
@@ -109,6 +112,9 @@ pub async fn cleanup(zone: &Arc<BindZone>, ctx: &ZoneContext) -> Result<Action, 
     settle_orphans(ctx, zone, &records).await?;
     ctx.state
         .forget(&(zone.namespace().unwrap_or_default(), zone.name_any()));
+    if let Some(uid) = &zone.metadata.uid {
+        ctx.state.statuses.memo.forget(uid);
+    }
     Ok(Action::await_change())
 }
 
@@ -206,7 +212,7 @@ async fn settle_orphans(
     let managed = records.iter().filter(|r| has_record_finalizer(r));
     let (deleting, live): (Vec<_>, Vec<_>) =
         managed.partition(|r| r.metadata.deletion_timestamp.is_some());
-    release_records(&ctx.base.client, deleting.into_iter().cloned().collect()).await?;
+    release_record_reports(ctx, deleting.into_iter().cloned().collect()).await?;
     let reports = live
         .into_iter()
         .map(|r| {
@@ -219,7 +225,10 @@ async fn settle_orphans(
             )
         })
         .collect();
-    write_record_statuses(&ctx.base, reports).await?;
+    // Through the status memo, so a later report of a zone of that name
+    // is written even when it equals the one before this (a Ready that
+    // was ours, then this Pending, then Ready again).
+    write_record_reports_final(ctx, reports).await?;
     Ok(())
 }
 

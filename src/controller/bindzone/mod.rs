@@ -10,7 +10,10 @@
 //! status. A zone with a `dnssec-policy` is Ready only once the primary
 //! serves it signed ([`dnssec`]). Deletion ([`cleanup::cleanup`]) removes
 //! the zone from its catalog and the servers, with every file named keeps
-//! for it (journal, signed copies, keys), behind kube's finalizer helper.
+//! for it (journal, signed copies, keys), behind kube's finalizer helper;
+//! a finalizer patch that fails its `test` against a cached copy older than
+//! our own last finalizer write is retried within ~100 ms, not reported as
+//! a failure ([`FINALIZER_RACE_RETRY`]).
 //!
 //! Touches the cluster (status, finalizer and annotation writes; Secret
 //! reads) and BIND pods (exec). Never logs key material.
@@ -26,6 +29,7 @@ pub mod secondary;
 pub mod serials;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use kube::ResourceExt as _;
 use kube::api::Api;
@@ -128,22 +132,49 @@ async fn converge(zone: Arc<BindZone>, ctx: &ZoneContext) -> Result<Action, Erro
         &zone.namespace().unwrap_or_default(),
     );
     let name = zone.name_any();
-    finalizer(&api, ZONE_FINALIZER, zone, |event| async {
+    let key = (zone.namespace().unwrap_or_default(), name.clone());
+    let result = finalizer(&api, ZONE_FINALIZER, zone, |event| async {
         match event {
             Event::Apply(z) => apply::apply(&z, ctx).await,
             Event::Cleanup(z) => cleanup::cleanup(&z, ctx).await,
         }
     })
-    .await
-    .map_err(|e| match e {
+    .await;
+    match result {
+        Ok(action) => Ok(action),
         // The step's own error names the step; only a failure of the
         // finalizer bookkeeping itself is reported as one.
-        finalizer::Error::ApplyFailed(e) | finalizer::Error::CleanupFailed(e) => e,
-        e => Error::Finalizer {
+        Err(finalizer::Error::ApplyFailed(e) | finalizer::Error::CleanupFailed(e)) => Err(e),
+        Err(finalizer::Error::AddFinalizer(e) | finalizer::Error::RemoveFinalizer(e))
+            if stale_finalizers(&e) =>
+        {
+            // The cached zone predates a finalizer write (ours, a moment
+            // ago: the watch event is on its way). Not a failure: look
+            // again soon, from the fresher copy the event brings (it wakes
+            // the zone itself, the earlier of the two wins).
+            let failures = ctx.state.failed(&key);
+            let retry = backoff(failures, FINALIZER_RACE_RETRY, ctx.settings.retry_max);
+            tracing::debug!(zone = %name, error = %KubeMessage(&e), retry_ms = retry.as_millis() as u64, "cached BindZone predates its finalizers; looking again");
+            Ok(Action::requeue(retry))
+        }
+        Err(e) => Err(Error::Finalizer {
             zone: name,
             source: Box::new(e),
-        },
-    })
+        }),
+    }
+}
+
+/// First retry of a zone whose finalizer patch met a stale cache (doubling
+/// per repeat, up to the zone's longest retry, should it persist).
+pub const FINALIZER_RACE_RETRY: Duration = Duration::from_millis(100);
+
+/// Whether a finalizer patch of kube's finalizer helper failed its `test`
+/// against the object we hold (the cache): the API answers 422 (a JSON
+/// patch `test` that fails, e.g. `finalizers` is not `null` because our own
+/// add landed and the cache does not show it yet) or 409. A zone that is
+/// gone (404) ends here too: the next event says so.
+fn stale_finalizers(e: &kube::Error) -> bool {
+    matches!(e, kube::Error::Api(s) if matches!(s.code, 404 | 409 | 422))
 }
 
 /// Logs the failure and retries with exponential backoff per zone (a down

@@ -44,9 +44,6 @@ struct ZoneMemory {
     /// the snapshot is dropped: membership does not change with a failed
     /// write).
     member_epoch: u64,
-    /// Fingerprint of the last status this process wrote for the zone,
-    /// with the object's uid (see [`ServerState::last_report`]).
-    status: Option<(String, u64)>,
 }
 
 /// SOA serials every pod of a cluster served at one moment.
@@ -169,10 +166,11 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 #[derive(Debug, Default)]
 pub struct ServerState {
     zones: Mutex<HashMap<ObjKey, ZoneMemory>>,
-    /// DNSRecord statuses: per uid, the fingerprint of the last status this
-    /// process wrote (generation and report: a flush that comes again before
-    /// the cache shows that write does not write it again), and the reports
-    /// queued for the background writer.
+    /// Statuses: the memo of the last status this process wrote per object
+    /// uid (BindZones and DNSRecords alike: a flush that comes again before
+    /// the cache shows that write does not write it again, a different
+    /// report is written whatever the cache shows), and the DNSRecord
+    /// reports queued for the background writer.
     pub statuses: Arc<super::writes::StatusQueue>,
     clusters: Mutex<HashMap<ObjKey, Arc<ClusterMemory>>>,
 }
@@ -226,31 +224,6 @@ impl ServerState {
         if let Some(m) = lock(&self.zones).get_mut(zone) {
             m.failures = 0;
         }
-    }
-
-    /// Fingerprint of the status this process last wrote for the record
-    /// with `uid`. A status write lands in the cache a moment later: until
-    /// it does, the cache may still show the status before it, so a
-    /// different report must be written whatever the cache says, and the
-    /// same one not again.
-    pub fn last_report(&self, uid: &str) -> Option<u64> {
-        self.statuses.last_written(uid)
-    }
-
-    pub fn set_report_written(&self, uid: &str, fingerprint: u64) {
-        self.statuses.set_written(uid, fingerprint);
-    }
-
-    /// [`Self::last_report`] for the zone `zone` with `uid`.
-    pub fn last_zone_report(&self, zone: &ObjKey, uid: &str) -> Option<u64> {
-        let zones = lock(&self.zones);
-        let (u, f) = zones.get(zone)?.status.as_ref()?;
-        (u == uid).then_some(*f)
-    }
-
-    pub fn set_zone_report(&self, zone: &ObjKey, uid: &str, fingerprint: u64) {
-        lock(&self.zones).entry(zone.clone()).or_default().status =
-            Some((uid.to_string(), fingerprint));
     }
 
     /// Forgets a released record.

@@ -2,7 +2,10 @@
 //! the whole status with the operator's field manager, only when something
 //! but a timestamp changed), the DNSRecord finalizer (JSON patches guarded
 //! by `test`, so a concurrent writer's finalizers are never clobbered) and
-//! the zone's applied annotation. A zone flush's many DNSRecord statuses go
+//! the zone's applied annotation. Every status the zone controllers write,
+//! a zone's or a record's, goes through one [`StatusMemo`] (what this
+//! process last wrote, by uid: never the same report twice, a different one
+//! whatever the cache shows). A zone flush's many DNSRecord statuses go
 //! through [`StatusQueue`], written by a background task, so the next
 //! flush does not wait for them.
 //!
@@ -152,26 +155,13 @@ pub fn record_status(record: &DNSRecord, report: &RecordReport) -> DNSRecordStat
     s
 }
 
-/// Writes each record's status when it differs from what it has.
-/// A record newly rejected (or rejected for a new reason) also gets a
-/// Warning Event, once per change, not per look.
-pub async fn write_record_statuses(
-    ctx: &Context,
-    reports: Vec<(Arc<DNSRecord>, RecordReport)>,
-) -> Result<usize, WriteError> {
-    let reports = reports
-        .into_iter()
-        .map(|(r, rep)| (r, rep, false))
-        .collect();
-    let (n, _, error) = write_each(ctx, reports).await;
-    error.map_or(Ok(n), Err)
-}
-
-/// [`write_record_statuses`], every write tried even when one fails:
-/// the count written, whether each report's status now holds (written or
-/// already there), and the first error. A report marked `force` is written
-/// even when the cached record already shows it (the cache may be older
-/// than a write of ours).
+/// Writes each record's status when it differs from what it has, every
+/// write tried even when one fails: the count written, whether each
+/// report's status now holds (written or already there), and the first
+/// error. A report marked `force` is written even when the cached record
+/// already shows it (the cache may be older than a write of ours). A record
+/// newly rejected (or rejected for a new reason) also gets a Warning Event,
+/// once per change, not per look.
 async fn write_each(
     ctx: &Context,
     reports: Vec<(Arc<DNSRecord>, RecordReport, bool)>,
@@ -220,8 +210,8 @@ async fn write_each(
     (written, holds, error)
 }
 
-/// [`write_record_statuses`] for the zone controllers, skipping a report
-/// this process already wrote for the record's generation (the cache may
+/// Writes the records' statuses through the [`StatusMemo`], skipping a
+/// report this process already wrote for the record's generation (the cache may
 /// not show it yet when the zone flushes again at once): one status write
 /// per change, not one per flush. A report that differs from the one this
 /// process wrote last is written even when the cache shows it: the cache
@@ -243,8 +233,26 @@ pub async fn write_record_reports(
     ctx: &super::ZoneContext,
     reports: Vec<(Arc<DNSRecord>, RecordReport)>,
 ) -> Result<usize, WriteError> {
+    write_now(ctx, reports, Some(ctx.settings.record_max_wait)).await
+}
+
+/// [`write_record_reports`] without the Pending grace, for a caller that
+/// does not look again: the zone's cleanup tells its records the zone is
+/// gone, and nothing reports on them until a zone of that name comes.
+pub async fn write_record_reports_final(
+    ctx: &super::ZoneContext,
+    reports: Vec<(Arc<DNSRecord>, RecordReport)>,
+) -> Result<usize, WriteError> {
+    write_now(ctx, reports, None).await
+}
+
+async fn write_now(
+    ctx: &super::ZoneContext,
+    reports: Vec<(Arc<DNSRecord>, RecordReport)>,
+    grace: Option<std::time::Duration>,
+) -> Result<usize, WriteError> {
     let queue = &ctx.state.statuses;
-    let fresh = queue.fresh(reports, ctx.settings.record_max_wait, true);
+    let fresh = queue.fresh(reports, grace, true);
     let _writing = queue.writing.lock().await;
     let (n, _, error) = queue.write(&ctx.base, fresh).await;
     error.map_or(Ok(n), Err)
@@ -267,7 +275,7 @@ pub async fn queue_record_reports(
     reports: Vec<(Arc<DNSRecord>, RecordReport)>,
 ) -> Result<usize, WriteError> {
     let queue = &ctx.state.statuses;
-    let fresh = queue.fresh(reports, ctx.settings.record_max_wait, false);
+    let fresh = queue.fresh(reports, Some(ctx.settings.record_max_wait), false);
     if fresh.len() <= QUEUE_CHUNK {
         let writing = queue.writing.lock().await;
         {
@@ -302,11 +310,79 @@ pub const QUEUE_CHUNK: usize = 256;
 /// One queued or fresh report: uid, fingerprint, record, report.
 type Fresh = (String, u64, Arc<DNSRecord>, RecordReport);
 
-/// The DNSRecord statuses of the zone controllers: what this process wrote
-/// last per record (see [`write_record_reports`]) and the reports queued
-/// for the background writer ([`queue_record_reports`]).
+/// What this process last wrote as the status of each object the zone
+/// controllers report on — BindZones and DNSRecords alike, by uid (a
+/// deleted and re-created object is a new one) — as a fingerprint of the
+/// object's generation and the report. One rule for both kinds
+/// ([`StatusMemo::decide`]): write what differs from our last write,
+/// whatever the (possibly stale) cache shows; never the same report twice.
+/// A status write lands in the cache a moment later, so until it does the
+/// cache may still show the status before it: a Pending written a moment
+/// ago over a cached Ready must be followed by Ready again, even though the
+/// cached copy already says Ready. Every status these controllers write
+/// goes through it (a write that bypassed it would leave it remembering a
+/// report the object no longer shows, and the next write of that report
+/// would be skipped).
+#[derive(Debug, Default)]
+pub struct StatusMemo {
+    written: std::sync::Mutex<std::collections::HashMap<String, u64>>,
+}
+
+/// What [`StatusMemo::decide`] says of one report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    /// This process wrote this very report last: nothing to do.
+    Written,
+    /// Never written by this process, and the cached object shows it
+    /// already (an operator restart): remember it, write nothing.
+    Shown,
+    /// Write it; `force`: even if the cached object shows it (the cache may
+    /// predate our last write).
+    Write { force: bool },
+}
+
+impl StatusMemo {
+    /// The fingerprint of the status last written for `uid`.
+    pub fn last(&self, uid: &str) -> Option<u64> {
+        lock(&self.written).get(uid).copied()
+    }
+
+    /// Records that the status with `fingerprint` holds for `uid`.
+    pub fn remember(&self, uid: &str, fingerprint: u64) {
+        lock(&self.written).insert(uid.to_string(), fingerprint);
+    }
+
+    /// Forgets a released record or a deleted zone.
+    pub fn forget(&self, uid: &str) {
+        lock(&self.written).remove(uid);
+    }
+
+    /// Whether a report with `fingerprint` needs a write for `uid`;
+    /// `cache_shows` tells whether the cached object shows it already (only
+    /// asked when this process never wrote a status for `uid`).
+    pub fn decide(
+        &self,
+        uid: &str,
+        fingerprint: u64,
+        cache_shows: impl FnOnce() -> bool,
+    ) -> Decision {
+        match self.last(uid) {
+            Some(last) if last == fingerprint => Decision::Written,
+            Some(_) => Decision::Write { force: true },
+            None if cache_shows() => Decision::Shown,
+            None => Decision::Write { force: false },
+        }
+    }
+}
+
+/// The DNSRecord statuses of the zone controllers: the [`StatusMemo`] of
+/// every status they write (zones' too, see [`write_zone_report`]) and the
+/// record reports queued for the background writer
+/// ([`queue_record_reports`]).
 #[derive(Debug, Default)]
 pub struct StatusQueue {
+    /// What this process last wrote, per object uid.
+    pub memo: StatusMemo,
     inner: std::sync::Mutex<QueueInner>,
     /// Held while statuses are written (a chunk of the background writer,
     /// or a synchronous write), so two writes of one record never race
@@ -316,8 +392,6 @@ pub struct StatusQueue {
 
 #[derive(Debug, Default)]
 struct QueueInner {
-    /// DNSRecord uid -> fingerprint of the last status written for it.
-    written: std::collections::HashMap<String, u64>,
     /// DNSRecord uid -> the report waiting to be written.
     queued: std::collections::HashMap<String, (u64, Arc<DNSRecord>, RecordReport)>,
     /// Whether the background writer runs.
@@ -330,21 +404,10 @@ fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl StatusQueue {
-    pub fn last_written(&self, uid: &str) -> Option<u64> {
-        lock(&self.inner).written.get(uid).copied()
-    }
-
-    pub fn set_written(&self, uid: &str, fingerprint: u64) {
-        lock(&self.inner)
-            .written
-            .insert(uid.to_string(), fingerprint);
-    }
-
     /// Forgets a released record (and drops its queued report).
     pub fn forget(&self, uid: &str) {
-        let mut q = lock(&self.inner);
-        q.written.remove(uid);
-        q.queued.remove(uid);
+        self.memo.forget(uid);
+        lock(&self.inner).queued.remove(uid);
     }
 
     /// Reports queued and not written yet.
@@ -354,13 +417,13 @@ impl StatusQueue {
 
     /// The reports that need a write: not the one last written (unless a
     /// different one is queued, which the report then replaces), not one
-    /// queued already, not a Pending that may wait ([`pending_grace`]).
-    /// `take`: a queued report of the same record is dropped (the caller
-    /// writes this one now).
+    /// queued already, not a Pending that may wait ([`pending_grace`],
+    /// within `grace` when given). `take`: a queued report of the same
+    /// record is dropped (the caller writes this one now).
     fn fresh(
         &self,
         reports: Vec<(Arc<DNSRecord>, RecordReport)>,
-        window: std::time::Duration,
+        grace: Option<std::time::Duration>,
         take: bool,
     ) -> Vec<Fresh> {
         let mut q = lock(&self.inner);
@@ -369,7 +432,7 @@ impl StatusQueue {
             let uid = r.metadata.uid.clone().unwrap_or_default();
             let f = fingerprint(r.metadata.generation, &rep);
             let queued = q.queued.get(&uid).map(|(qf, _, _)| *qf);
-            let last = q.written.get(&uid).copied();
+            let last = self.memo.last(&uid);
             if queued == Some(f) && !take {
                 continue;
             }
@@ -379,7 +442,7 @@ impl StatusQueue {
             }
             if matches!(rep, RecordReport::Pending { .. })
                 && last.is_none()
-                && pending_grace(&r, window).is_some()
+                && grace.is_some_and(|window| pending_grace(&r, window).is_some())
             {
                 continue;
             }
@@ -398,21 +461,19 @@ impl StatusQueue {
         ctx: &Context,
         fresh: Vec<Fresh>,
     ) -> (usize, Vec<bool>, Option<WriteError>) {
-        let (keys, reports): (Vec<_>, Vec<_>) = {
-            let q = lock(&self.inner);
-            fresh
-                .into_iter()
-                .map(|(uid, f, r, rep)| {
-                    let force = q.written.contains_key(&uid);
-                    ((uid, f), (r, rep, force))
-                })
-                .unzip()
-        };
+        let (keys, reports): (Vec<_>, Vec<_>) = fresh
+            .into_iter()
+            .map(|(uid, f, r, rep)| {
+                // `fresh` dropped the report last written; what is left is
+                // written unless never written and shown by the cache.
+                let force = self.memo.last(&uid).is_some();
+                ((uid, f), (r, rep, force))
+            })
+            .unzip();
         let (n, holds, error) = write_each(ctx, reports).await;
-        let mut q = lock(&self.inner);
         for ((uid, f), held) in keys.into_iter().zip(&holds) {
             if *held {
-                q.written.insert(uid, f);
+                self.memo.remember(&uid, f);
             }
         }
         (n, holds, error)
@@ -470,10 +531,34 @@ impl StatusQueue {
 /// window of DNSRecord changes) ago. A record without a creation time or
 /// with a status does not wait.
 pub fn pending_grace(r: &DNSRecord, window: std::time::Duration) -> Option<std::time::Duration> {
-    if r.status.as_ref().is_some_and(|s| s.phase.is_some()) {
+    let reported = r.status.as_ref().is_some_and(|s| s.phase.is_some());
+    grace_left(reported, &r.metadata, window)
+}
+
+/// [`pending_grace`] for a BindZone: a zone created a moment ago whose
+/// primary is not Ready yet (a GitOps first apply creates the cluster and
+/// its zones together; the pods come up a second later) goes straight to
+/// Ready, without a Pending written in between, when it gets there within
+/// the window. [`write_zone_report`] holds back such a Pending; the caller
+/// looks again when the grace ends ([`zone_pending_grace`] says when), so a
+/// zone still waiting then says so.
+pub fn zone_pending_grace(
+    zone: &BindZone,
+    window: std::time::Duration,
+) -> Option<std::time::Duration> {
+    let reported = zone.status.as_ref().is_some_and(|s| s.phase.is_some());
+    grace_left(reported, &zone.metadata, window)
+}
+
+fn grace_left(
+    reported: bool,
+    meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+    window: std::time::Duration,
+) -> Option<std::time::Duration> {
+    if reported {
         return None;
     }
-    let created = r.metadata.creation_timestamp.as_ref()?.0;
+    let created = meta.creation_timestamp.as_ref()?.0;
     let age = jiff::Timestamp::now().duration_since(created);
     let age = std::time::Duration::try_from(age).unwrap_or_default();
     window.checked_sub(age).filter(|left| !left.is_zero())
@@ -547,29 +632,45 @@ pub fn zone_status(zone: &BindZone, report: &ZoneReport) -> BindZoneStatus {
     s
 }
 
-/// Writes the zone's status when it changed, with the same memory as
-/// [`write_record_reports`]: the report this process wrote last is not
-/// written again, a different one is written whatever the cache shows.
-/// Returns whether it wrote.
+/// Writes the zone's status when it changed, through the same
+/// [`StatusMemo`] as the records' ([`write_record_reports`]): the report
+/// this process wrote last is not written again, a different one is
+/// written whatever the cache shows. A Pending of a zone never reported
+/// waits out its grace ([`zone_pending_grace`], the coalescing window of
+/// DNSRecord changes): a zone created with its cluster costs its Ready
+/// writes, not a Pending first. Returns whether it wrote.
 pub async fn write_zone_report(
     ctx: &super::ZoneContext,
     zone: &BindZone,
     report: &ZoneReport,
 ) -> Result<bool, WriteError> {
-    let key = (zone.namespace().unwrap_or_default(), zone.name_any());
+    let memo = &ctx.state.statuses.memo;
     let uid = zone.metadata.uid.as_deref().unwrap_or_default();
+    if report.phase == Phase::Pending
+        && memo.last(uid).is_none()
+        && zone_pending_grace(zone, ctx.settings.record_max_wait).is_some()
+    {
+        return Ok(false);
+    }
     let f = fingerprint(zone.metadata.generation, report);
-    let last = ctx.state.last_zone_report(&key, uid);
-    if last == Some(f) {
-        return Ok(false);
-    }
     let s = zone_status(zone, report);
-    if last.is_none() && zone.status.as_ref() == Some(&s) {
-        ctx.state.set_zone_report(&key, uid, f);
-        return Ok(false);
+    match memo.decide(uid, f, || zone.status.as_ref() == Some(&s)) {
+        Decision::Written => return Ok(false),
+        Decision::Shown => {
+            memo.remember(uid, f);
+            return Ok(false);
+        }
+        Decision::Write { .. } => {}
     }
+    tracing::debug!(
+        zone = %zone.name_any(),
+        phase = report.phase.as_str(),
+        reason = report.reason,
+        serial = report.serial,
+        "writing the zone's status"
+    );
     apply_status(&ctx.base.client, zone, &s).await?;
-    ctx.state.set_zone_report(&key, uid, f);
+    memo.remember(uid, f);
     Ok(true)
 }
 
@@ -731,5 +832,34 @@ mod tests {
         let mut r = record(Duration::ZERO, None);
         r.metadata.creation_timestamp = None;
         assert_eq!(pending_grace(&r, window), None);
+    }
+
+    #[test]
+    fn only_a_young_zone_never_reported_waits_for_its_pending() {
+        let window = Duration::from_secs(2);
+        let zone = |age: Duration, phase: Option<&str>| -> BindZone {
+            let created = jiff::Timestamp::now() - jiff::SignedDuration::try_from(age).unwrap();
+            serde_json::from_value(json!({
+                "apiVersion": "bind.unkin.net/v1alpha1",
+                "kind": "BindZone",
+                "metadata": {"name": "z", "creationTimestamp": created.to_string()},
+                "spec": {"clusterRef": "c", "zoneName": "example.com"},
+                "status": phase.map(|p| json!({"phase": p})),
+            }))
+            .unwrap()
+        };
+        let left = zone_pending_grace(&zone(Duration::from_millis(300), None), window);
+        assert!(
+            left.is_some_and(|l| l <= Duration::from_millis(1700)),
+            "{left:?}"
+        );
+        assert_eq!(
+            zone_pending_grace(&zone(Duration::from_secs(3), None), window),
+            None
+        );
+        assert_eq!(
+            zone_pending_grace(&zone(Duration::from_millis(300), Some("Ready")), window),
+            None
+        );
     }
 }

@@ -9,10 +9,15 @@
 //!   writer did something since (or it is still catching up), so the check
 //!   takes little CPU from what it measures;
 //! - then a TSIG-signed AXFR of the zone, compared name by name with the
-//!   expected set. A complete zone is complete since the probe when the
-//!   transfer carries the probed serial (the contents were the same then),
-//!   else since the transfer started; so the check's own run time does not
-//!   count.
+//!   expected set; the zones due on a pod are transferred many per `dig`
+//!   run (one AXFR query each, the key applies to every one), so a
+//!   thousand zones cost a handful of processes on the cores the operator
+//!   runs on. A zone counts only when its transfer ran from SOA to SOA and
+//!   held every expected record. A complete zone is complete since the
+//!   probe when the transfer carries the probed serial (the contents were
+//!   the same then), else since its transfer started (bounded by the dig
+//!   run's start for its first zone, by its end for a later one); so the
+//!   check's own run time does not count.
 //!
 //! After a scenario, [`Checker::sample`] asks random names directly.
 //!
@@ -40,8 +45,17 @@ pub const MAX_RECORDS: usize = 1 << 24;
 const MAX_PROBE_QUERIES: usize = 400;
 /// Longest a pod with unfinished zones goes unprobed.
 const IDLE_LOOK: Duration = Duration::from_secs(1);
-/// Transfers in flight at once per pod.
-const TRANSFER_CONCURRENCY: usize = 4;
+/// Transfer `dig` processes in flight at once per pod.
+const TRANSFER_CONCURRENCY: usize = 2;
+/// Zones per transfer `dig` (one AXFR query each, all in one run: a
+/// thousand zones cost a few dig processes, not a thousand, on the cores
+/// the operator is measured on).
+const ZONES_PER_TRANSFER: usize = 100;
+/// Expected records per transfer `dig`, at most (a bigger zone goes alone).
+const RECORDS_PER_TRANSFER: usize = 20_000;
+/// Longest one transfer `dig` may run (a server that stops answering must
+/// not hold the check for two seconds per queried zone).
+const TRANSFER_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// One record the bench writes: `owner` (relative) in zone `zone` (an
 /// index into [`Expected::zones`]) holds exactly `ip`.
@@ -199,6 +213,41 @@ async fn query(tool: &str, dns: SocketAddr, queries: &[(String, &str)]) -> Strin
     dig(tool, dns, &args).await
 }
 
+/// The output of one `dig` run of AXFR queries, cut per queried zone (in
+/// `zones` order): a zone's part runs from its opening SOA to its closing
+/// one (dig prints a transfer's SOA first and last; without `+onesoa`), so a
+/// transfer that failed (`; Transfer failed.`) or stopped halfway has no
+/// part. A zone's SOA owner is the zone itself, so another zone's lines
+/// never open or close it.
+fn split_transfers<'o>(out: &'o str, zones: &[&ZoneName]) -> Vec<Option<&'o str>> {
+    // Byte offsets of each line's start and end, with its SOA owner if any.
+    let mut lines: Vec<(usize, usize, Option<&str>)> = Vec::new();
+    let mut at = 0;
+    for line in out.split_inclusive('\n') {
+        let f: Vec<&str> = line.split_whitespace().take(4).collect();
+        let soa = match f.as_slice() {
+            [owner, _ttl, "IN", "SOA"] => Some(*owner),
+            _ => None,
+        };
+        lines.push((at, at + line.len(), soa));
+        at += line.len();
+    }
+    let is_soa_of = |l: &(usize, usize, Option<&str>), fqdn: &str| {
+        l.2.is_some_and(|o| o.eq_ignore_ascii_case(fqdn))
+    };
+    let mut cursor = 0;
+    zones
+        .iter()
+        .map(|zone| {
+            let fqdn = zone.fqdn();
+            let open = cursor + lines[cursor..].iter().position(|l| is_soa_of(l, &fqdn))?;
+            let close = open + 1 + lines[open + 1..].iter().position(|l| is_soa_of(l, &fqdn))?;
+            cursor = close + 1;
+            Some(&out[lines[open].0..lines[close].1])
+        })
+        .collect()
+}
+
 /// `owner -> A addresses` from `dig +noall +answer` output.
 fn a_answers(stdout: &str) -> HashMap<String, BTreeSet<String>> {
     let mut out: HashMap<String, BTreeSet<String>> = HashMap::new();
@@ -242,20 +291,53 @@ impl Checker<'_> {
         )
     }
 
-    /// A signed AXFR of zone `z` from pod `p`: the served serial and the
-    /// expected records it lacks, or None when the transfer failed.
-    async fn transfer(&self, p: &PodTarget, z: usize) -> Option<(u32, Vec<usize>)> {
-        let zone = &self.expected.zones[z];
-        let args = [
-            "+onesoa".to_string(),
+    /// Signed AXFRs of `zones` from pod `p`, all in one `dig` run: per
+    /// zone, the served serial and the expected records it lacks, or None
+    /// when its transfer failed or did not finish.
+    async fn transfer(&self, p: &PodTarget, zones: &[usize]) -> Vec<Option<(u32, Vec<usize>)>> {
+        let mut args = vec![
             "-k".to_string(),
             self.key_file.to_string_lossy().into_owned(),
-            zone.fqdn(),
-            "AXFR".to_string(),
         ];
-        let out = dig(&p.layout.tools.dig, p.dns, &args).await;
-        let serial = parse_dig_soa(&out).get(zone).copied()?;
-        Some((serial, self.missing(z, &out)?))
+        for &z in zones {
+            args.push(self.expected.zones[z].fqdn());
+            args.push("AXFR".to_string());
+        }
+        let out = tokio::time::timeout(TRANSFER_TIMEOUT, dig(&p.layout.tools.dig, p.dns, &args))
+            .await
+            .unwrap_or_default();
+        let names: Vec<&ZoneName> = zones.iter().map(|&z| &self.expected.zones[z]).collect();
+        split_transfers(&out, &names)
+            .into_iter()
+            .zip(zones)
+            .map(|(part, &z)| {
+                let part = part?;
+                let serial = parse_dig_soa(part).get(&self.expected.zones[z]).copied()?;
+                Some((serial, self.missing(z, part)?))
+            })
+            .collect()
+    }
+
+    /// `due` cut into the zone lists of transfer `dig` runs: at most
+    /// [`ZONES_PER_TRANSFER`] zones and [`RECORDS_PER_TRANSFER`] expected
+    /// records each (a bigger zone alone).
+    fn transfer_chunks(&self, due: Vec<(usize, u32)>) -> Vec<Vec<(usize, u32)>> {
+        let mut chunks: Vec<Vec<(usize, u32)>> = Vec::new();
+        let mut records = 0;
+        for (z, serial) in due {
+            let n = self.expected.of_zone(z).len();
+            match chunks.last_mut() {
+                Some(c) if c.len() < ZONES_PER_TRANSFER && records + n <= RECORDS_PER_TRANSFER => {
+                    records += n;
+                    c.push((z, serial));
+                }
+                _ => {
+                    records = n;
+                    chunks.push(vec![(z, serial)]);
+                }
+            }
+        }
+        chunks
     }
 
     /// One look at one pod: probe, then transfer the zones that may be
@@ -301,31 +383,42 @@ impl Checker<'_> {
             })
             .collect();
         let transfers = due.len() as u64;
-        let results: Vec<_> = futures::stream::iter(due)
-            .map(|(z, probed_serial)| async move {
+        let runs: Vec<_> = futures::stream::iter(self.transfer_chunks(due))
+            .map(|chunk| async move {
                 let started = Instant::now();
-                (z, probed_serial, started, self.transfer(p, z).await)
+                let zones: Vec<usize> = chunk.iter().map(|(z, _)| *z).collect();
+                let results = self.transfer(p, &zones).await;
+                (chunk, started, Instant::now(), results)
             })
             .buffer_unordered(TRANSFER_CONCURRENCY)
             .collect()
             .await;
-        for (z, probed_serial, started, result) in results {
-            let Some((serial, missing)) = result else {
-                continue;
-            };
-            let look = &mut looks[z];
-            look.serial = Some(serial);
-            look.missing = missing.len();
-            match missing.first() {
-                None => {
-                    let since = if serial == probed_serial {
-                        probed
-                    } else {
-                        started
-                    };
-                    look.done = Some(since.saturating_duration_since(t0));
+        for (chunk, started, ended, results) in runs {
+            for (k, ((z, probed_serial), result)) in chunk.into_iter().zip(results).enumerate() {
+                let Some((serial, missing)) = result else {
+                    continue;
+                };
+                let look = &mut looks[z];
+                look.serial = Some(serial);
+                look.missing = missing.len();
+                match missing.first() {
+                    None => {
+                        // Complete since the probe when the transfer carries
+                        // the probed serial (same contents then), else since
+                        // its transfer started: the dig's start for its first
+                        // zone, its end for a later one (the run does not say
+                        // when that one's transfer began).
+                        let since = if serial == probed_serial {
+                            probed
+                        } else if k == 0 {
+                            started
+                        } else {
+                            ended
+                        };
+                        look.done = Some(since.saturating_duration_since(t0));
+                    }
+                    Some(&i) => look.probe = Some(i),
                 }
-                Some(&i) => look.probe = Some(i),
             }
         }
         st.moving = transfers > 0 || serials.iter().any(|(z, s)| st.serials.get(z) != Some(s));
@@ -508,5 +601,74 @@ mod tests {
                     h1.z0.bench.test. 300 IN A 10.9.9.9\n";
         assert_eq!(c.missing(0, axfr), Some(vec![1, 2]));
         assert_eq!(c.missing(0, "; Transfer failed."), None);
+    }
+
+    #[test]
+    fn one_dig_of_many_transfers_is_cut_per_zone_from_soa_to_soa() {
+        let e = Expected::new(zones(4), 8);
+        let c = Checker {
+            activity: &|| 0,
+            key_file: Path::new("/nonexistent"),
+            expected: &e,
+            pods: Vec::new(),
+        };
+        // What `dig -k key z0 AXFR z1 AXFR z2 AXFR z3 AXFR` prints: z0
+        // whole, z1 refused, z2 whole but lacking h6, z3 cut off halfway.
+        let out = "z0.bench.test. 300 IN SOA ns. h. 7 1 1 1 1\n\
+                   h0.z0.bench.test. 300 IN A 10.0.0.0\n\
+                   h4.z0.bench.test. 300 IN A 10.0.0.4\n\
+                   z0.bench.test. 300 IN SOA ns. h. 7 1 1 1 1\n\
+                   ; Transfer failed.\n\
+                   z2.bench.test. 300 IN SOA ns. h. 9 1 1 1 1\n\
+                   h2.z2.bench.test. 300 IN A 10.0.0.2\n\
+                   Z2.bench.test. 300 IN SOA ns. h. 9 1 1 1 1\n\
+                   z3.bench.test. 300 IN SOA ns. h. 3 1 1 1 1\n\
+                   h3.z3.bench.test. 300 IN A 10.0.0.3\n\
+                   h7.z3.bench.test. 300 IN A 10.0.0.7\n\
+                   ;; communications error: end of file\n";
+        let names: Vec<&ZoneName> = e.zones.iter().collect();
+        let parts = split_transfers(out, &names);
+        assert_eq!(parts.len(), 4);
+        let (z0, z2) = (parts[0].unwrap(), parts[2].unwrap());
+        assert!(z0.starts_with("z0.") && z0.ends_with("7 1 1 1 1\n"), "{z0}");
+        assert!(!z0.contains("z2."), "{z0}");
+        assert_eq!(parts[1], None, "a failed transfer has no part");
+        assert_eq!(
+            parts[3], None,
+            "a transfer without its closing SOA has no part"
+        );
+        // Each part is judged alone: z0 complete, z2 missing h6.
+        assert_eq!(c.missing(0, z0), Some(vec![]));
+        assert_eq!(c.missing(2, z2), Some(vec![6]));
+        assert_eq!(parse_dig_soa(z2).get(&e.zones[2]), Some(&9));
+        // A zone asked twice in a row takes the next transfer each time.
+        let z0_twice = z0.repeat(2);
+        let twice = split_transfers(&z0_twice, &[&e.zones[0], &e.zones[0]]);
+        assert!(twice.iter().all(Option::is_some), "{twice:?}");
+    }
+
+    #[test]
+    fn zones_are_transferred_in_runs_bounded_by_zones_and_records() {
+        let e = Expected::new(zones(250), 250 * 10);
+        let c = Checker {
+            activity: &|| 0,
+            key_file: Path::new("/nonexistent"),
+            expected: &e,
+            pods: Vec::new(),
+        };
+        let due: Vec<(usize, u32)> = (0..250).map(|z| (z, 1)).collect();
+        let sizes: Vec<usize> = c.transfer_chunks(due).iter().map(Vec::len).collect();
+        assert_eq!(sizes, [ZONES_PER_TRANSFER, ZONES_PER_TRANSFER, 50]);
+        let big = Expected::new(zones(3), 3 * 15_000);
+        let c = Checker {
+            expected: &big,
+            ..c
+        };
+        let sizes: Vec<usize> = c
+            .transfer_chunks(vec![(0, 1), (1, 1), (2, 1)])
+            .iter()
+            .map(Vec::len)
+            .collect();
+        assert_eq!(sizes, [1, 1, 1], "15,000 records each: one zone per run");
     }
 }
