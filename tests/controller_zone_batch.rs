@@ -136,7 +136,7 @@ async fn zones_created_and_updated_together_fail_alone() {
             z.zone
         );
     }
-    assert_eq!(counting.by_verb()[&(PRIMARY.into(), "create_zones")], 1);
+    assert_eq!(counting.by_verb()[&(PRIMARY.into(), "apply_zones")], 1);
 
     // Asked again (a journal the zone has must survive): left alone.
     let again = batcher

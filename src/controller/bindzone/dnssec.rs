@@ -9,8 +9,14 @@
 //!   zonestatus` until a reconfig. Deleting the zone without `-clean` and
 //!   adding it back with the same clause signs it on 9.20 and keeps every
 //!   record (file and journal stay). So: after the clause changed, when
-//!   zonestatus does not show the wanted policy, the zone is re-added —
-//!   no version check needed.
+//!   zonestatus does not show the wanted policy, the zone is configured
+//!   again — no version check needed. A listed zone (the operator's
+//!   primary zones, see `zonesync::server`) gets its new stanza and a
+//!   `rndc reconfig` in the round that changed its clause, so on both
+//!   versions it is signed after that round; should zonestatus still
+//!   miss the policy, the zone's round runs one more reconfig. An
+//!   unlisted zone (batching off) is deleted without `-clean` and added
+//!   back.
 //! - Removing the policy outright leaves a 9.20 zone signed (until a
 //!   reconfig), then unsigned at once; `insecure` withdraws keys and
 //!   signatures in order on both versions, so a removed policy goes
@@ -61,7 +67,7 @@ pub async fn settle(
         .is_some_and(|s| s.dnssec_policy.as_deref() != Some(policy.as_str()))
     {
         tracing::info!(pod = %target.pod, zone = %zone, policy = policy.as_str(), "named has not applied the zone's dnssec-policy; re-adding the zone");
-        target.readd(zone, view, &clause.clause()).await?;
+        target.readd(clause).await?;
         st = target.zone_status(zone, view).await?;
     }
     let keys = target.dnskeys(zone, key).await?;
