@@ -22,8 +22,10 @@
 //!   signatures in order on both versions, so a removed policy goes
 //!   through `insecure` until the primary serves no DNSKEY.
 //! - A policy named.conf does not define: rndc says only `configure_zone
-//!   failed: not found` (named logs `dnssec-policy 'X' not found`); that
-//!   is reported as the policy's failure, not a missing zone.
+//!   failed: not found` (named logs `dnssec-policy 'X' not found`); for a
+//!   listed zone named-checkconf refuses its stanza (`option
+//!   'dnssec-policy X' has no matching dnssec-policy config`). Either is
+//!   reported as the policy's failure, not a missing zone.
 //!
 //! Touches the primary pod (exec) only; statuses are written by the caller.
 
@@ -132,7 +134,7 @@ pub fn refused(e: &ServerError, cfg: &PrimaryZoneConfig) -> Option<(&'static str
         } => Some((
             REASON_DNSSEC_POLICY_REFUSED,
             format!(
-                "named in pod {pod} refused zone {zone} with dnssec-policy {:?}: {why} (named.conf defines no policy of that name; BIND's built-in ones are default and insecure)",
+                "named in pod {pod} refused zone {zone} with dnssec-policy {:?}: {why} (named.conf defines no policy of that name, so it is not found; BIND's built-in ones are default and insecure)",
                 policy.as_str()
             ),
         )),

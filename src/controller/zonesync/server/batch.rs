@@ -222,7 +222,9 @@ impl Batcher {
         zone: &PrimaryZone,
         skeleton: &str,
     ) -> Result<Created, ServerError> {
-        let applied = self.put_primary(exec, pod, zone, skeleton, false).await?;
+        // Never answered from memory: a zone asked to be created is not
+        // served (a primary restarted empty lost what this process saw).
+        let applied = self.put(exec, pod, zone, skeleton, false, false).await?;
         Ok(match applied {
             ZoneApplied::New => Created::New,
             _ => Created::Existing,
@@ -242,9 +244,22 @@ impl Batcher {
         skeleton: &str,
         reconfig: bool,
     ) -> Result<ZoneApplied, ServerError> {
+        self.put(exec, pod, zone, skeleton, reconfig, true).await
+    }
+
+    async fn put(
+        self: &Arc<Self>,
+        exec: &Arc<dyn PodExecutor>,
+        pod: &PodRef,
+        zone: &PrimaryZone,
+        skeleton: &str,
+        reconfig: bool,
+        remembered: bool,
+    ) -> Result<ZoneApplied, ServerError> {
         let clause = zone.clause();
         let key = (zone.zone.clone(), zone.view.clone());
-        if !reconfig && self.listed_as(pod, &key).as_deref() == Some(clause.as_str()) {
+        if remembered && !reconfig && self.listed_as(pod, &key).as_deref() == Some(clause.as_str())
+        {
             return Ok(ZoneApplied::Listed);
         }
         let write = ZoneWrite {
