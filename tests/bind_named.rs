@@ -559,6 +559,23 @@ fn zones_added_by_rndc_move_to_the_list_with_their_journal() {
     assert_eq!(dig_short(port, "www.old.test.", "A"), ["192.0.2.7"]);
     assert!(c.nzd().contains("old.test"), "{}", c.nzd());
 
+    // While the mounted named.conf is an older one without the zone list
+    // (kubelet swaps it late), nothing moves and the zone keeps serving.
+    let conf = c.primary.layout.config_dir.join("named.conf.primary");
+    let without = c
+        .files
+        .named_conf_primary
+        .replace("include \"primary-zones.conf\";", "");
+    std::fs::write(&conf, without).unwrap();
+    let r = c.apply(&[put("old.test", &c.primary_zone("old.test").clause(), "")]);
+    assert!(
+        matches!(&r.results[&0], commands::ZoneApplied::Failed(m) if m.contains("does not include")),
+        "{r:?}"
+    );
+    assert!(c.nzd().contains("old.test"));
+    assert_eq!(dig_short(port, "www.old.test.", "A"), ["192.0.2.7"]);
+    std::fs::write(&conf, &c.files.named_conf_primary).unwrap();
+
     // The new path: the old zone and the catalog (both in the NZD) and a
     // fresh zone, in one run.
     let cat = catalog_primary_zone(&c.cfg.catalog_zone, None, &c.xfer.name);

@@ -319,12 +319,15 @@ fail_changed() {
     esac
   done
 }
+included=
+grep -q '^[[:space:]]*include "primary-zones[.A-Za-z0-9_-]*conf";' named.conf </dev/null && included=1
 n=0 changed= force= migrate=
 while IFS= read -r op && IFS= read -r zone && IFS= read -r view &&
     IFS= read -r sf && IFS= read -r file && IFS= read -r keys &&
     IFS= read -r stanza && IFS= read -r lines; do
   n=$((n + 1))
   res= err= text=/dev/null
+  [ -n "$included" ] || op=wait
   case $op in
     put|force)
       [ "$op" = put ] || force=1
@@ -363,6 +366,7 @@ while IFS= read -r op && IFS= read -r zone && IFS= read -r view &&
       else
         res=FAIL err="cannot remove $sf"
       fi ;;
+    wait) res=FAIL err="named.conf does not include the zone lists yet (its new version is not mounted yet)" ;;
     *) res=FAIL err="unknown operation" ;;
   esac
   i=0
@@ -502,6 +506,10 @@ pub fn zone_stanza(zone: &ZoneName, clause: &str) -> String {
 
 /// Applies many primary-zone changes in one run, in the data directory:
 ///
+/// 0. when named.conf does not include a zone list yet (an operator
+///    upgrade: kubelet has not swapped the new config in), every change
+///    fails and nothing is touched: a zone moved out of the new-zone
+///    database into a list named does not read would stop being served;
 /// 1. per zone (values on stdin, one a line, the zone text as a line count
 ///    and its lines, so no user value is script text and argv stays short
 ///    at any zone count): write a new zone's file (only when none of its
