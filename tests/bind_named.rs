@@ -480,3 +480,224 @@ fn a_batch_beyond_one_message_is_split_and_lands_whole() {
         ["10.0.11.183"]
     );
 }
+
+/// A primary zone stanza write for [`commands::apply_zones`].
+fn put(zone: &str, clause: &str, text: &str) -> commands::ZoneWrite {
+    commands::ZoneWrite {
+        zone: ZoneName::parse(zone).unwrap(),
+        view: None,
+        kind: commands::WriteKind::Put {
+            clause: clause.to_string(),
+            text: text.to_string(),
+            reconfig: false,
+        },
+    }
+}
+
+impl Cluster {
+    fn primary_zone(&self, name: &str) -> PrimaryZone {
+        PrimaryZone {
+            zone: ZoneName::parse(name).unwrap(),
+            view: None,
+            update_key: self.update.name.clone(),
+            transfer_key: self.xfer.name.clone(),
+            allow_transfer: vec![],
+            also_notify: vec![],
+            dnssec_policy: None,
+        }
+    }
+
+    fn skeleton(&self, name: &str) -> String {
+        let zone = ZoneName::parse(name).unwrap();
+        let ns1 = DomainName::resolve("ns1", &zone).unwrap();
+        ZoneSkeleton {
+            zone: zone.clone(),
+            default_ttl: Ttl::new(300).unwrap(),
+            soa: Soa::defaults_for(&zone),
+            serial: harness::now_serial(),
+            nameservers: vec![ns1.clone()],
+            records: vec![(
+                ns1,
+                RecordType::A,
+                Ttl::new(300).unwrap(),
+                Rdata::A("192.0.2.53".parse().unwrap()),
+            )],
+        }
+        .render()
+    }
+
+    fn apply(&self, writes: &[commands::ZoneWrite]) -> commands::ApplyOutcome {
+        let out = run(&commands::apply_zones(&self.primary.layout, writes));
+        commands::parse_apply_zones(&out.stdout)
+    }
+
+    /// The zones named's new-zone database holds.
+    fn nzd(&self) -> String {
+        let db = self.primary.layout.data_dir.join("zones/_default.nzd");
+        let out =
+            std::process::Command::new(bind_operator::bind::layout::locate_tool("named-nzd2nzf"))
+                .arg(&db)
+                .output()
+                .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+}
+
+#[test]
+fn zones_added_by_rndc_move_to_the_list_with_their_journal() {
+    let c = Cluster::start(false);
+    let port = c.primary.dns.port;
+    // The old way: file, addzone, then a record by nsupdate (journal only).
+    let old = c.add_zone("old.test");
+    let www = replace(&old, "www", "A", &["192.0.2.7"]);
+    let batch = UpdateBatch {
+        zone: old.clone(),
+        changes: vec![www],
+        apex_ns: None,
+    };
+    assert!(c.send(&batch).ok());
+    assert_eq!(dig_short(port, "www.old.test.", "A"), ["192.0.2.7"]);
+    assert!(c.nzd().contains("old.test"), "{}", c.nzd());
+
+    // While the mounted named.conf is an older one without the zone list
+    // (kubelet swaps it late), nothing moves and the zone keeps serving.
+    let conf = c.primary.layout.config_dir.join("named.conf.primary");
+    let without = c
+        .files
+        .named_conf_primary
+        .replace("include \"primary-zones.conf\";", "");
+    std::fs::write(&conf, without).unwrap();
+    let r = c.apply(&[put("old.test", &c.primary_zone("old.test").clause(), "")]);
+    assert!(
+        matches!(&r.results[&0], commands::ZoneApplied::Failed(m) if m.contains("does not include")),
+        "{r:?}"
+    );
+    assert!(c.nzd().contains("old.test"));
+    assert_eq!(dig_short(port, "www.old.test.", "A"), ["192.0.2.7"]);
+    std::fs::write(&conf, &c.files.named_conf_primary).unwrap();
+
+    // The new path: the old zone and the catalog (both in the NZD) and a
+    // fresh zone, in one run.
+    let cat = catalog_primary_zone(&c.cfg.catalog_zone, None, &c.xfer.name);
+    let writes = [
+        put(
+            "old.test",
+            &c.primary_zone("old.test").clause(),
+            "garbage\n",
+        ),
+        put(cat.zone.as_str(), &cat.clause(), "garbage\n"),
+        put(
+            "fresh.test",
+            &c.primary_zone("fresh.test").clause(),
+            &c.skeleton("fresh.test"),
+        ),
+    ];
+    let r = c.apply(&writes);
+    assert_eq!(r.refused, None);
+    assert_eq!(r.results[&0], commands::ZoneApplied::Migrated, "{r:?}");
+    assert_eq!(r.results[&1], commands::ZoneApplied::Migrated, "{r:?}");
+    assert_eq!(r.results[&2], commands::ZoneApplied::New, "{r:?}");
+    // The record written by nsupdate is still served, from the list.
+    assert_eq!(dig_short(port, "www.old.test.", "A"), ["192.0.2.7"]);
+    assert_eq!(dig_short(port, "fresh.test.", "SOA").len(), 1);
+    assert_eq!(dig_short(port, &cat.zone.fqdn(), "SOA").len(), 1);
+    let nzd = c.nzd();
+    assert!(
+        !nzd.contains("old.test") && !nzd.contains(cat.zone.as_str()),
+        "{nzd}"
+    );
+    let list =
+        std::fs::read_to_string(c.primary.layout.data_dir.join("primary-zones.conf")).unwrap();
+    assert!(list.contains("zone \"old.test\""), "{list}");
+    let st = parse::parse_zonestatus(
+        &run_ok(&commands::zonestatus(&c.primary.layout, &old, None)).stdout,
+    );
+    assert!(st.loaded);
+    // Asked again: listed, nothing written, no rndc.
+    let r = c.apply(&writes[..1]);
+    assert_eq!(r.results[&0], commands::ZoneApplied::Listed);
+    // After a restart named loads it from the list, journal replayed.
+    let mut c = c;
+    c.primary.stop();
+    c.primary.start();
+    assert!(wait_until(Duration::from_secs(10), || dig_short(
+        port,
+        "www.old.test.",
+        "A"
+    ) == ["192.0.2.7"]));
+}
+
+#[test]
+fn a_stanza_checkconf_refuses_fails_alone_and_a_failed_reconfig_changes_nothing() {
+    let c = Cluster::start(false);
+    let port = c.primary.dns.port;
+    let good = |z: &str| put(z, &c.primary_zone(z).clause(), &c.skeleton(z));
+    // A clause option named-checkconf rejects (a test-only clause).
+    let bad = put(
+        "bad.test",
+        "{ type primary; file \"zones/bad.test.db\"; bogus-option yes; };",
+        &c.skeleton("bad.test"),
+    );
+    let writes = [good("a.test"), bad, good("b.test")];
+    let out = run(&commands::apply_zones(&c.primary.layout, &writes));
+    assert!(!out.ok());
+    let r = commands::parse_apply_zones(&out.stdout);
+    let refusal = r.refused.expect("checkconf refuses the round");
+    let named = refusal.stanzas();
+    assert_eq!(named.len(), 1, "{refusal:?}");
+    assert_eq!(named[0].0, writes[1].stanza_file());
+    assert!(
+        named[0].1.message.contains("bogus-option"),
+        "{:?}",
+        named[0]
+    );
+    // Nothing of the round is applied; the list is as before.
+    assert!(dig_short(port, "a.test.", "SOA").is_empty());
+    let list = c.primary.layout.data_dir.join("primary-zones.conf");
+    assert_eq!(std::fs::read_to_string(&list).unwrap(), "");
+    // Without it, the rest lands.
+    let r = c.apply(&[writes[0].clone(), writes[2].clone()]);
+    assert_eq!(r.results[&0], commands::ZoneApplied::New, "{r:?}");
+    assert_eq!(r.results[&1], commands::ZoneApplied::New, "{r:?}");
+    assert_eq!(dig_short(port, "a.test.", "SOA").len(), 1);
+    assert_eq!(dig_short(port, "b.test.", "SOA").len(), 1);
+
+    // A zone named still holds in its new-zone database whose files were
+    // removed behind its back looks new; listed too, it makes reconfig
+    // fail, and the round is undone.
+    let twice = c.primary_zone("twice.test");
+    let l = &c.primary.layout;
+    run_ok(&commands::write_zone_file(
+        l,
+        &twice.file(),
+        &c.skeleton("twice.test"),
+    ));
+    run_ok(&commands::addzone(l, &twice.zone, None, &twice.clause()));
+    std::fs::remove_file(l.data_dir.join(twice.file())).unwrap();
+    let listed_before = std::fs::read_to_string(&list).unwrap();
+    let r = c.apply(&[
+        put("twice.test", &twice.clause(), &c.skeleton("twice.test")),
+        good("c.test"),
+    ]);
+    println!("reconfig failure: {r:?}");
+    for i in 0..2 {
+        assert!(
+            matches!(&r.results[&i], commands::ZoneApplied::Failed(m) if m.contains("reconfig")),
+            "{r:?}"
+        );
+    }
+    assert_eq!(std::fs::read_to_string(&list).unwrap(), listed_before);
+    assert_eq!(dig_short(port, "a.test.", "SOA").len(), 1, "still served");
+    assert!(dig_short(port, "c.test.", "SOA").is_empty());
+
+    // Removal: unlisted, reconfigured, then its files go.
+    let r = c.apply(&[commands::ZoneWrite {
+        zone: ZoneName::parse("a.test").unwrap(),
+        view: None,
+        kind: commands::WriteKind::Remove,
+    }]);
+    assert_eq!(r.results[&0], commands::ZoneApplied::Removed, "{r:?}");
+    assert!(dig_short(port, "a.test.", "SOA").is_empty());
+    assert!(!c.primary.layout.data_dir.join("zones/a.test.db").exists());
+    assert_eq!(dig_short(port, "b.test.", "SOA").len(), 1);
+}

@@ -136,7 +136,7 @@ async fn zones_created_and_updated_together_fail_alone() {
             z.zone
         );
     }
-    assert_eq!(counting.by_verb()[&(PRIMARY.into(), "create_zones")], 1);
+    assert_eq!(counting.by_verb()[&(PRIMARY.into(), "apply_zones")], 1);
 
     // Asked again (a journal the zone has must survive): left alone.
     let again = batcher
@@ -475,4 +475,75 @@ async fn a_first_sync_of_200_zones_costs_a_few_execs_per_pod() {
     assert!(primary <= 60, "{primary} execs on the primary");
     assert!(secondary <= 30, "{secondary} execs on the secondary");
     env.stop().await;
+}
+
+/// One zone named-checkconf refuses (a dnssec-policy named.conf does not
+/// define) fails alone with checkconf's words; the others of its round are
+/// listed and served; a listed zone asked again costs no exec; a removed
+/// zone stops being served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_zone_checkconf_refuses_fails_alone_in_its_round() {
+    let update = support::random_key(support::UPDATE_KEY);
+    let xfer = support::random_key(support::XFER_KEY);
+    let named = start_named(&update, &xfer, vec![]);
+    let p = named.primary.dns.port;
+    let counting = Counting::new(local_exec(&named));
+    let exec: Arc<dyn PodExecutor> = counting.exec.clone();
+    let batcher = Arc::new(Batcher::new(Duration::from_millis(50)));
+    let pod = PodRef::new(support::NS, PRIMARY);
+    let primary_zone = |z: &str, policy: Option<&str>| PrimaryZone {
+        zone: ZoneName::parse(z).unwrap(),
+        view: None,
+        update_key: update.name.clone(),
+        transfer_key: xfer.name.clone(),
+        allow_transfer: vec![],
+        also_notify: vec![],
+        dnssec_policy: policy.map(|p| bind_operator::bind::zone::PolicyName::parse(p).unwrap()),
+    };
+    let zones = [
+        primary_zone("ok1.test", None),
+        primary_zone("bad.test", Some("nope")),
+        primary_zone("ok2.test", None),
+    ];
+    let created = futures::future::join_all(zones.iter().map(|z| {
+        let text = skeleton(z.zone.as_str());
+        let (batcher, exec, pod) = (batcher.clone(), exec.clone(), pod.clone());
+        async move { batcher.create_primary(&exec, &pod, z, &text).await }
+    }))
+    .await;
+    assert!(matches!(created[0], Ok(Created::New)), "{:?}", created[0]);
+    assert!(matches!(created[2], Ok(Created::New)), "{:?}", created[2]);
+    match &created[1] {
+        Err(e @ ServerError::Rndc { zone, .. }) => {
+            assert_eq!(zone, "bad.test");
+            let text = e.to_string();
+            assert!(
+                text.contains("named-checkconf") && text.contains("nope"),
+                "{text}"
+            );
+        }
+        other => panic!("bad.test: {other:?}"),
+    }
+    for z in ["ok1.test", "ok2.test"] {
+        assert_eq!(harness::dig_short(p, z, "SOA").len(), 1, "{z} served");
+    }
+    assert!(harness::dig_short(p, "bad.test", "SOA").is_empty());
+    // The refused run and the run without it.
+    assert_eq!(counting.by_verb()[&(PRIMARY.into(), "apply_zones")], 2);
+
+    // Listed as it is: no exec.
+    let before = counting.on(PRIMARY);
+    let again = batcher
+        .put_primary(&exec, &pod, &zones[0], "", false)
+        .await
+        .unwrap();
+    assert_eq!(again, bind_operator::bind::commands::ZoneApplied::Listed);
+    assert_eq!(counting.on(PRIMARY), before);
+
+    batcher
+        .remove_primary(&exec, &pod, &zones[0].zone, None)
+        .await
+        .unwrap();
+    assert!(harness::dig_short(p, "ok1.test", "SOA").is_empty());
+    assert_eq!(harness::dig_short(p, "ok2.test", "SOA").len(), 1);
 }

@@ -7,6 +7,7 @@
 //! are passed as positional arguments (`sh -c SCRIPT sh ARG...`). Key
 //! material travels only on stdin, and [`Command`]'s `Debug` hides stdin.
 
+use std::collections::BTreeMap;
 use std::fmt;
 
 use super::conf::{ConfWriter, server_tokens};
@@ -83,7 +84,7 @@ fn verb_of(argv: &[String]) -> &'static str {
     match program {
         "sh" if arg(1) == "-c" => match arg(2) {
             DELZONE_SCRIPT => "delzone",
-            CREATE_ZONES_SCRIPT => "create_zones",
+            APPLY_ZONES_SCRIPT => "apply_zones",
             UPDATES_THEN_SOA_SCRIPT => "nsupdate",
             READD_SCRIPT => "readd_zone",
             WRITE_FILE_SCRIPT => "write_zone_file",
@@ -261,122 +262,311 @@ pub fn write_zone_file(layout: &PodLayout, file: &str, text: &str) -> Command {
     Command::sh(WRITE_FILE_SCRIPT, vec![layout.data_path(file)]).with_stdin(text.to_string())
 }
 
-const CREATE_ZONES_SCRIPT: &str = r#"rndc="$1" conf="$2" jobs="$3"
+const APPLY_ZONES_SCRIPT: &str = r#"rndc="$1" conf="$2" checkconf="$3"
+cd "$4" || exit 1
 out=$(mktemp -d) || exit 1
 trap 'rm -rf "$out"' EXIT
-n=0
-while IFS= read -r zone && IFS= read -r view && IFS= read -r clause &&
-    IFS= read -r file && IFS= read -r lines; do
-  n=$((n + 1))
-  if [ -n "$view" ]; then set -- "$zone" IN "$view"; else set -- "$zone"; fi
-  fresh=yes
-  for s in "" .jnl .jbk .signed .signed.jnl; do
-    [ ! -e "$file$s" ] || fresh=
-  done
-  err=
-  if [ -n "$fresh" ]; then
-    result=NEW
-  elif err=$("$rndc" -c "$conf" zonestatus "$@" 2>&1 >/dev/null </dev/null); then
-    result=EXISTS err=
+build() {
+  l=$1
+  set -- "$2"/*.conf
+  if [ -e "$1" ]; then
+    printf '%s\n' "$@" | xargs cat >"$l.tmp" || return 1
   else
-    case "$err" in
-      *"not found"*|*"no matching zone"*) result=NEW err= ;;
-      *) result=FAIL ;;
+    : >"$l.tmp" || return 1
+  fi
+  mv -f "$l.tmp" "$l"
+}
+rebuild() {
+  build primary-zones.conf zones.d || return 1
+  for d in zones.d/*/; do
+    [ -d "$d" ] || continue
+    v=${d#zones.d/}
+    v=${v%/}
+    build "primary-zones.$v.conf" "zones.d/$v" || return 1
+  done
+}
+listing() {
+  printf '@@list primary-zones.conf\n'
+  printf '%s\n' zones.d/*.conf
+  for d in zones.d/*/; do
+    [ -d "$d" ] || continue
+    v=${d#zones.d/}
+    v=${v%/}
+    printf '@@list primary-zones.%s.conf\n' "$v"
+    printf '%s\n' "zones.d/$v"/*.conf
+  done
+}
+rollback() {
+  k=0
+  while [ "$k" -lt "$n" ]; do
+    k=$((k + 1))
+    eval "r=\$res_$k s=\$sf_$k f=\$file_$k"
+    case $r in
+      NEW) rm -f "$s" "$f" ;;
+      MIGRATE) rm -f "$s" ;;
+      CHANGED|REMOVED) mv -f "$s.prev" "$s" ;;
     esac
-  fi
-  dir=${file%/*}
-  [ "$result" != NEW ] || [ -d "$dir" ] || mkdir -p "$dir" </dev/null || result=FAIL
-  if [ "$result" = NEW ]; then
-    for s in .jnl .jbk .signed .signed.jnl; do
-      [ ! -e "$file$s" ] || rm -f "$file$s" </dev/null
-    done
-    : >"$file" || result=FAIL
-  fi
+  done
+  rebuild
+}
+fail_changed() {
+  k=0
+  while [ "$k" -lt "$n" ]; do
+    k=$((k + 1))
+    eval "r=\$res_$k o=\$op_$k"
+    case $r/$o in
+      NEW/*|MIGRATE/*|MIGRATED/*|CHANGED/*|REMOVED/*|*/force) eval "res_$k=FAIL err_$k=\$1" ;;
+    esac
+  done
+}
+included=
+grep -q '^[[:space:]]*include "primary-zones[.A-Za-z0-9_-]*conf";' named.conf </dev/null && included=1
+n=0 changed= force= migrate=
+while IFS= read -r op && IFS= read -r zone && IFS= read -r view &&
+    IFS= read -r sf && IFS= read -r file && IFS= read -r keys &&
+    IFS= read -r stanza && IFS= read -r lines; do
+  n=$((n + 1))
+  res= err= text=/dev/null
+  [ -n "$included" ] || op=wait
+  case $op in
+    put|force)
+      [ "$op" = put ] || force=1
+      if [ -e "$sf" ]; then
+        old=
+        IFS= read -r old <"$sf" || :
+        if [ "$old" = "$stanza" ]; then
+          res=LISTED
+        elif printf '%s\n' "$old" >"$sf.prev" && printf '%s\n' "$stanza" >"$sf"; then
+          res=CHANGED changed=1
+        else
+          res=FAIL err="cannot write $sf"
+        fi
+      else
+        fresh=yes
+        for s in "" .jnl .jbk .signed .signed.jnl; do
+          [ ! -e "$file$s" ] || fresh=
+        done
+        for d in "${sf%/*}" "${file%/*}"; do
+          [ -d "$d" ] || mkdir -p "$d" </dev/null || res=FAIL err="cannot create $d"
+        done
+        if [ -z "$res" ]; then
+          if [ -n "$fresh" ]; then
+            res=NEW text=$file
+          else
+            res=MIGRATE text=$out/$n.text migrate=1
+          fi
+          if printf '%s\n' "$stanza" >"$sf"; then changed=1; else res=FAIL err="cannot write $sf"; fi
+        fi
+      fi ;;
+    del)
+      if [ ! -e "$sf" ]; then
+        res=UNLISTED
+      elif mv -f "$sf" "$sf.prev" </dev/null; then
+        res=REMOVED changed=1
+      else
+        res=FAIL err="cannot remove $sf"
+      fi ;;
+    wait) res=FAIL err="named.conf does not include the zone lists yet (its new version is not mounted yet)" ;;
+    *) res=FAIL err="unknown operation" ;;
+  esac
   i=0
   while [ "$i" -lt "$lines" ]; do
     IFS= read -r line
-    [ "$result" != NEW ] || printf '%s\n' "$line" >>"$file"
+    printf '%s\n' "$line"
     i=$((i + 1))
-  done
-  if [ "$result" = NEW ]; then
-    (
-      if err=$("$rndc" -c "$conf" addzone "$@" "$clause" 2>&1 >/dev/null); then
-        err=
-      else
-        case "$err" in
-          *"already exists"*) result=EXISTS ;;
-          *) result=FAIL ;;
-        esac
-      fi
-      printf '@@zone %s %s\n%s\n@@end\n' "$zone" "$result" "$err"
-    ) </dev/null >"$out/$n" &
-    [ $((n % jobs)) -ne 0 ] || wait
-  else
-    printf '@@zone %s %s\n%s\n@@end\n' "$zone" "$result" "$err"
-  fi
+  done >"$text"
+  eval "op_$n=\$op zone_$n=\$zone view_$n=\$view sf_$n=\$sf file_$n=\$file keys_$n=\$keys res_$n=\$res err_$n=\$err"
 done
-wait
-set -- "$out"/*
-[ ! -e "$1" ] || cat "$@""#;
+if [ -n "$changed" ]; then
+  if ! rebuild; then
+    rollback
+    fail_changed "cannot write the zone lists"
+    changed= force=
+  elif ! msg=$("$checkconf" named.conf </dev/null 2>&1); then
+    printf '@@checkconf\n%s\n' "$msg"
+    listing
+    rollback
+    exit 3
+  fi
+fi
+if [ -n "$migrate" ]; then
+  relist=
+  k=0
+  while [ "$k" -lt "$n" ]; do
+    k=$((k + 1))
+    eval "r=\$res_$k"
+    [ "$r" = MIGRATE ] || continue
+    eval "z=\$zone_$k v=\$view_$k s=\$sf_$k f=\$file_$k"
+    if [ -n "$v" ]; then set -- "$z" IN "$v"; else set -- "$z"; fi
+    if e=$("$rndc" -c "$conf" delzone "$@" 2>&1 >/dev/null </dev/null); then
+      eval "res_$k=MIGRATED"
+    else
+      case "$e" in
+        *"not found"*|*"no matching zone"*)
+          rm -f "$f.jnl" "$f.jbk" "$f.signed" "$f.signed.jnl" </dev/null
+          if mv -f "$out/$k.text" "$f" </dev/null; then
+            eval "res_$k=NEW"
+          else
+            rm -f "$s" </dev/null
+            eval "res_$k=FAIL err_$k=\"cannot write \$f\""
+            relist=1
+          fi ;;
+        *)
+          rm -f "$s" </dev/null
+          eval "res_$k=FAIL err_$k=\$e"
+          relist=1 ;;
+      esac
+    fi
+  done
+  [ -z "$relist" ] || rebuild
+fi
+if [ -n "$changed$force" ] && ! e=$("$rndc" -c "$conf" reconfig 2>&1 >/dev/null </dev/null); then
+  rollback
+  fail_changed "$e"
+fi
+: >"$out/rm"
+k=0
+while [ "$k" -lt "$n" ]; do
+  k=$((k + 1))
+  eval "r=\$res_$k z=\$zone_$k v=\$view_$k s=\$sf_$k f=\$file_$k kp=\$keys_$k"
+  case $r in
+    CHANGED) printf '%s\n' "$s.prev" >>"$out/rm" ;;
+    UNLISTED)
+      if [ -n "$v" ]; then set -- "$z" IN "$v"; else set -- "$z"; fi
+      if e=$("$rndc" -c "$conf" delzone "$@" 2>&1 >/dev/null </dev/null); then
+        eval "res_$k=REMOVED"
+      else
+        case "$e" in
+          *"not found"*|*"no matching zone"*) eval "res_$k=REMOVED" ;;
+          *) eval "res_$k=FAIL err_$k=\$e" ;;
+        esac
+      fi ;;
+  esac
+  eval "r=\$res_$k"
+  case $r in
+    REMOVED)
+      rm -f "$s.prev" "$f" "$f.jnl" "$f.jbk" "$f.signed" "$f.signed.jnl" \
+          "$kp"*.key "$kp"*.private "$kp"*.state </dev/null ;;
+  esac
+  eval "e=\$err_$k"
+  printf '@@zone %s %s\n%s\n@@end\n' "$k" "$r" "$e"
+done
+[ ! -s "$out/rm" ] || xargs rm -f <"$out/rm""#;
 
-/// `rndc addzone`s a [`create_zones`] run keeps going at once. named
-/// serialises the adds, but each rndc process spends most of its ~0.1 s
-/// waiting (start, authentication, the new-zone database's commit):
-/// measured on 9.18, 100 adds took 11.8 s one after the other and 4.0 s
-/// eight at a time. The script waits for each group of this many before
-/// starting the next, so a slow add holds up its group: on 2 busy cores
-/// (load 11-19), 200 adds took 8.0-9.9 s eight at a time, 6.1-7.6 s
-/// sixteen at a time and 8.8 s thirty-two at a time.
-pub const ADDZONES_AT_ONCE: usize = 16;
-
-/// A primary zone to create in a [`create_zones`] run.
-pub struct NewZone<'a> {
-    pub zone: &'a ZoneName,
-    pub view: Option<&'a ViewName>,
-    /// The `{ ... };` clause (from [`super::zone::PrimaryZone::clause`]).
-    pub clause: &'a str,
-    /// The zone file, relative to the data dir.
-    pub file: &'a str,
-    /// Its initial contents (the skeleton: no key material).
-    pub text: &'a str,
+/// A change to one primary zone in an [`apply_zones`] run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ZoneWrite {
+    pub zone: ZoneName,
+    pub view: Option<ViewName>,
+    pub kind: WriteKind,
 }
 
-/// Creates many primary zones in one run, each as [`write_zone_file`] then
-/// [`addzone`] would, but only when the zone is new: none of its files is
-/// on the volume (the first sync: no rndc call needed to know), or `rndc
-/// zonestatus` does not know it (a zone named already serves keeps its file
-/// and journal; an addzone that finds it there reports it as existing, so
-/// a zone whose files vanished behind named's back is not touched either,
-/// beyond its file being written again). Zones,
-/// clauses and files travel on stdin, one value a line (the file text as a
-/// line count and its lines), so no user value reaches the script as
-/// text and argv stays short at any zone count. Prints one block per zone:
-/// `@@zone ZONE NEW|EXISTS|FAIL`, rndc's stderr when it failed, `@@end`;
-/// parse with [`parse_create_zones`]. Costs one rndc process per zone
-/// (two for a zone whose files are there but rndc does not know), inside
-/// one exec, the adds [`ADDZONES_AT_ONCE`] at a time (files are written in
-/// order before each add starts).
-pub fn create_zones(layout: &PodLayout, zones: &[NewZone<'_>]) -> Command {
+/// What an [`apply_zones`] run does to a zone.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WriteKind {
+    /// List the zone with this clause (from
+    /// [`super::zone::PrimaryZone::clause`]): created from `text` (its
+    /// skeleton, no key material) when none of its files is on the volume,
+    /// moved out of named's new-zone database when it is there, its stanza
+    /// replaced when the clause changed, left alone when listed as is.
+    /// `reconfig`: reconfigure even when nothing changed (what makes a
+    /// `dnssec-policy` take effect on BIND 9.20 when named has not applied
+    /// it yet).
+    Put {
+        clause: String,
+        text: String,
+        reconfig: bool,
+    },
+    /// Unlist the zone (or `rndc delzone` it when it is not listed: added
+    /// by an older operator) and, once named let go of it, remove its file,
+    /// journal, inline-signing copies and `K*` key files.
+    Remove,
+}
+
+impl ZoneWrite {
+    /// The zone file, relative to the data directory.
+    pub fn file(&self) -> String {
+        super::zone::zone_file(&self.zone, self.view.as_ref())
+    }
+
+    /// The stanza file, relative to the data directory.
+    pub fn stanza_file(&self) -> String {
+        data::stanza_of(&self.zone, self.view.as_ref())
+    }
+}
+
+/// The one-line `zone` statement a listed zone has in its zone list. The
+/// clause is BIND syntax rendered by [`super::zone`]; its line breaks are
+/// whitespace to named, and one line per zone is what maps a
+/// named-checkconf line number back to its zone.
+pub fn zone_stanza(zone: &ZoneName, clause: &str) -> String {
+    let clause = clause.replace(['\n', '\r'], " ");
+    format!("zone \"{}\" {clause}", zone.as_str())
+}
+
+/// Applies many primary-zone changes in one run, in the data directory:
+///
+/// 0. when named.conf does not include a zone list yet (an operator
+///    upgrade: kubelet has not swapped the new config in), every change
+///    fails and nothing is touched: a zone moved out of the new-zone
+///    database into a list named does not read would stop being served;
+/// 1. per zone (values on stdin, one a line, the zone text as a line count
+///    and its lines, so no user value is script text and argv stays short
+///    at any zone count): write a new zone's file (only when none of its
+///    files — file, `.jnl`, `.jbk`, `.signed*` — is there: a zone that has
+///    them keeps its journal), write, replace (old kept as `.prev`) or
+///    remove its stanza file ([`data::stanza_of`]); a listed zone is known
+///    by its stanza file, no rndc call;
+/// 2. rebuild the zone lists ([`data::PRIMARY_ZONES`], one per view) as
+///    the concatenation of the stanza files (tmp + mv), then
+///    `named-checkconf`; when it refuses, every stanza change is undone,
+///    the lists rebuilt as they were and the run exits 3 after printing
+///    `@@checkconf`, its output and `@@list LIST` + that list's stanza
+///    files in order (line N of a list is its Nth stanza): parse with
+///    [`parse_apply_zones`] and run again without the zones it names;
+/// 3. a zone that has files but no stanza (added by `rndc addzone` before
+///    zones were listed) is `rndc delzone`d without `-clean` (its files
+///    and journal stay; in both the new-zone database and the config,
+///    reconfig would fail), or, when named does not know it, written
+///    fresh;
+/// 4. one `rndc reconfig` (when anything changed): on failure every change
+///    is undone as in 2 and each changed zone reports reconfig's error;
+///    named keeps serving what it served;
+/// 5. after reconfig returned, the files of removed zones go (an unlisted
+///    zone asked to go is `rndc delzone`d first, as before).
+///
+/// Prints one block per change, by position (1-based): `@@zone N RESULT`,
+/// the error when it failed, `@@end`.
+pub fn apply_zones(layout: &PodLayout, writes: &[ZoneWrite]) -> Command {
     let mut stdin = String::new();
-    for z in zones {
-        let text = z.text.strip_suffix('\n').unwrap_or(z.text);
+    for w in writes {
+        let (op, stanza, text) = match &w.kind {
+            WriteKind::Put {
+                clause,
+                text,
+                reconfig,
+            } => (
+                if *reconfig { "force" } else { "put" },
+                zone_stanza(&w.zone, clause),
+                text.as_str(),
+            ),
+            WriteKind::Remove => ("del", String::new(), ""),
+        };
+        let text = text.strip_suffix('\n').unwrap_or(text);
         let lines: Vec<&str> = if text.is_empty() {
             Vec::new()
         } else {
             text.split('\n').collect()
         };
-        // The clause is BIND syntax we rendered; its line breaks are
-        // whitespace to named.
-        let clause = z.clause.replace('\n', " ");
-        let view = z.view.map(ViewName::as_str).unwrap_or_default();
+        let view = w.view.as_ref().map(ViewName::as_str).unwrap_or_default();
         let _ = std::fmt::Write::write_fmt(
             &mut stdin,
             format_args!(
-                "{}\n{}\n{}\n{}\n{}\n",
-                z.zone.as_str(),
-                view,
-                clause,
-                layout.data_path(z.file),
+                "{op}\n{}\n{view}\n{}\n{}\n{}\n{stanza}\n{}\n",
+                w.zone.as_str(),
+                w.stanza_file(),
+                w.file(),
+                key_file_prefix(&w.zone),
                 lines.len()
             ),
         );
@@ -386,38 +576,96 @@ pub fn create_zones(layout: &PodLayout, zones: &[NewZone<'_>]) -> Command {
         }
     }
     Command::sh(
-        CREATE_ZONES_SCRIPT,
+        APPLY_ZONES_SCRIPT,
         vec![
             layout.tools.rndc.clone(),
             layout.rndc_conf(),
-            ADDZONES_AT_ONCE.to_string(),
+            layout.tools.checkconf.clone(),
+            layout.data_dir.to_string_lossy().into_owned(),
         ],
     )
     .with_stdin(stdin)
 }
 
-/// What a [`create_zones`] run did to one zone.
+/// What an [`apply_zones`] run did to one zone.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ZoneCreated {
-    /// File written and zone added.
+pub enum ZoneApplied {
+    /// File written and zone listed: it holds exactly the text given.
     New,
-    /// rndc already knew the zone; nothing was written.
-    Existing,
-    /// rndc failed; its stderr (parse with [`super::parse::parse_rndc_error`]).
+    /// Listed already with this clause; nothing written.
+    Listed,
+    /// Listed already; its stanza was replaced (contents kept).
+    Changed,
+    /// Moved from named's new-zone database to the list, files and journal
+    /// kept.
+    Migrated,
+    /// Unlisted (or deleted by rndc) and its files removed.
+    Removed,
+    /// Not applied; why (rndc's stderr, or the run's own message).
     Failed(String),
 }
 
-/// The per-zone results of a [`create_zones`] run, by zone name as given.
-/// A zone missing from the map was not reached (the run died before it).
-pub fn parse_create_zones(stdout: &str) -> std::collections::BTreeMap<String, ZoneCreated> {
-    let mut out = std::collections::BTreeMap::new();
-    let mut lines = stdout.lines();
+/// The outcome of an [`apply_zones`] run.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ApplyOutcome {
+    /// Per change, by position (0-based). A change missing was not reached.
+    pub results: BTreeMap<usize, ZoneApplied>,
+    /// named-checkconf refused the new lists: nothing was applied.
+    pub refused: Option<Refusal>,
+}
+
+/// named-checkconf's refusal of an [`apply_zones`] run.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Refusal {
+    /// Its output.
+    pub output: String,
+    /// Each zone list checked and its stanza files, in order.
+    pub lists: Vec<(String, Vec<String>)>,
+}
+
+impl Refusal {
+    /// The checkconf issues that name a line of a zone list, each with the
+    /// stanza file on that line (relative to the data directory).
+    pub fn stanzas(&self) -> Vec<(String, super::parse::CheckconfIssue)> {
+        super::parse::parse_checkconf(&self.output)
+            .into_iter()
+            .filter_map(|issue| {
+                let line = issue.line? as usize;
+                let name = issue.file.rsplit('/').next().unwrap_or_default();
+                let (_, stanzas) = self.lists.iter().find(|(l, _)| l == name)?;
+                let stanza = stanzas.get(line.checked_sub(1)?)?;
+                Some((stanza.clone(), issue))
+            })
+            .collect()
+    }
+}
+
+/// Parses an [`apply_zones`] run's stdout.
+pub fn parse_apply_zones(stdout: &str) -> ApplyOutcome {
+    let mut out = ApplyOutcome::default();
+    let mut lines = stdout.lines().peekable();
     while let Some(line) = lines.next() {
+        if line == "@@checkconf" {
+            let mut refusal = Refusal::default();
+            for l in lines.by_ref() {
+                if let Some(list) = l.strip_prefix("@@list ") {
+                    refusal.lists.push((list.to_string(), Vec::new()));
+                } else if let Some((_, stanzas)) = refusal.lists.last_mut() {
+                    stanzas.push(l.to_string());
+                } else {
+                    refusal.output.push_str(l);
+                    refusal.output.push('\n');
+                }
+            }
+            out.refused = Some(refusal);
+            break;
+        }
         let Some(rest) = line.strip_prefix("@@zone ") else {
             continue;
         };
         let mut parts = rest.split(' ');
-        let (Some(zone), Some(result)) = (parts.next(), parts.next()) else {
+        let (Some(Ok(n)), Some(result)) = (parts.next().map(str::parse::<usize>), parts.next())
+        else {
             continue;
         };
         let mut err = String::new();
@@ -429,11 +677,16 @@ pub fn parse_create_zones(stdout: &str) -> std::collections::BTreeMap<String, Zo
             err.push('\n');
         }
         let r = match result {
-            "NEW" => ZoneCreated::New,
-            "EXISTS" => ZoneCreated::Existing,
-            _ => ZoneCreated::Failed(err),
+            "NEW" => ZoneApplied::New,
+            "LISTED" => ZoneApplied::Listed,
+            "CHANGED" => ZoneApplied::Changed,
+            "MIGRATED" => ZoneApplied::Migrated,
+            "REMOVED" => ZoneApplied::Removed,
+            _ => ZoneApplied::Failed(err),
         };
-        out.insert(zone.to_string(), r);
+        if let Some(i) = n.checked_sub(1) {
+            out.results.insert(i, r);
+        }
     }
     out
 }
@@ -588,11 +841,15 @@ pub fn read_view_notify_targets(layout: &PodLayout, views: &[(ViewName, KeyName)
 const ENSURE_NOTIFY_SCRIPT: &str = r#"cd "$1" || exit 1
 for f in $(sed -n 's/^[[:space:]]*include "\(notify-targets\.[A-Za-z0-9_.-]*\.conf\)";$/\1/p' named.conf); do
     [ -e "$f" ] || echo 'also-notify { };' >"$f" || exit 1
+done
+for f in $(sed -n 's/^[[:space:]]*include "\(primary-zones\.[A-Za-z0-9_.-]*\.conf\)";$/\1/p' named.conf); do
+    [ -e "$f" ] || : >"$f" || exit 1
 done"#;
 
-/// Creates (empty) every NOTIFY list file named.conf includes that is
-/// missing, as the entrypoint does at start: a view added at run time
-/// names a file `rndc reconfig` would otherwise fail on.
+/// Creates (empty) every NOTIFY list and zone list file named.conf
+/// includes that is missing, as the entrypoint does at start: a view added
+/// at run time, or a primary started by an operator that did not list
+/// zones yet, names a file `rndc reconfig` would otherwise fail on.
 pub fn ensure_notify_files(layout: &PodLayout) -> Command {
     Command::sh(
         ENSURE_NOTIFY_SCRIPT,
@@ -600,15 +857,17 @@ pub fn ensure_notify_files(layout: &PodLayout) -> Command {
     )
 }
 
-/// Whether a named.conf includes per-view NOTIFY lists (a primary with
-/// views), i.e. needs [`ensure_notify_files`] before a reconfig.
-pub fn has_view_notify_files(named_conf: &str) -> bool {
+/// Whether a named.conf includes runtime files that may be missing on a
+/// running pod (per-view NOTIFY lists, zone lists: a primary), i.e. needs
+/// [`ensure_notify_files`] before a reconfig.
+pub fn has_runtime_includes(named_conf: &str) -> bool {
     let plain = format!("include \"{}\";", data::NOTIFY_TARGETS);
     let prefix = format!("include \"{}", data::NOTIFY_TARGETS_PREFIX);
+    let zones = format!("include \"{}", data::PRIMARY_ZONES_PREFIX);
     named_conf
         .lines()
         .map(str::trim)
-        .any(|l| l.starts_with(&prefix) && l != plain)
+        .any(|l| (l.starts_with(&prefix) && l != plain) || l.starts_with(&zones))
 }
 
 /// `cat notify-targets.conf`.
@@ -846,11 +1105,14 @@ mod tests {
                 "/var/lib/bind/notify-targets.external.conf"
             ]
         );
-        assert!(has_view_notify_files(
+        assert!(has_runtime_includes(
             "view \"a\" {\n\tinclude \"notify-targets.a.conf\";\n};\n"
         ));
-        assert!(!has_view_notify_files(
+        assert!(!has_runtime_includes(
             "options {\n\tinclude \"notify-targets.conf\";\n};\n"
+        ));
+        assert!(has_runtime_includes(
+            "options {\n\tinclude \"notify-targets.conf\";\n};\ninclude \"primary-zones.conf\";\n"
         ));
     }
 
@@ -923,51 +1185,56 @@ mod tests {
     }
 
     #[test]
-    fn create_zones_carries_values_on_stdin_and_reports_per_zone() {
+    fn apply_zones_carries_values_on_stdin_and_reports_per_zone() {
         let layout = PodLayout::in_cluster();
         let a = ZoneName::parse("a.test").unwrap();
         let b = ZoneName::parse("b.test").unwrap();
         let v = ViewName::parse("inside").unwrap();
-        let cmd = create_zones(
+        let cmd = apply_zones(
             &layout,
             &[
-                NewZone {
-                    zone: &a,
+                ZoneWrite {
+                    zone: a.clone(),
                     view: None,
-                    clause: "{ type primary;\n file \"a.db\"; };",
-                    file: "a.db",
-                    text: "$TTL 60\n@ SOA x. y. 1 2 3 4 5\n",
+                    kind: WriteKind::Put {
+                        clause: "{ type primary;\n file \"a.db\"; };".into(),
+                        text: "$TTL 60\n@ SOA x. y. 1 2 3 4 5\n".into(),
+                        reconfig: false,
+                    },
                 },
-                NewZone {
-                    zone: &b,
-                    view: Some(&v),
-                    clause: "{ type primary; };",
-                    file: "inside/b.db",
-                    text: "",
+                ZoneWrite {
+                    zone: b.clone(),
+                    view: Some(v),
+                    kind: WriteKind::Remove,
                 },
             ],
         );
-        assert_eq!(cmd.verb(), "create_zones");
-        // argv: the script, the rndc invocation and the parallelism only,
-        // at any zone count.
-        assert_eq!(cmd.argv.len(), 7);
+        assert_eq!(cmd.verb(), "apply_zones");
+        // argv: the script, the tools and the data dir only, at any zone count.
+        assert_eq!(cmd.argv.len(), 8);
         let stdin = cmd.stdin.as_deref().unwrap();
-        let data = layout.data_path("a.db");
-        assert!(stdin.starts_with(&format!(
-            "a.test\n\n{{ type primary;  file \"a.db\"; }};\n{data}\n2\n$TTL 60\n@ SOA x. y. 1 2 3 4 5\n"
-        )));
-        assert!(stdin.ends_with(&format!(
-            "b.test\ninside\n{{ type primary; }};\n{}\n0\n",
-            layout.data_path("inside/b.db")
-        )));
+        assert!(stdin.starts_with(
+            "put\na.test\n\nzones.d/a.test.conf\nzones/a.test.db\nKa.test.+\nzone \"a.test\" { type primary;  file \"a.db\"; };\n2\n$TTL 60\n@ SOA x. y. 1 2 3 4 5\n"
+        ), "{stdin}");
+        assert!(stdin.ends_with(
+            "del\nb.test\ninside\nzones.d/inside/b.test.conf\nzones/inside/b.test.db\nKb.test.+\n\n0\n"
+        ), "{stdin}");
 
-        let out = "@@zone a.test NEW\n\n@@end\n@@zone b.test FAIL\nrndc: 'addzone' failed: bad\nmore\n@@end\n@@zone c.test EXISTS\n\n@@end\n";
-        let r = parse_create_zones(out);
-        assert_eq!(r["a.test"], ZoneCreated::New);
-        assert_eq!(r["c.test"], ZoneCreated::Existing);
+        let out = "@@zone 1 NEW\n\n@@end\n@@zone 2 FAIL\nrndc: 'delzone' failed: bad\nmore\n@@end\n@@zone 3 LISTED\n\n@@end\n";
+        let r = parse_apply_zones(out);
+        assert_eq!(r.results[&0], ZoneApplied::New);
+        assert_eq!(r.results[&2], ZoneApplied::Listed);
         assert_eq!(
-            r["b.test"],
-            ZoneCreated::Failed("rndc: 'addzone' failed: bad\nmore\n".into())
+            r.results[&1],
+            ZoneApplied::Failed("rndc: 'delzone' failed: bad\nmore\n".into())
         );
+        assert!(r.refused.is_none());
+
+        let out = "@@checkconf\nprimary-zones.inside.conf:2: unknown option 'bogus'\n@@list primary-zones.conf\nzones.d/*.conf\n@@list primary-zones.inside.conf\nzones.d/inside/a.test.conf\nzones.d/inside/b.test.conf\n";
+        let r = parse_apply_zones(out).refused.unwrap();
+        let s = r.stanzas();
+        assert_eq!(s.len(), 1);
+        assert_eq!(s[0].0, "zones.d/inside/b.test.conf");
+        assert_eq!(s[0].1.message, "unknown option 'bogus'");
     }
 }

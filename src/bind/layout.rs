@@ -49,6 +49,34 @@ pub mod data {
     pub fn notify_targets_of(view: &crate::bind::ViewName) -> String {
         format!("{NOTIFY_TARGETS_PREFIX}{}.conf", view.as_str())
     }
+    /// The primary's zone list outside views: every listed primary zone's
+    /// stanza, concatenated (the entrypoint creates it empty; the operator
+    /// rebuilds it from [`STANZA_DIR`]). named.conf includes it at the top
+    /// level of the primary.
+    pub const PRIMARY_ZONES: &str = "primary-zones.conf";
+    /// Prefix of the primary's zone list files: [`PRIMARY_ZONES`] without
+    /// views, `primary-zones.<view>.conf` included in each view.
+    pub const PRIMARY_ZONES_PREFIX: &str = "primary-zones.";
+
+    /// The primary's zone list of one view (included in the view block).
+    pub fn primary_zones_of(view: &crate::bind::ViewName) -> String {
+        format!("{PRIMARY_ZONES_PREFIX}{}.conf", view.as_str())
+    }
+    /// One file per listed primary zone, holding its one-line `zone`
+    /// stanza: `zones.d/<zone>.conf`, or `zones.d/<view>/<zone>.conf` in a
+    /// view. The zone lists are their concatenation.
+    pub const STANZA_DIR: &str = "zones.d";
+
+    /// The stanza file of one zone. Zone and view names are validated
+    /// (letters, digits, `-`, `_`, `.`; a view never starts with `-` and
+    /// has no empty label), so the path has no `/`, `..` or quote of a
+    /// user's making.
+    pub fn stanza_of(zone: &crate::bind::ZoneName, view: Option<&crate::bind::ViewName>) -> String {
+        match view {
+            Some(v) => format!("{STANZA_DIR}/{}/{}.conf", v.as_str(), zone.file_stem()),
+            None => format!("{STANZA_DIR}/{}.conf", zone.file_stem()),
+        }
+    }
     /// Written by the entrypoint at start: rndc's client config.
     pub const RNDC_CONF: &str = "rndc.conf";
     /// Zone files and journals of primary zones, and catalog member zones on

@@ -16,6 +16,11 @@
 //! the secondaries' catalog primaries, their allow-notify and the
 //! primary's NOTIFY list (`notify-targets.<V>.conf`, included in the view)
 //! use V's key instead of the transfer key.
+//!
+//! The primary's zones are not in the rendered text: named.conf includes
+//! the zone list the operator keeps in the data directory
+//! (`primary-zones.conf`, or `primary-zones.<V>.conf` inside view V; see
+//! [`super::commands::apply_zones`]).
 
 use std::collections::BTreeMap;
 
@@ -302,7 +307,7 @@ pub fn render_named_conf(cfg: &ClusterConfig, role: Role) -> Result<String, Rend
     };
     match role {
         Role::Primary => {
-            w.comment("zone, are added at run time with rndc addzone by the operator.")
+            w.comment("zone, are listed at run time by the operator in primary-zones*.conf.")
         }
         Role::Secondary => w.comment("primary, signed with the transfer key."),
     };
@@ -433,8 +438,12 @@ pub fn render_named_conf(cfg: &ClusterConfig, role: Role) -> Result<String, Rend
             w.blank();
         }
         forward_zones(&mut w);
-        if role == Role::Secondary {
-            catalog_zone_stmt(&mut w, &cfg.catalog_zone, &cfg.transfer_key);
+        match role {
+            Role::Primary => {
+                w.blank();
+                w.stmt(&[Tok::Kw("include"), Tok::Str(data::PRIMARY_ZONES)]);
+            }
+            Role::Secondary => catalog_zone_stmt(&mut w, &cfg.catalog_zone, &cfg.transfer_key),
         }
     } else {
         for (i, v) in cfg.views.iter().enumerate() {
@@ -480,8 +489,12 @@ pub fn render_named_conf(cfg: &ClusterConfig, role: Role) -> Result<String, Rend
                     }
                 }
                 forward_zones(w);
-                if role == Role::Secondary {
-                    catalog_zone_stmt(w, &catalog_names[i].1, own);
+                match role {
+                    Role::Primary => {
+                        let list = data::primary_zones_of(&v.name);
+                        w.stmt(&[Tok::Kw("include"), Tok::Str(&list)]);
+                    }
+                    Role::Secondary => catalog_zone_stmt(w, &catalog_names[i].1, own),
                 }
             });
         }

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use crate::api::{REASON_APPLIED, REASON_EXEC_FAILED, REASON_PROPAGATING, REASON_RECONFIG_FAILED};
 use crate::bind::commands::{
-    checkconf, config_hash, ensure_notify_files, has_view_notify_files, read_mounted_config,
+    checkconf, config_hash, ensure_notify_files, has_runtime_includes, read_mounted_config,
     read_notify_targets, read_view_notify_targets, reconfig, render_notify_targets,
     render_view_notify_targets, write_notify_targets, write_view_notify_targets,
 };
@@ -152,10 +152,11 @@ pub async fn reconfig_pods(
             out.waiting.push(name.clone());
             continue;
         }
-        // A view added at run time names a NOTIFY list file the primary
-        // does not have yet; reconfig would fail on the missing include.
+        // A view added at run time names a NOTIFY list or zone list file
+        // the primary does not have yet; reconfig would fail on the
+        // missing include.
         if p.primary
-            && has_view_notify_files(wanted.primary_conf)
+            && has_runtime_includes(wanted.primary_conf)
             && let Err(e) = executor.exec(&p.pod, &ensure_notify_files(&layout)).await
         {
             out.exec_errors.push(format!("{name}: {e}"));

@@ -1,6 +1,6 @@
 //! The cluster's catalog zone on the primary (RFC 9432, schema 2): created
-//! at run time like every zone (file, then addzone; once per cluster and
-//! view, under a per-cluster lock so two zones never write its file at
+//! at run time like every primary zone (file, then listed in the primary's
+//! zone list; once per cluster and view, under a per-cluster lock so two zones never write its file at
 //! once), and zones joining or leaving it by TSIG-signed update with the
 //! transfer key (in a view: the view's key) at their stable member id.
 //!
@@ -28,6 +28,13 @@ pub async fn ensure(
     present: Option<bool>,
 ) -> Result<u64, ServerError> {
     if present == Some(true) {
+        // Served: listed already (no exec once this process saw it), or
+        // added by an older operator through rndc and moved to the list now.
+        let zone = catalog_primary_zone(catalog, view, &inputs.keys.transfer_for(view).name);
+        let skeleton = catalog_skeleton(catalog, start_serial(Vec::new()));
+        target
+            .relist_primary(&zone, &skeleton.render(), false)
+            .await?;
         return Ok(memory.catalog_epoch());
     }
     let seen = memory.catalog_sightings(catalog);

@@ -180,7 +180,7 @@ async fn remove(
             ),
         }
         for v in &removal.views {
-            t.delete(zname, v.as_ref(), &zone_file(zname, v.as_ref()))
+            t.delete_primary(zname, v.as_ref(), &zone_file(zname, v.as_ref()))
                 .await
                 .map_err(server)?;
         }

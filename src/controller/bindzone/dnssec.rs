@@ -9,15 +9,23 @@
 //!   zonestatus` until a reconfig. Deleting the zone without `-clean` and
 //!   adding it back with the same clause signs it on 9.20 and keeps every
 //!   record (file and journal stay). So: after the clause changed, when
-//!   zonestatus does not show the wanted policy, the zone is re-added —
-//!   no version check needed.
+//!   zonestatus does not show the wanted policy, the zone is configured
+//!   again — no version check needed. A listed zone (the operator's
+//!   primary zones, see `zonesync::server`) gets its new stanza and a
+//!   `rndc reconfig` in the round that changed its clause, so on both
+//!   versions it is signed after that round; should zonestatus still
+//!   miss the policy, the zone's round runs one more reconfig. An
+//!   unlisted zone (batching off) is deleted without `-clean` and added
+//!   back.
 //! - Removing the policy outright leaves a 9.20 zone signed (until a
 //!   reconfig), then unsigned at once; `insecure` withdraws keys and
 //!   signatures in order on both versions, so a removed policy goes
 //!   through `insecure` until the primary serves no DNSKEY.
 //! - A policy named.conf does not define: rndc says only `configure_zone
-//!   failed: not found` (named logs `dnssec-policy 'X' not found`); that
-//!   is reported as the policy's failure, not a missing zone.
+//!   failed: not found` (named logs `dnssec-policy 'X' not found`); for a
+//!   listed zone named-checkconf refuses its stanza (`option
+//!   'dnssec-policy X' has no matching dnssec-policy config`). Either is
+//!   reported as the policy's failure, not a missing zone.
 //!
 //! Touches the primary pod (exec) only; statuses are written by the caller.
 
@@ -61,7 +69,7 @@ pub async fn settle(
         .is_some_and(|s| s.dnssec_policy.as_deref() != Some(policy.as_str()))
     {
         tracing::info!(pod = %target.pod, zone = %zone, policy = policy.as_str(), "named has not applied the zone's dnssec-policy; re-adding the zone");
-        target.readd(zone, view, &clause.clause()).await?;
+        target.readd(clause).await?;
         st = target.zone_status(zone, view).await?;
     }
     let keys = target.dnskeys(zone, key).await?;
@@ -126,7 +134,7 @@ pub fn refused(e: &ServerError, cfg: &PrimaryZoneConfig) -> Option<(&'static str
         } => Some((
             REASON_DNSSEC_POLICY_REFUSED,
             format!(
-                "named in pod {pod} refused zone {zone} with dnssec-policy {:?}: {why} (named.conf defines no policy of that name; BIND's built-in ones are default and insecure)",
+                "named in pod {pod} refused zone {zone} with dnssec-policy {:?}: {why} (named.conf defines no policy of that name, so it is not found; BIND's built-in ones are default and insecure)",
                 policy.as_str()
             ),
         )),

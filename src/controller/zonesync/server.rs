@@ -1,11 +1,23 @@
 //! Zone operations on one BIND pod, each one exec of a command the BIND
 //! layer builds (or, on a batched [`Target`], one request joining the pod's
 //! next round of [`super::batch`]): read SOA serials (one `dig` for many zones), `zonestatus`,
-//! create a primary zone (file first, then `addzone`), add a secondary
-//! zone, `modzone`, re-add a zone keeping its files (a `dnssec-policy` on
-//! BIND 9.20), read its DNSKEYs, delete a zone with every file named keeps
-//! for it (journal, signed copies, keys), transfer a zone and send one
-//! nsupdate run.
+//! create a primary zone, add a secondary
+//! zone, change a zone's clause, configure a zone again keeping its files
+//! (a `dnssec-policy` on BIND 9.20), read its DNSKEYs, delete a zone with
+//! every file named keeps for it (journal, signed copies, keys), transfer
+//! a zone and send one nsupdate run.
+//!
+//! Where zones live: on a batched target (the operator's, see
+//! [`Target::batched`]) primary zones — BindZones of type primary and the
+//! catalog zones — are listed in the primary's zone list files that
+//! named.conf includes (see [`commands::apply_zones`]): a round of 1,000
+//! new zones is one exec and one `rndc reconfig`, where `rndc addzone`
+//! costs named a serialised add and a new-zone database commit per zone.
+//! Secondary-type BindZones stay in the new-zone database (`rndc addzone`
+//! on every pod; a secondary pod's named.conf has no list, and they are
+//! few). An unbatched target (batching off, as some tests run the
+//! controller) keeps the rndc path for primaries too: file then
+//! `addzone`, `modzone`, `delzone`.
 //!
 //! Touches BIND pods through the executor only; never the API server.
 //! Errors carry the pod, zone and tool's stderr excerpt; never stdin (the
@@ -330,6 +342,43 @@ impl<'a> Target<'a> {
         }
     }
 
+    /// Brings a served primary zone's clause current: batched, the zone is
+    /// listed with `zone`'s clause (moved out of the new-zone database when
+    /// an older operator added it there; no exec when this process saw it
+    /// listed as it is); unbatched, `rndc modzone` when `changed`. Whether
+    /// anything was written.
+    pub async fn relist_primary(
+        &self,
+        zone: &PrimaryZone,
+        skeleton: &str,
+        changed: bool,
+    ) -> Result<bool, ServerError> {
+        if let Some((b, exec)) = self.batch {
+            let applied = b.put_primary(exec, self.pod, zone, skeleton, false).await?;
+            return Ok(!matches!(applied, commands::ZoneApplied::Listed));
+        }
+        if !changed {
+            return Ok(false);
+        }
+        self.modzone(&zone.zone, zone.view.as_ref(), &zone.clause())
+            .await
+            .map(|_| true)
+    }
+
+    /// Deletes a primary zone with its files (see [`Self::delete`]);
+    /// batched, it is unlisted in the pod's next round.
+    pub async fn delete_primary(
+        &self,
+        zone: &ZoneName,
+        view: Option<&ViewName>,
+        file: &str,
+    ) -> Result<(), ServerError> {
+        if let Some((b, exec)) = self.batch {
+            return b.remove_primary(exec, self.pod, zone, view).await;
+        }
+        self.delete(zone, view, file).await
+    }
+
     /// `rndc modzone` with a new clause (update key, transfer ACL, policy).
     pub async fn modzone(
         &self,
@@ -344,16 +393,21 @@ impl<'a> Target<'a> {
         }
     }
 
-    /// Deletes the zone (files kept) and adds it again with `clause`: how a
-    /// `dnssec-policy` added to a zone takes effect on BIND 9.20 (see
-    /// [`commands::readd_zone`]).
-    pub async fn readd(
-        &self,
-        zone: &ZoneName,
-        view: Option<&ViewName>,
-        clause: &str,
-    ) -> Result<(), ServerError> {
-        let cmd = commands::readd_zone(&self.layout, zone, view, clause);
+    /// Makes named configure the zone again from its clause, keeping its
+    /// files: how a `dnssec-policy` added to a zone takes effect on BIND
+    /// 9.20. Batched, the zone is listed with the clause and named
+    /// reconfigured; unbatched, it is deleted (files kept) and added again
+    /// (see [`commands::readd_zone`]).
+    pub async fn readd(&self, zone: &PrimaryZone) -> Result<(), ServerError> {
+        if let Some((b, exec)) = self.batch {
+            return b
+                .put_primary(exec, self.pod, zone, "", true)
+                .await
+                .map(|_| ());
+        }
+        let (view, clause) = (zone.view.as_ref(), zone.clause());
+        let zone = &zone.zone;
+        let cmd = commands::readd_zone(&self.layout, zone, view, &clause);
         match self.rndc("re-add", zone, &cmd).await? {
             Ok(_) => Ok(()),
             Err(e) => Err(self.rndc_error("re-add", zone, e)),

@@ -2,7 +2,8 @@
 //! before (another view, or as a secondary zone on every pod), is created
 //! from its skeleton when the primary lacks it (else read: the snapshot
 //! when its serial still matches, an AXFR otherwise), and its clause is
-//! brought current (`modzone`).
+//! brought current (its stanza in the primary's zone list; see
+//! `zonesync::server`).
 
 use crate::bind::zone::{ZoneSkeleton, zone_file};
 use crate::bind::{RecordType, ViewName, ZoneName};
@@ -28,7 +29,9 @@ async fn remove_old(job: &Job<'_>) -> Result<(), ServerError> {
             let key = job.inputs.keys.transfer_for(old_view.as_ref());
             catalog::leave(&job.target, &cat, zone, key).await?;
         }
-        job.target.delete(zone, old_view.as_ref(), &file).await
+        job.target
+            .delete_primary(zone, old_view.as_ref(), &file)
+            .await
     } else {
         for p in job.inputs.pods.iter().filter(|p| p.ready) {
             job.ctx
@@ -46,9 +49,9 @@ pub(super) async fn ensure(job: &Job<'_>, seen: &Seen) -> Result<Written, StepEr
     let (target, zname) = (&job.target, job.zname());
     let mut created = false;
     let mut wrote = false;
+    let skel = skeleton(job, &seen.peers);
     let served = match seen.serial {
         None => {
-            let skel = skeleton(job, &seen.peers);
             match target
                 .create_primary(&job.cfg.clause, &skel.render())
                 .await
@@ -75,11 +78,17 @@ pub(super) async fn ensure(job: &Job<'_>, seen: &Seen) -> Result<Written, StepEr
                 .map_err(job.at(Step::Read))?,
         },
     };
-    if !created && job.applied.clause != job.plan.want.clause {
-        target
-            .modzone(zname, job.view(), &job.cfg.clause.clause())
+    // Also moves a zone an older operator added by rndc into the list.
+    if !created
+        && target
+            .relist_primary(
+                &job.cfg.clause,
+                &skel.render(),
+                job.applied.clause != job.plan.want.clause,
+            )
             .await
-            .map_err(job.at(Step::Zone))?;
+            .map_err(job.at(Step::Zone))?
+    {
         wrote = true;
     }
     Ok(Written {

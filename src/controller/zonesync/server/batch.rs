@@ -2,8 +2,9 @@
 //! reconcile of a cluster asks of one pod at about the same time are run
 //! together, one exec per kind:
 //!
-//! - zone creation (file, then `addzone`, each only where rndc does not
-//!   know the zone) for all new zones in one script ([`create_zones`]);
+//! - primary zone writes (create, change clause, delete; see
+//!   [`apply_zones`]) for all zones of the round in one script, with one
+//!   `named-checkconf` and one `rndc reconfig`;
 //! - every zone's record updates in one exec ([`nsupdate_then_soa`]):
 //!   one or more messages per zone, each RRset replace atomic inside its
 //!   message, spread over [`NSUPDATES_AT_ONCE`] nsupdate processes (a
@@ -24,18 +25,22 @@
 //! first sync of 1,000 zones costs a handful of execs per step instead of
 //! one per zone, while a lone change still runs at once.
 //!
-//! Failure isolation: a zone whose creation or update fails gets its own
-//! error (from rndc's stderr, or its message's response code); the rest of
-//! the round lands. Only a failure of the exec itself (the pod gone) fails
-//! the whole round, as it would fail each request alone.
+//! Failure isolation: a zone whose write or update fails gets its own
+//! error (named-checkconf's message for its stanza, rndc's stderr, or its
+//! message's response code); the rest of the round lands. A stanza
+//! named-checkconf refuses is dropped and the round's zone run again
+//! without it (at most [`CHECKCONF_RUNS`] runs). Only a failure of the
+//! exec itself (the pod gone) fails the whole round, as it would fail each
+//! request alone.
 //!
-//! Why addzone per zone and not primary zones rendered into an include plus
-//! one `rndc reconfig`: zones added by `addzone` are what every other path
-//! (modzone, delzone, the catalog, DNSSEC re-adds, the self-repair of a
-//! primary restarted empty) already manages; moving them into named.conf
-//! would change how a zone is deleted and re-added everywhere at once. The
-//! cost that mattered (one exec round trip per zone, ~0.1 s) is gone here;
-//! the two rndc processes per new zone remain, inside one exec.
+//! Why primary zones are listed in an included file with one `rndc
+//! reconfig` per round and not added by `rndc addzone` per zone: named
+//! serialises adds and commits its new-zone database once per add
+//! (~10-18 ms each even sixteen at a time), so the 1,000 new zones of a
+//! first sync spent ~18 s in addzone alone; a reconfig with 1,000 zones
+//! in config takes ~55 ms (BIND_FACTS). A listed zone is known by its
+//! stanza file, so finding which zones exist costs no rndc call either.
+//! Secondary-type BindZones still use `addzone` (see [`super`]).
 //!
 //! Commands that are not batched (AXFR, rndc on views, DNSSEC reads) still
 //! go through [`Batcher::unbatched`], which bounds how many run at once, so
@@ -53,8 +58,8 @@ use tokio::sync::{Semaphore, oneshot};
 use crate::bind::ZoneName;
 use crate::bind::commands::local_server;
 use crate::bind::commands::{
-    NSUPDATES_AT_ONCE, NewZone, ZoneCreated, create_zones, dig_soa, nsupdate_then_soa,
-    parse_create_zones,
+    NSUPDATES_AT_ONCE, WriteKind, ZoneApplied, ZoneWrite, apply_zones, dig_soa, nsupdate_then_soa,
+    parse_apply_zones,
 };
 use crate::bind::nsupdate::{
     NsupdateScript, RrsetChange, UpdateBatch, build_script, join_answered, parse_answers,
@@ -63,7 +68,7 @@ use crate::bind::parse::{
     NsupdateError, RndcError, parse_dig_soa, parse_nsupdate_failure, parse_rndc_error,
 };
 use crate::bind::zone::PrimaryZone;
-use crate::bind::{DomainName, Endpoint, RecordType, TsigKey};
+use crate::bind::{DomainName, Endpoint, RecordType, TsigKey, ViewName};
 use crate::controller::exec::{ExecError, PodExecutor, PodRef};
 
 use super::{Created, ServerError, ZONES_PER_DIG};
@@ -83,10 +88,10 @@ enum Request {
         zones: Vec<ZoneName>,
         reply: Reply<BTreeMap<ZoneName, u32>>,
     },
-    Create {
-        zone: PrimaryZone,
-        skeleton: String,
-        reply: Reply<Created>,
+    /// A primary zone to list, change or unlist.
+    Zone {
+        write: ZoneWrite,
+        reply: Reply<ZoneApplied>,
     },
     Update {
         zone: ZoneName,
@@ -115,7 +120,13 @@ pub struct Batcher {
     gather: Duration,
     queues: Mutex<HashMap<PodRef, Queue>>,
     unbatched: Semaphore,
+    /// Per pod, the clause each zone was last seen listed with by a run of
+    /// this process: a zone asked to be listed as it is costs no exec.
+    listed: Mutex<HashMap<PodRef, HashMap<ZoneKey, String>>>,
 }
+
+/// A zone on a pod: its name and view.
+type ZoneKey = (ZoneName, Option<ViewName>);
 
 impl std::fmt::Debug for Batcher {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -131,6 +142,7 @@ impl Batcher {
             gather,
             queues: Mutex::new(HashMap::new()),
             unbatched: Semaphore::new(UNBATCHED_AT_ONCE),
+            listed: Mutex::new(HashMap::new()),
         }
     }
 
@@ -201,7 +213,7 @@ impl Batcher {
         received(rx, pod).await
     }
 
-    /// Creates a primary zone unless rndc knows it (see
+    /// Creates a primary zone unless it is listed or has files (see
     /// [`super::Target::create_primary`]).
     pub async fn create_primary(
         self: &Arc<Self>,
@@ -210,13 +222,103 @@ impl Batcher {
         zone: &PrimaryZone,
         skeleton: &str,
     ) -> Result<Created, ServerError> {
-        let (reply, rx) = oneshot::channel();
-        let request = Request::Create {
-            zone: zone.clone(),
-            skeleton: skeleton.to_string(),
-            reply,
+        // Never answered from memory: a zone asked to be created is not
+        // served (a primary restarted empty lost what this process saw).
+        let applied = self.put(exec, pod, zone, skeleton, false, false).await?;
+        Ok(match applied {
+            ZoneApplied::New => Created::New,
+            _ => Created::Existing,
+        })
+    }
+
+    /// Lists a primary zone with its current clause (see
+    /// [`crate::bind::commands::WriteKind::Put`]). A zone this process saw
+    /// listed with the same clause on the pod is not asked again, unless
+    /// `reconfig`; a zone the pod serves with another clause (or from the
+    /// new-zone database) is changed in the pod's next round.
+    pub async fn put_primary(
+        self: &Arc<Self>,
+        exec: &Arc<dyn PodExecutor>,
+        pod: &PodRef,
+        zone: &PrimaryZone,
+        skeleton: &str,
+        reconfig: bool,
+    ) -> Result<ZoneApplied, ServerError> {
+        self.put(exec, pod, zone, skeleton, reconfig, true).await
+    }
+
+    async fn put(
+        self: &Arc<Self>,
+        exec: &Arc<dyn PodExecutor>,
+        pod: &PodRef,
+        zone: &PrimaryZone,
+        skeleton: &str,
+        reconfig: bool,
+        remembered: bool,
+    ) -> Result<ZoneApplied, ServerError> {
+        let clause = zone.clause();
+        let key = (zone.zone.clone(), zone.view.clone());
+        if remembered && !reconfig && self.listed_as(pod, &key).as_deref() == Some(clause.as_str())
+        {
+            return Ok(ZoneApplied::Listed);
+        }
+        let write = ZoneWrite {
+            zone: zone.zone.clone(),
+            view: zone.view.clone(),
+            kind: WriteKind::Put {
+                clause: clause.clone(),
+                text: skeleton.to_string(),
+                reconfig,
+            },
         };
-        self.submit(exec, pod, request);
+        let applied = self.zone_write(exec, pod, write).await;
+        let mut listed = self.listed.lock().unwrap_or_else(|e| e.into_inner());
+        let on_pod = listed.entry(pod.clone()).or_default();
+        match &applied {
+            Ok(_) => on_pod.insert(key, clause),
+            Err(_) => on_pod.remove(&key),
+        };
+        applied
+    }
+
+    /// Unlists a primary zone and removes its files (see
+    /// [`crate::bind::commands::WriteKind::Remove`]); a zone already gone
+    /// is success.
+    pub async fn remove_primary(
+        self: &Arc<Self>,
+        exec: &Arc<dyn PodExecutor>,
+        pod: &PodRef,
+        zone: &ZoneName,
+        view: Option<&ViewName>,
+    ) -> Result<(), ServerError> {
+        let key = (zone.clone(), view.cloned());
+        self.listed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(pod.clone())
+            .or_default()
+            .remove(&key);
+        let write = ZoneWrite {
+            zone: zone.clone(),
+            view: view.cloned(),
+            kind: WriteKind::Remove,
+        };
+        self.zone_write(exec, pod, write).await.map(|_| ())
+    }
+
+    fn listed_as(&self, pod: &PodRef, key: &ZoneKey) -> Option<String> {
+        let listed = self.listed.lock().unwrap_or_else(|e| e.into_inner());
+        listed.get(pod)?.get(key).cloned()
+    }
+
+    async fn zone_write(
+        self: &Arc<Self>,
+        exec: &Arc<dyn PodExecutor>,
+        pod: &PodRef,
+        write: ZoneWrite,
+    ) -> Result<ZoneApplied, ServerError> {
+        let (reply, rx) = oneshot::channel();
+        self.submit(exec, pod, Request::Zone { write, reply });
         received(rx, pod).await
     }
 
@@ -324,17 +426,13 @@ fn unreachable(pod: &PodRef, e: ExecError) -> ServerError {
 /// One round on one pod: creations, then updates, then serial reads, each
 /// kind as one exec.
 async fn round(exec: &dyn PodExecutor, pod: &PodRef, requests: Vec<Request>) {
-    let mut creates = Vec::new();
+    let mut zones = Vec::new();
     let mut updates = Vec::new();
     let mut reads = Vec::new();
     let mut members: Vec<MemberGroup> = Vec::new();
     for r in requests {
         match r {
-            Request::Create {
-                zone,
-                skeleton,
-                reply,
-            } => creates.push((zone, skeleton, reply)),
+            Request::Zone { write, reply } => zones.push((write, reply)),
             Request::Update {
                 zone,
                 script,
@@ -364,8 +462,8 @@ async fn round(exec: &dyn PodExecutor, pod: &PodRef, requests: Vec<Request>) {
             },
         }
     }
-    if !creates.is_empty() {
-        create_round(exec, pod, creates).await;
+    if !zones.is_empty() {
+        zone_round(exec, pod, zones).await;
     }
     let server = local_server(&exec.layout(pod));
     for g in members {
@@ -381,7 +479,12 @@ async fn round(exec: &dyn PodExecutor, pod: &PodRef, requests: Vec<Request>) {
     }
 }
 
-fn rndc_failure(pod: &PodRef, zone: &ZoneName, stderr: &str, e: Option<ExecError>) -> ServerError {
+fn rndc_failure(
+    pod: &PodRef,
+    write: &ZoneWrite,
+    stderr: &str,
+    e: Option<ExecError>,
+) -> ServerError {
     match parse_rndc_error(stderr) {
         RndcError::Unreachable => ServerError::Unreachable {
             pod: pod.to_string(),
@@ -390,11 +493,18 @@ fn rndc_failure(pod: &PodRef, zone: &ZoneName, stderr: &str, e: Option<ExecError
             })),
         },
         source => ServerError::Rndc {
-            action: "add",
-            zone: zone.to_string(),
+            action: action(write),
+            zone: write.zone.to_string(),
             pod: pod.to_string(),
             source,
         },
+    }
+}
+
+fn action(write: &ZoneWrite) -> &'static str {
+    match write.kind {
+        WriteKind::Put { .. } => "configure",
+        WriteKind::Remove => "delete",
     }
 }
 
@@ -406,54 +516,151 @@ fn rndc_placeholder() -> crate::bind::commands::Command {
     }
 }
 
-async fn create_round(
+/// Runs of one round's zone writes when named-checkconf refuses some
+/// stanzas: each run drops the zones it named; checkconf stops at the
+/// first syntax error, so this bounds how many bad zones one round sorts
+/// out (the rest fail and are retried by their reconciles).
+const CHECKCONF_RUNS: usize = 4;
+
+async fn zone_round(
     exec: &dyn PodExecutor,
     pod: &PodRef,
-    creates: Vec<(PrimaryZone, String, Reply<Created>)>,
+    asks: Vec<(ZoneWrite, Reply<ZoneApplied>)>,
 ) {
     let layout = exec.layout(pod);
-    let files: Vec<String> = creates.iter().map(|(z, _, _)| z.file()).collect();
-    let clauses: Vec<String> = creates.iter().map(|(z, _, _)| z.clause()).collect();
-    // One zone once per run: a second request for the same zone (two
-    // BindZones racing) gets the first one's result.
-    let mut seen = BTreeSet::new();
-    let zones: Vec<NewZone<'_>> = creates
-        .iter()
-        .enumerate()
-        .filter(|(_, (z, _, _))| seen.insert((z.zone.clone(), z.view.clone())))
-        .map(|(i, (z, skel, _))| NewZone {
-            zone: &z.zone,
-            view: z.view.as_ref(),
-            clause: &clauses[i],
-            file: &files[i],
-            text: skel,
-        })
+    // One write per zone and view: the last one asked wins, and every
+    // request for that zone (two BindZones racing) gets its result.
+    let mut last: HashMap<ZoneKey, usize> = HashMap::new();
+    for (i, (w, _)) in asks.iter().enumerate() {
+        last.insert((w.zone.clone(), w.view.clone()), i);
+    }
+    let mut pending: Vec<usize> = (0..asks.len())
+        .filter(|i| last[&(asks[*i].0.zone.clone(), asks[*i].0.view.clone())] == *i)
         .collect();
-    let cmd = create_zones(&layout, &zones);
-    let out = exec.exec(pod, &cmd).await;
-    let results = match &out {
-        Ok(o) => parse_create_zones(&o.stdout),
-        Err(ExecError::Transport { .. }) => BTreeMap::new(),
-        Err(e) => parse_create_zones(e.stdout()),
-    };
-    tracing::debug!(pod = %pod, zones = zones.len(), "created zones in one run");
-    drop(zones);
-    for (zone, _, reply) in creates {
-        let result = match results.get(zone.zone.as_str()) {
-            Some(ZoneCreated::New) => Ok(Created::New),
-            Some(ZoneCreated::Existing) => Ok(Created::Existing),
-            Some(ZoneCreated::Failed(stderr)) => Err(rndc_failure(pod, &zone.zone, stderr, None)),
-            None => Err(match &out {
-                Err(e) => unreachable(pod, copy(e)),
-                Ok(_) => ServerError::Rndc {
-                    action: "add",
-                    zone: zone.zone.to_string(),
-                    pod: pod.to_string(),
-                    source: RndcError::Other("the batched run did not reach the zone".into()),
-                },
+    let mut results: HashMap<usize, Result<ZoneApplied, ServerError>> = HashMap::new();
+    for run in 1..=CHECKCONF_RUNS {
+        if pending.is_empty() {
+            break;
+        }
+        let writes: Vec<ZoneWrite> = pending.iter().map(|i| asks[*i].0.clone()).collect();
+        let cmd = apply_zones(&layout, &writes);
+        let started = std::time::Instant::now();
+        let out = exec.exec(pod, &cmd).await;
+        let stdout = match &out {
+            Ok(o) => o.stdout.as_str(),
+            Err(e) => e.stdout(),
+        };
+        let outcome = parse_apply_zones(stdout);
+        tracing::debug!(
+            pod = %pod,
+            zones = writes.len(),
+            ms = started.elapsed().as_millis() as u64,
+            refused = outcome.refused.is_some(),
+            "applied zone writes in one run"
+        );
+        if let Some(refusal) = &outcome.refused {
+            let named = refusal.stanzas();
+            let mut dropped = BTreeSet::new();
+            for (stanza, issue) in &named {
+                if let Some(k) = pending
+                    .iter()
+                    .position(|i| &asks[*i].0.stanza_file() == stanza)
+                {
+                    let i = pending[k];
+                    dropped.insert(i);
+                    let source =
+                        RndcError::ClauseRefused(format!("named-checkconf: {}", issue.message));
+                    results.insert(
+                        i,
+                        Err(ServerError::Rndc {
+                            action: action(&asks[i].0),
+                            zone: asks[i].0.zone.to_string(),
+                            pod: pod.to_string(),
+                            source,
+                        }),
+                    );
+                }
+            }
+            if dropped.is_empty() || run == CHECKCONF_RUNS {
+                // Not a zone of this round (or too many): all of them wait.
+                let why = refusal.output.trim().to_string();
+                for i in pending.drain(..).filter(|i| !dropped.contains(i)) {
+                    results.insert(
+                        i,
+                        Err(ServerError::Rndc {
+                            action: action(&asks[i].0),
+                            zone: asks[i].0.zone.to_string(),
+                            pod: pod.to_string(),
+                            source: RndcError::Other(format!(
+                                "named-checkconf refused the zone list: {why}"
+                            )),
+                        }),
+                    );
+                }
+                break;
+            }
+            pending.retain(|i| !dropped.contains(i));
+            continue;
+        }
+        for (k, i) in pending.drain(..).enumerate() {
+            let result = match outcome.results.get(&k) {
+                Some(ZoneApplied::Failed(stderr)) => {
+                    Err(rndc_failure(pod, &asks[i].0, stderr, None))
+                }
+                Some(applied) => Ok(applied.clone()),
+                None => Err(match &out {
+                    Err(e) => unreachable(pod, copy(e)),
+                    Ok(_) => ServerError::Rndc {
+                        action: action(&asks[i].0),
+                        zone: asks[i].0.zone.to_string(),
+                        pod: pod.to_string(),
+                        source: RndcError::Other("the batched run did not reach the zone".into()),
+                    },
+                }),
+            };
+            results.insert(i, result);
+        }
+    }
+    for (w, reply) in asks {
+        let winner = last[&(w.zone.clone(), w.view.clone())];
+        let result = match results.get(&winner) {
+            Some(Ok(a)) => Ok(a.clone()),
+            Some(Err(e)) => Err(copy_server(e)),
+            None => Err(ServerError::Rndc {
+                action: action(&w),
+                zone: w.zone.to_string(),
+                pod: pod.to_string(),
+                source: RndcError::Other("the batched run did not reach the zone".into()),
             }),
         };
         let _ = reply.send(result);
+    }
+}
+
+/// The same zone failure again, for a second request of the same zone.
+fn copy_server(e: &ServerError) -> ServerError {
+    match e {
+        ServerError::Unreachable { pod, source } => ServerError::Unreachable {
+            pod: pod.clone(),
+            source: Box::new(copy(source)),
+        },
+        ServerError::Rndc {
+            action,
+            zone,
+            pod,
+            source,
+        } => ServerError::Rndc {
+            action,
+            zone: zone.clone(),
+            pod: pod.clone(),
+            source: source.clone(),
+        },
+        other => ServerError::Rndc {
+            action: "configure",
+            zone: String::new(),
+            pod: String::new(),
+            source: RndcError::Other(other.to_string()),
+        },
     }
 }
 

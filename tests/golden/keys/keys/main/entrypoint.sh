@@ -78,6 +78,12 @@ mv -f rndc.conf.tmp rndc.conf
 for f in $(sed -n 's/^[[:space:]]*include "\(notify-targets\.[A-Za-z0-9_.-]*\.conf\)";$/\1/p' named.conf); do
     [ -e "$f" ] || echo 'also-notify { };' >"$f"
 done
+# The primary's zone lists are runtime data too (the operator rebuilds them
+# from zones.d/): start empty, keep what a persistent volume holds.
+[ -e primary-zones.conf ] || : >primary-zones.conf
+for f in $(sed -n 's/^[[:space:]]*include "\(primary-zones\.[A-Za-z0-9_.-]*\.conf\)";$/\1/p' named.conf); do
+    [ -e "$f" ] || : >"$f"
+done
 
 if [ "${BIND_PREPARE_ONLY:-0}" = 1 ]; then
     exit 0
