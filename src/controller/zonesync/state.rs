@@ -3,7 +3,8 @@
 //! only while the primary's SOA serial still matches) and a failure count
 //! for backoff; per cluster, the last SOA survey of its pods and the
 //! catalog "epoch" (bumped whenever the operator re-creates the catalog, so
-//! every zone re-registers). Losing all of it (an operator restart) costs
+//! every zone re-registers); per zone also its plan memo (validated
+//! DNSRecords and the last plan, [`PlanMemo`]). Losing all of it (an operator restart) costs
 //! one AXFR per zone, never correctness.
 //!
 //! Pure bookkeeping: no API, no exec. Holds no key material.
@@ -15,6 +16,7 @@ use std::time::{Duration, Instant};
 use crate::bind::ZoneName;
 
 use super::diff::Served;
+use super::plan::PlanMemo;
 
 /// (namespace, name) of a BindZone or BindCluster.
 pub type ObjKey = (String, String);
@@ -47,6 +49,9 @@ struct ZoneMemory {
     /// Fingerprint of the last status this process wrote for the zone,
     /// with the object's uid (see [`ServerState::last_report`]).
     status: Option<(String, u64)>,
+    /// The zone's validated DNSRecords and last plan ([`PlanMemo`]): a
+    /// reconcile validates and decides again only what changed.
+    plan: Arc<Mutex<PlanMemo>>,
 }
 
 /// SOA serials every pod of a cluster served at one moment.
@@ -160,7 +165,7 @@ impl ClusterMemory {
     }
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     // Plain data behind the lock: a panic elsewhere leaves it usable.
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
@@ -212,6 +217,15 @@ impl ServerState {
             .entry(zone.clone())
             .or_default()
             .member_epoch = epoch;
+    }
+
+    /// The zone's plan memo (dropped with the zone: [`Self::forget`]).
+    pub fn plan_memo(&self, zone: &ObjKey) -> Arc<Mutex<PlanMemo>> {
+        lock(&self.zones)
+            .entry(zone.clone())
+            .or_default()
+            .plan
+            .clone()
     }
 
     /// Records a failure; returns how many in a row.

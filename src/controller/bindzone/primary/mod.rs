@@ -44,7 +44,7 @@ use std::time::Duration;
 
 use kube::ResourceExt as _;
 
-use crate::api::{BindZone, DNSRecord};
+use crate::api::BindZone;
 use crate::bind::{TsigKey, ViewName, ZoneName};
 use crate::controller::zonesync::ZoneContext;
 use crate::controller::zonesync::diff::Served;
@@ -55,7 +55,7 @@ use crate::controller::zonesync::survey::PodInfo;
 use crate::render::validate::PrimaryZoneConfig;
 
 use super::applied::Applied;
-use super::read::Inputs;
+use super::read::{Inputs, ZoneRead};
 
 pub use verify::servers;
 
@@ -90,7 +90,7 @@ pub enum Failure {
 
 /// The outcome of one convergence.
 pub struct Outcome {
-    pub desired: Desired,
+    pub desired: Arc<Desired>,
     pub result: Result<Converged, Failure>,
     /// The annotation to record when `result` is Ok.
     pub applied: Applied,
@@ -99,21 +99,13 @@ pub struct Outcome {
 /// Plans and converges one primary zone: the table of contents. Each step
 /// is a child module; a failed write step forgets the snapshot (what the
 /// primary holds is unknown then) and names itself in its [`StepError`].
-pub async fn converge(
-    ctx: &ZoneContext,
-    zone: &BindZone,
-    inputs: &Inputs,
-    primary: &PodInfo,
-    cfg: &PrimaryZoneConfig,
-    records: &[Arc<DNSRecord>],
-    applied: &Applied,
-) -> Outcome {
-    let planned = plan::plan(zone, inputs, cfg, records, applied);
+pub async fn converge(ctx: &ZoneContext, read: &ZoneRead) -> Outcome {
+    let planned = plan::plan(ctx, read);
     if let Some(invalid) = plan::unwritable(&planned.desired) {
         return planned.outcome(Err(invalid));
     }
     let result = {
-        let job = Job::new(ctx, zone, inputs, primary, cfg, applied, &planned);
+        let job = Job::new(ctx, read, &planned);
         let need = decide::need(&job);
         if let Need::Nothing { snap, age } = need {
             Ok(verify::unchanged(&job, snap, age).await)
@@ -203,7 +195,8 @@ pub struct StepError {
 
 /// What the plan asks of the primary.
 struct Planned {
-    desired: Desired,
+    /// Shared with the zone's plan memo.
+    desired: Arc<Desired>,
     /// The applied annotation once this plan is written.
     want: Applied,
     /// The catalog the zone is a member of, if any.
@@ -264,30 +257,23 @@ struct Job<'a> {
 }
 
 impl<'a> Job<'a> {
-    fn new(
-        ctx: &'a ZoneContext,
-        zone: &'a BindZone,
-        inputs: &'a Inputs,
-        primary: &'a PodInfo,
-        cfg: &'a PrimaryZoneConfig,
-        applied: &'a Applied,
-        plan: &'a Planned,
-    ) -> Self {
+    fn new(ctx: &'a ZoneContext, read: &'a ZoneRead, plan: &'a Planned) -> Self {
+        let zone = read.zone.as_ref();
         let zkey: ObjKey = (zone.namespace().unwrap_or_default(), zone.name_any());
-        let memory = ctx.state.cluster(&inputs.cluster_key);
+        let memory = ctx.state.cluster(&read.inputs.cluster_key);
         let snap = ctx.state.snapshot(&zkey);
         let last_serial = snap.as_ref().map(|s| s.served.serial);
         Job {
             ctx,
             zone,
-            inputs,
-            cfg,
+            inputs: &read.inputs,
+            cfg: &read.cfg,
             memory,
-            primary,
-            target: ctx.target(&primary.pod),
+            primary: &read.primary,
+            target: ctx.target(&read.primary.pod),
             plan,
-            applied,
-            snap: snap.filter(|s| s.primary == primary.identity),
+            applied: &read.applied,
+            snap: snap.filter(|s| s.primary == read.primary.identity),
             last_serial,
             zkey,
         }
