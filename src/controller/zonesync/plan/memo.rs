@@ -24,6 +24,7 @@
 //!
 //! Pure: no I/O. Holds no key material.
 
+use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
@@ -36,6 +37,9 @@ use super::{
     Desired, Owner, RrKey, Verdict, WantedRrset, ZoneInputs, decide, has_record_finalizer,
     plan as full_plan, serves,
 };
+
+/// One DNSRecord of a plan call: uid, resourceVersion, validated.
+type Current<'r> = (Cow<'r, str>, Option<&'r str>, Arc<ValidRecord>);
 
 /// Per zone: the validated DNSRecords and the last plan (see the module doc).
 #[derive(Debug, Default)]
@@ -75,10 +79,6 @@ struct Entry {
     /// `None`: not known, validated again on every plan.
     resource_version: Option<String>,
     valid: Arc<ValidRecord>,
-    /// The unit of its claim, when it claims.
-    unit: Option<DomainName>,
-    /// The RRset it owns in the plan.
-    accepted: Option<RrKey>,
     /// What it asks to remove.
     retire: Vec<RrKey>,
 }
@@ -125,6 +125,21 @@ fn local_verdict(v: &ValidRecord) -> Option<Verdict> {
             message: e.message.clone(),
         }),
         Ok(_) => None,
+    }
+}
+
+/// The unit of the record's claim, when it claims (`cuts` as of the last
+/// whole plan: only a whole plan changes them).
+fn claim_unit(cuts: &[DomainName], v: &ValidRecord) -> Option<DomainName> {
+    let set = v.set.as_ref().ok().filter(|_| claims(v))?;
+    Some(unit_of(cuts, &set.name))
+}
+
+/// The RRset the record owns in `d`.
+fn accepted_in(d: &Desired, v: &ValidRecord) -> Option<RrKey> {
+    match d.verdicts.get(&v.object_name) {
+        Some(Verdict::Accepted(k)) => Some(k.clone()),
+        _ => None,
     }
 }
 
@@ -179,18 +194,17 @@ impl PlanMemo {
             };
         }
         // Validate what changed.
-        let mut current: Vec<(String, Option<String>, Arc<ValidRecord>)> =
-            Vec::with_capacity(records.len());
+        let mut current: Vec<Current<'_>> = Vec::with_capacity(records.len());
         let mut changed = Vec::new();
         for r in records {
-            let uid =
-                r.metadata.uid.clone().unwrap_or_else(|| {
-                    format!("name:{}", r.metadata.name.as_deref().unwrap_or(""))
-                });
-            let rv = r.metadata.resource_version.clone();
-            let old = self.entries.get(&uid);
+            let uid: Cow<'_, str> = match &r.metadata.uid {
+                Some(u) => Cow::Borrowed(u),
+                None => Cow::Owned(format!("name:{}", r.metadata.name.as_deref().unwrap_or(""))),
+            };
+            let rv = r.metadata.resource_version.as_deref();
+            let old = self.entries.get(uid.as_ref());
             let valid = match old {
-                Some(e) if rv.is_some() && e.resource_version == rv => e.valid.clone(),
+                Some(e) if rv.is_some() && e.resource_version.as_deref() == rv => e.valid.clone(),
                 _ => {
                     self.stats.validated += 1;
                     changed.push(current.len());
@@ -206,7 +220,7 @@ impl PlanMemo {
         }
         let kept = current.len() - changed.len();
         let removed: Vec<String> = if self.entries.len() > kept {
-            let now: HashSet<&str> = current.iter().map(|(u, _, _)| u.as_str()).collect();
+            let now: HashSet<&str> = current.iter().map(|(u, _, _)| u.as_ref()).collect();
             self.entries
                 .keys()
                 .filter(|u| !now.contains(u.as_str()))
@@ -235,11 +249,7 @@ impl PlanMemo {
     }
 
     /// Makes the whole plan and remembers what each record contributed.
-    fn full(
-        &mut self,
-        z: &ZoneInputs<'_>,
-        current: Vec<(String, Option<String>, Arc<ValidRecord>)>,
-    ) {
+    fn full(&mut self, z: &ZoneInputs<'_>, current: Vec<Current<'_>>) {
         let valids: Vec<&ValidRecord> = current.iter().map(|(_, _, v)| v.as_ref()).collect();
         let desired = full_plan(z, &valids);
         let inline_sets = z.inline.iter().enumerate().filter_map(|(i, r)| match r {
@@ -290,30 +300,18 @@ impl PlanMemo {
         let mut entries = HashMap::with_capacity(current.len());
         let mut units: HashMap<DomainName, Vec<String>> = HashMap::new();
         for (uid, rv, valid) in current {
-            let unit = valid
-                .set
-                .as_ref()
-                .ok()
-                .filter(|_| claims(&valid))
-                .map(|s| unit_of(&cuts, &s.name));
-            let accepted = match desired.verdicts.get(&valid.object_name) {
-                Some(Verdict::Accepted(k)) => Some(k.clone()),
-                _ => None,
-            };
-            let retire = retire_of(&valid, accepted.as_ref());
+            let retire = retire_of(&valid, accepted_in(&desired, &valid).as_ref());
             for k in &retire {
                 *candidates.entry(k.clone()).or_default() += 1;
             }
-            if let Some(u) = &unit {
-                units.entry(u.clone()).or_default().push(uid.clone());
+            if let Some(u) = claim_unit(&cuts, &valid) {
+                units.entry(u).or_default().push(uid.to_string());
             }
             entries.insert(
-                uid,
+                uid.into_owned(),
                 Entry {
-                    resource_version: rv,
+                    resource_version: rv.map(str::to_string),
                     valid,
-                    unit,
-                    accepted,
                     retire,
                 },
             );
@@ -331,7 +329,7 @@ impl PlanMemo {
     fn patch(
         &mut self,
         z: &ZoneInputs<'_>,
-        current: &[(String, Option<String>, Arc<ValidRecord>)],
+        current: &[Current<'_>],
         changed: &[usize],
         removed: &[String],
     ) -> bool {
@@ -339,13 +337,13 @@ impl PlanMemo {
         let mut affected: HashSet<DomainName> = HashSet::new();
         let olds = changed
             .iter()
-            .filter_map(|&i| self.entries.get(&current[i].0))
+            .filter_map(|&i| self.entries.get(current[i].0.as_ref()))
             .chain(removed.iter().filter_map(|u| self.entries.get(u)));
         for e in olds {
             if is_ns(&e.valid) {
                 return false;
             }
-            affected.extend(e.unit.clone());
+            affected.extend(claim_unit(&self.cuts, &e.valid));
         }
         for &i in changed {
             let v = &current[i].2;
@@ -369,7 +367,7 @@ impl PlanMemo {
         let mut keys: HashSet<RrKey> = HashSet::new();
         // Everything the touched records contributed goes.
         let mut touched: Vec<String> = removed.to_vec();
-        touched.extend(changed.iter().map(|&i| current[i].0.clone()));
+        touched.extend(changed.iter().map(|&i| current[i].0.to_string()));
         for u in &affected {
             touched.extend(self.units.get(u).into_iter().flatten().cloned());
         }
@@ -379,10 +377,9 @@ impl PlanMemo {
             let Some(e) = self.entries.get(uid) else {
                 continue;
             };
-            d.verdicts.remove(&e.valid.object_name);
-            if let Some(k) = &e.accepted {
-                d.rrsets.remove(k);
-                keys.insert(k.clone());
+            if let Some(Verdict::Accepted(k)) = d.verdicts.remove(&e.valid.object_name) {
+                d.rrsets.remove(&k);
+                keys.insert(k);
             }
             for k in &e.retire {
                 if let Some(n) = self.candidates.get_mut(k) {
@@ -396,14 +393,20 @@ impl PlanMemo {
         }
         // Changed and removed records leave their unit (the others of
         // an affected unit stay in it and are decided again below).
-        let gone = removed.iter().chain(changed.iter().map(|&i| &current[i].0));
+        let gone = removed
+            .iter()
+            .map(String::as_str)
+            .chain(changed.iter().map(|&i| current[i].0.as_ref()));
         for uid in gone {
-            if let Some(u) = self.entries.get(uid).and_then(|e| e.unit.as_ref())
-                && let Some(list) = self.units.get_mut(u)
+            if let Some(u) = self
+                .entries
+                .get(uid)
+                .and_then(|e| claim_unit(&self.cuts, &e.valid))
+                && let Some(list) = self.units.get_mut(&u)
             {
                 list.retain(|x| x != uid);
                 if list.is_empty() {
-                    self.units.remove(u);
+                    self.units.remove(&u);
                 }
             }
         }
@@ -412,22 +415,14 @@ impl PlanMemo {
         }
         for &i in changed {
             let (uid, rv, valid) = &current[i];
-            let unit = valid
-                .set
-                .as_ref()
-                .ok()
-                .filter(|_| claims(valid))
-                .map(|s| unit_of(&self.cuts, &s.name));
-            if let Some(u) = &unit {
-                self.units.entry(u.clone()).or_default().push(uid.clone());
+            if let Some(u) = claim_unit(&self.cuts, valid) {
+                self.units.entry(u).or_default().push(uid.to_string());
             }
             self.entries.insert(
-                uid.clone(),
+                uid.to_string(),
                 Entry {
-                    resource_version: rv.clone(),
+                    resource_version: rv.map(str::to_string),
                     valid: valid.clone(),
-                    unit,
-                    accepted: None,
                     retire: Vec::new(),
                 },
             );
@@ -460,11 +455,7 @@ impl PlanMemo {
             if let Some(v) = local_verdict(&e.valid) {
                 d.verdicts.insert(e.valid.object_name.clone(), v);
             }
-            e.accepted = match d.verdicts.get(&e.valid.object_name) {
-                Some(Verdict::Accepted(k)) => Some(k.clone()),
-                _ => None,
-            };
-            e.retire = retire_of(&e.valid, e.accepted.as_ref());
+            e.retire = retire_of(&e.valid, accepted_in(d, &e.valid).as_ref());
             for k in &e.retire {
                 *self.candidates.entry(k.clone()).or_default() += 1;
                 keys.insert(k.clone());
