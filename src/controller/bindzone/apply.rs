@@ -92,7 +92,7 @@ async fn primary_zone(ctx: &ZoneContext, r: &ZoneRead) -> Result<Action, Error> 
             return not_converged(ctx, zone, &r.cfg, f).await;
         }
     };
-    settle_records(ctx, records, &out.desired, Some(&c.served)).await?;
+    settle_records(ctx, records, &out.desired, Some(c.served.as_ref())).await?;
     let dnssec_state = match signing_state(ctx, r, &c).await {
         Ok(d) => d,
         Err(e) => return failed(ctx, zone, e).await,

@@ -24,7 +24,9 @@ pub type ObjKey = (String, String);
 /// A zone's contents on the primary as last read or written.
 #[derive(Debug, Clone)]
 pub struct Snapshot {
-    pub served: Served,
+    /// Shared, not copied, with the pass that reads it (it holds every
+    /// RRset of the zone); a write copies it only when it changes it.
+    pub served: Arc<Served>,
     /// Fingerprint of the plan last applied against `served`.
     pub applied: Option<u64>,
     /// When the primary's serial last matched `served.serial`.

@@ -65,8 +65,8 @@ pub const TYPE_PRIMARY: &str = "primary";
 /// A successful convergence.
 #[derive(Debug, Clone)]
 pub struct Converged {
-    /// What the primary holds now.
-    pub served: Served,
+    /// What the primary holds now (shared with the zone's snapshot).
+    pub served: Arc<Served>,
     /// Whether anything was written (zone, catalog or records).
     pub wrote: bool,
     /// When the next periodic check is due.
@@ -318,7 +318,7 @@ struct Seen {
 
 /// What the primary holds as the write pass goes.
 struct Written {
-    served: Served,
+    served: Arc<Served>,
     /// The zone was created by this pass.
     created: bool,
     /// Anything was written.

@@ -4,6 +4,8 @@
 //! when its serial still matches, an AXFR otherwise), and its clause is
 //! brought current (`modzone`).
 
+use std::sync::Arc;
+
 use crate::bind::zone::{ZoneSkeleton, zone_file};
 use crate::bind::{RecordType, ViewName, ZoneName};
 use crate::controller::zonesync::diff::Served;
@@ -59,11 +61,12 @@ pub(super) async fn ensure(job: &Job<'_>, seen: &Seen) -> Result<Written, StepEr
                     job.memory.invalidate_survey();
                     created = true;
                     wrote = true;
-                    Served::from_skeleton(&skel)
+                    Served::from_skeleton(&skel).into()
                 }
                 Created::Existing => target
                     .transfer(zname, job.update_key())
                     .await
+                    .map(Arc::new)
                     .map_err(job.at(Step::Read))?,
             }
         }
@@ -72,6 +75,7 @@ pub(super) async fn ensure(job: &Job<'_>, seen: &Seen) -> Result<Written, StepEr
             _ => target
                 .transfer(zname, job.update_key())
                 .await
+                .map(Arc::new)
                 .map_err(job.at(Step::Read))?,
         },
     };
