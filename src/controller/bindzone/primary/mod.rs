@@ -4,8 +4,11 @@
 //! catalog ([`super::catalog`]), and its owned RRsets match the plan — all
 //! pending changes in one nsupdate run.
 //!
-//! [`converge`] is the table of contents; each step is a child module:
-//! - `plan`: the zone's RRsets, the annotation it wants, its catalog;
+//! [`converge`] is the table of contents over the one value the read step
+//! built ([`ZoneRead`]); each step is a child module:
+//! - `plan`: the zone's RRsets (through the zone's plan memo: only what
+//!   changed is validated and decided again), the annotation it wants,
+//!   its catalog;
 //! - `decide`: what the primary needs (`Need`), from what this process
 //!   remembers — nothing, a periodic check, records only, a full pass, or a
 //!   move from where the zone was applied before;
