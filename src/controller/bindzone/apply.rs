@@ -19,7 +19,6 @@ use crate::controller::zonesync::ZoneContext;
 use crate::controller::zonesync::diff::Served;
 use crate::controller::zonesync::plan::{Desired, Verdict, has_record_finalizer};
 use crate::controller::zonesync::server::ServerError;
-use crate::controller::zonesync::survey::PodInfo;
 use crate::controller::zonesync::writes::{
     RecordReport, ZoneReport, queue_record_reports, release_record_reports, write_applied,
     write_record_reports, write_zone_report, zone_pending_grace,
@@ -28,7 +27,7 @@ use crate::render::validate::{PrimaryZoneConfig, ZoneConfig};
 
 use super::applied::Applied;
 use super::primary::{Converged, Failure};
-use super::read::{self, Blocked, Inputs};
+use super::read::{self, Blocked, Inputs, ZoneRead};
 use super::{Error, dnssec, primary, secondary};
 
 use crate::api::{
@@ -69,7 +68,15 @@ pub async fn apply(zone: &Arc<BindZone>, ctx: &ZoneContext) -> Result<Action, Er
                 Ok(p) => p.clone(),
                 Err(b) => return blocked(ctx, zone, &records, b).await,
             };
-            primary_zone(ctx, zone, &inputs, &primary, &cfg, &records, &applied).await
+            let read = ZoneRead {
+                cfg: dnssec::effective(zone, &cfg),
+                zone: zone.clone(),
+                inputs,
+                primary,
+                records,
+                applied,
+            };
+            primary_zone(ctx, &read).await
         }
         ZoneConfig::Secondary(sz) => {
             secondary_zone(ctx, zone, &inputs, &sz, &records, &applied).await
@@ -78,38 +85,30 @@ pub async fn apply(zone: &Arc<BindZone>, ctx: &ZoneContext) -> Result<Action, Er
 }
 
 /// A primary zone: converge, settle its records, sign, report.
-async fn primary_zone(
-    ctx: &ZoneContext,
-    zone: &BindZone,
-    inputs: &Inputs,
-    primary: &PodInfo,
-    cfg: &PrimaryZoneConfig,
-    records: &[Arc<DNSRecord>],
-    applied: &Applied,
-) -> Result<Action, Error> {
-    let cfg = &dnssec::effective(zone, cfg);
-    let out = primary::converge(ctx, zone, inputs, primary, cfg, records, applied).await;
+async fn primary_zone(ctx: &ZoneContext, r: &ZoneRead) -> Result<Action, Error> {
+    let (zone, records) = (r.zone.as_ref(), r.records.as_slice());
+    let out = primary::converge(ctx, r).await;
     let c = match out.result {
         Ok(c) => c,
         Err(f) => {
             settle_records(ctx, records, &out.desired, None).await?;
-            return not_converged(ctx, zone, cfg, f).await;
+            return not_converged(ctx, zone, &r.cfg, f).await;
         }
     };
-    settle_records(ctx, records, &out.desired, Some(&c.served)).await?;
-    let dnssec_state = match signing_state(ctx, zone, inputs, primary, cfg, &c).await {
+    settle_records(ctx, records, &out.desired, Some(c.served.as_ref())).await?;
+    let dnssec_state = match signing_state(ctx, r, &c).await {
         Ok(d) => d,
         Err(e) => return failed(ctx, zone, e).await,
     };
-    let memory = ctx.state.cluster(&inputs.cluster_key);
+    let memory = ctx.state.cluster(&r.inputs.cluster_key);
     let servers = primary::servers(
         &memory,
-        &cfg.clause.zone,
-        &primary.pod.name,
+        &r.cfg.clause.zone,
+        &r.primary.pod.name,
         c.served.serial,
     );
     let (report, signing) = served_report(zone, &out.desired, &c, servers, dnssec_state);
-    finish(ctx, zone, &report, applied, &out.applied).await?;
+    finish(ctx, zone, &report, &r.applied, &out.applied).await?;
     Ok(Action::requeue(if signing {
         DNSSEC_RECHECK.min(c.next_check)
     } else if c.wrote {
@@ -153,12 +152,10 @@ async fn not_converged(
 /// status's.
 async fn signing_state(
     ctx: &ZoneContext,
-    zone: &BindZone,
-    inputs: &Inputs,
-    primary: &PodInfo,
-    cfg: &PrimaryZoneConfig,
+    r: &ZoneRead,
     c: &Converged,
 ) -> Result<Option<ZoneDnssecStatus>, ServerError> {
+    let (zone, cfg) = (&r.zone, &r.cfg);
     let old = zone.status.as_ref().and_then(|s| s.dnssec.clone());
     let Some(policy) = &cfg.clause.dnssec_policy else {
         return Ok(None);
@@ -169,8 +166,8 @@ async fn signing_state(
     if !(c.verified || c.wrote || !settled) {
         return Ok(old);
     }
-    let target = ctx.target(&primary.pod);
-    let key = primary::operator_key(zone, inputs, cfg.clause.view.as_ref());
+    let target = ctx.target(&r.primary.pod);
+    let key = primary::operator_key(zone, &r.inputs, cfg.clause.view.as_ref());
     dnssec::settle(&target, &cfg.clause, policy, key)
         .await
         .map(Some)

@@ -17,7 +17,9 @@ use crate::controller::zonesync::ZoneContext;
 use crate::controller::zonesync::keys::{self, ZoneKeys};
 use crate::controller::zonesync::state::ObjKey;
 use crate::controller::zonesync::survey::{PodInfo, cluster_pods};
-use crate::render::validate::{ConfigError, ZoneConfig, zone_config};
+use crate::render::validate::{ConfigError, PrimaryZoneConfig, ZoneConfig, zone_config};
+
+use super::applied::Applied;
 
 use super::Error;
 
@@ -49,6 +51,22 @@ pub struct Inputs {
     pub cluster_key: ObjKey,
     pub pods: Vec<PodInfo>,
     pub keys: ZoneKeys,
+}
+
+/// What the read step hands a primary zone's pass, built once: the zone,
+/// what it refers to, its validated config (its DNSSEC policy as it may
+/// apply now), its DNSRecords and what was applied for it last. Every step
+/// after the read takes this one value.
+pub struct ZoneRead {
+    pub zone: Arc<BindZone>,
+    pub inputs: Inputs,
+    /// The cluster's primary pod, Ready.
+    pub primary: PodInfo,
+    pub cfg: PrimaryZoneConfig,
+    /// The DNSRecords naming the zone.
+    pub records: Vec<Arc<DNSRecord>>,
+    /// The applied annotation (or what this process last wrote into it).
+    pub applied: Applied,
 }
 
 impl Inputs {

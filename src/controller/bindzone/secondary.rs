@@ -124,7 +124,7 @@ pub async fn converge(
         ctx.state.set_snapshot(
             &key,
             complete.then(|| Snapshot {
-                served: Served::default(),
+                served: Served::default().into(),
                 applied: Some(fingerprint),
                 verified_at: Instant::now(),
                 primary: 0,

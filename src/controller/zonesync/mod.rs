@@ -4,7 +4,9 @@
 //! the same time is written together ([`server::batch`]: one exec per kind per pod
 //! and round), so a first sync of many zones costs a handful of execs.
 //!
-//! - [`plan`]: the desired owned RRsets of a zone, conflicts decided (pure).
+//! - [`plan`]: the desired owned RRsets of a zone, conflicts decided (pure);
+//!   its [`plan::PlanMemo`] keeps a zone's plan between reconciles so one
+//!   costs what changed.
 //! - [`diff`]: served contents vs desired, as one update batch (pure).
 //! - [`server`]: zone operations on a BIND pod.
 //! - [`server::batch`]: group commit of those operations per pod: what the zones of

@@ -19,6 +19,7 @@
 //! DNSRecord's status or spec, or by the zone's own applied-inline list,
 //! can be retired.
 
+use std::borrow::Borrow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::hash::{Hash, Hasher};
 
@@ -32,6 +33,8 @@ use std::sync::Arc;
 use crate::render::validate::{InlineRecord, RecordError, RecordSet, ValidRecord, dns_record};
 
 use super::RECORD_FINALIZER;
+
+pub use memo::{MemoStats, PlanMemo};
 
 use crate::api::REASON_APEX_NS_UNSUPPORTED;
 use crate::api::REASON_CONFLICT;
@@ -206,7 +209,7 @@ fn serves(r: &ValidRecord, key: &RrKey) -> bool {
 /// whose zoneRef names this zone (any order), validated against it.
 /// Conflicts are decided by [`decide`]: the claimant already serving keeps
 /// a name; new claimants that clash are all refused.
-pub fn plan(z: &ZoneInputs<'_>, records: &[ValidRecord]) -> Desired {
+pub fn plan<R: Borrow<ValidRecord>>(z: &ZoneInputs<'_>, records: &[R]) -> Desired {
     let mut inline_errors = Vec::new();
     let mut verdicts = BTreeMap::new();
     let mut claimants = Vec::new();
@@ -234,6 +237,7 @@ pub fn plan(z: &ZoneInputs<'_>, records: &[ValidRecord]) -> Desired {
 
     let mut retired = BTreeSet::new();
     for r in records {
+        let r = r.borrow();
         let name = r.object_name.clone();
         if !r.managed {
             verdicts.insert(name, Verdict::Unmanaged);
@@ -310,6 +314,7 @@ pub fn plan(z: &ZoneInputs<'_>, records: &[ValidRecord]) -> Desired {
 
     // A renamed DNSRecord's old RRset; a bad edit keeps the old one serving.
     for r in records {
+        let r = r.borrow();
         if let Some(Verdict::Accepted(k)) = verdicts.get(&r.object_name)
             && let Some(old) = &r.status_key
             && old != k
@@ -334,17 +339,7 @@ pub fn plan(z: &ZoneInputs<'_>, records: &[ValidRecord]) -> Desired {
     let is_apex_ns_key = |k: &RrKey| k.0 == *apex && k.1 == RecordType::Ns;
     retired.retain(|k| !(rrsets.contains_key(k) || is_apex_ns_key(k)));
 
-    let missing_glue = apex_ns
-        .names
-        .iter()
-        .filter(|n| n.is_within(apex))
-        .filter(|n| {
-            ![RecordType::A, RecordType::Aaaa]
-                .iter()
-                .any(|t| rrsets.contains_key(&((*n).clone(), *t)))
-        })
-        .cloned()
-        .collect();
+    let missing_glue = missing_glue(apex, &apex_ns, &rrsets);
 
     Desired {
         rrsets,
@@ -355,6 +350,25 @@ pub fn plan(z: &ZoneInputs<'_>, records: &[ValidRecord]) -> Desired {
         inline_owned,
         missing_glue,
     }
+}
+
+/// In-zone nameservers of the apex NS with no A/AAAA RRset in `rrsets`.
+fn missing_glue(
+    apex: &DomainName,
+    apex_ns: &ApexWanted,
+    rrsets: &BTreeMap<RrKey, WantedRrset>,
+) -> Vec<DomainName> {
+    apex_ns
+        .names
+        .iter()
+        .filter(|n| n.is_within(apex))
+        .filter(|n| {
+            ![RecordType::A, RecordType::Aaaa]
+                .iter()
+                .any(|t| rrsets.contains_key(&((*n).clone(), *t)))
+        })
+        .cloned()
+        .collect()
 }
 
 /// The apex NS: `spec.nameservers`; else inline apex NS entries (older
@@ -423,6 +437,7 @@ fn dedup(mut v: Vec<DomainName>) -> Vec<DomainName> {
 }
 
 mod decide;
+mod memo;
 #[cfg(test)]
 mod tests;
 

@@ -3,7 +3,8 @@
 //! only while the primary's SOA serial still matches) and a failure count
 //! for backoff; per cluster, the last SOA survey of its pods and the
 //! catalog "epoch" (bumped whenever the operator re-creates the catalog, so
-//! every zone re-registers). Losing all of it (an operator restart) costs
+//! every zone re-registers); per zone also its plan memo (validated
+//! DNSRecords and the last plan, [`PlanMemo`]). Losing all of it (an operator restart) costs
 //! one AXFR per zone, never correctness.
 //!
 //! Pure bookkeeping: no API, no exec. Holds no key material.
@@ -15,6 +16,7 @@ use std::time::{Duration, Instant};
 use crate::bind::ZoneName;
 
 use super::diff::Served;
+use super::plan::PlanMemo;
 
 /// (namespace, name) of a BindZone or BindCluster.
 pub type ObjKey = (String, String);
@@ -22,7 +24,9 @@ pub type ObjKey = (String, String);
 /// A zone's contents on the primary as last read or written.
 #[derive(Debug, Clone)]
 pub struct Snapshot {
-    pub served: Served,
+    /// Shared, not copied, with the pass that reads it (it holds every
+    /// RRset of the zone); a write copies it only when it changes it.
+    pub served: Arc<Served>,
     /// Fingerprint of the plan last applied against `served`.
     pub applied: Option<u64>,
     /// When the primary's serial last matched `served.serial`.
@@ -44,6 +48,9 @@ struct ZoneMemory {
     /// the snapshot is dropped: membership does not change with a failed
     /// write).
     member_epoch: u64,
+    /// The zone's validated DNSRecords and last plan ([`PlanMemo`]): a
+    /// reconcile validates and decides again only what changed.
+    plan: Arc<Mutex<PlanMemo>>,
 }
 
 /// SOA serials every pod of a cluster served at one moment.
@@ -157,7 +164,7 @@ impl ClusterMemory {
     }
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     // Plain data behind the lock: a panic elsewhere leaves it usable.
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
@@ -210,6 +217,15 @@ impl ServerState {
             .entry(zone.clone())
             .or_default()
             .member_epoch = epoch;
+    }
+
+    /// The zone's plan memo (dropped with the zone: [`Self::forget`]).
+    pub fn plan_memo(&self, zone: &ObjKey) -> Arc<Mutex<PlanMemo>> {
+        lock(&self.zones)
+            .entry(zone.clone())
+            .or_default()
+            .plan
+            .clone()
     }
 
     /// Records a failure; returns how many in a row.

@@ -93,7 +93,7 @@ mod tests {
 
     fn snapshot(plan: u64, age: Duration) -> Snapshot {
         Snapshot {
-            served: Served::default(),
+            served: Served::default().into(),
             applied: Some(plan),
             verified_at: Instant::now().checked_sub(age).expect("uptime"),
             primary: 1,

@@ -4,8 +4,11 @@
 //! catalog ([`super::catalog`]), and its owned RRsets match the plan — all
 //! pending changes in one nsupdate run.
 //!
-//! [`converge`] is the table of contents; each step is a child module:
-//! - `plan`: the zone's RRsets, the annotation it wants, its catalog;
+//! [`converge`] is the table of contents over the one value the read step
+//! built ([`ZoneRead`]); each step is a child module:
+//! - `plan`: the zone's RRsets (through the zone's plan memo: only what
+//!   changed is validated and decided again), the annotation it wants,
+//!   its catalog;
 //! - `decide`: what the primary needs (`Need`), from what this process
 //!   remembers — nothing, a periodic check, records only, a full pass, or a
 //!   move from where the zone was applied before;
@@ -44,7 +47,7 @@ use std::time::Duration;
 
 use kube::ResourceExt as _;
 
-use crate::api::{BindZone, DNSRecord};
+use crate::api::BindZone;
 use crate::bind::{TsigKey, ViewName, ZoneName};
 use crate::controller::zonesync::ZoneContext;
 use crate::controller::zonesync::diff::Served;
@@ -55,7 +58,7 @@ use crate::controller::zonesync::survey::PodInfo;
 use crate::render::validate::PrimaryZoneConfig;
 
 use super::applied::Applied;
-use super::read::Inputs;
+use super::read::{Inputs, ZoneRead};
 
 pub use verify::servers;
 
@@ -65,8 +68,8 @@ pub const TYPE_PRIMARY: &str = "primary";
 /// A successful convergence.
 #[derive(Debug, Clone)]
 pub struct Converged {
-    /// What the primary holds now.
-    pub served: Served,
+    /// What the primary holds now (shared with the zone's snapshot).
+    pub served: Arc<Served>,
     /// Whether anything was written (zone, catalog or records).
     pub wrote: bool,
     /// When the next periodic check is due.
@@ -90,7 +93,7 @@ pub enum Failure {
 
 /// The outcome of one convergence.
 pub struct Outcome {
-    pub desired: Desired,
+    pub desired: Arc<Desired>,
     pub result: Result<Converged, Failure>,
     /// The annotation to record when `result` is Ok.
     pub applied: Applied,
@@ -99,21 +102,13 @@ pub struct Outcome {
 /// Plans and converges one primary zone: the table of contents. Each step
 /// is a child module; a failed write step forgets the snapshot (what the
 /// primary holds is unknown then) and names itself in its [`StepError`].
-pub async fn converge(
-    ctx: &ZoneContext,
-    zone: &BindZone,
-    inputs: &Inputs,
-    primary: &PodInfo,
-    cfg: &PrimaryZoneConfig,
-    records: &[Arc<DNSRecord>],
-    applied: &Applied,
-) -> Outcome {
-    let planned = plan::plan(zone, inputs, cfg, records, applied);
+pub async fn converge(ctx: &ZoneContext, read: &ZoneRead) -> Outcome {
+    let planned = plan::plan(ctx, read);
     if let Some(invalid) = plan::unwritable(&planned.desired) {
         return planned.outcome(Err(invalid));
     }
     let result = {
-        let job = Job::new(ctx, zone, inputs, primary, cfg, applied, &planned);
+        let job = Job::new(ctx, read, &planned);
         let need = decide::need(&job);
         if let Need::Nothing { snap, age } = need {
             Ok(verify::unchanged(&job, snap, age).await)
@@ -203,7 +198,8 @@ pub struct StepError {
 
 /// What the plan asks of the primary.
 struct Planned {
-    desired: Desired,
+    /// Shared with the zone's plan memo.
+    desired: Arc<Desired>,
     /// The applied annotation once this plan is written.
     want: Applied,
     /// The catalog the zone is a member of, if any.
@@ -264,30 +260,23 @@ struct Job<'a> {
 }
 
 impl<'a> Job<'a> {
-    fn new(
-        ctx: &'a ZoneContext,
-        zone: &'a BindZone,
-        inputs: &'a Inputs,
-        primary: &'a PodInfo,
-        cfg: &'a PrimaryZoneConfig,
-        applied: &'a Applied,
-        plan: &'a Planned,
-    ) -> Self {
+    fn new(ctx: &'a ZoneContext, read: &'a ZoneRead, plan: &'a Planned) -> Self {
+        let zone = read.zone.as_ref();
         let zkey: ObjKey = (zone.namespace().unwrap_or_default(), zone.name_any());
-        let memory = ctx.state.cluster(&inputs.cluster_key);
+        let memory = ctx.state.cluster(&read.inputs.cluster_key);
         let snap = ctx.state.snapshot(&zkey);
         let last_serial = snap.as_ref().map(|s| s.served.serial);
         Job {
             ctx,
             zone,
-            inputs,
-            cfg,
+            inputs: &read.inputs,
+            cfg: &read.cfg,
             memory,
-            primary,
-            target: ctx.target(&primary.pod),
+            primary: &read.primary,
+            target: ctx.target(&read.primary.pod),
             plan,
-            applied,
-            snap: snap.filter(|s| s.primary == primary.identity),
+            applied: &read.applied,
+            snap: snap.filter(|s| s.primary == read.primary.identity),
             last_serial,
             zkey,
         }
@@ -332,7 +321,7 @@ struct Seen {
 
 /// What the primary holds as the write pass goes.
 struct Written {
-    served: Served,
+    served: Arc<Served>,
     /// The zone was created by this pass.
     created: bool,
     /// Anything was written.

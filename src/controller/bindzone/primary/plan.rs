@@ -1,39 +1,39 @@
 //! The plan step: the zone's owned RRsets (its apex NS, `spec.records`,
 //! every valid DNSRecord naming it), the applied annotation they want, the
 //! catalog the zone belongs to, and whether the plan can be written at all
-//! (in-zone nameservers need glue). Pure: no client, no exec.
+//! (in-zone nameservers need glue). No client, no exec: it reads and
+//! updates the zone's plan memo only.
 
 use std::hash::{Hash, Hasher};
-use std::sync::Arc;
 
 use kube::ResourceExt as _;
 
-use crate::api::{BindZone, DNSRecord, REASON_MISSING_GLUE};
+use crate::api::{BindCluster, BindZone, REASON_MISSING_GLUE};
 use crate::bind::ZoneName;
 use crate::bind::zone::catalog_zone_for;
-use crate::controller::zonesync::plan::{Desired, ZoneInputs, plan as plan_zone, valid_records};
-use crate::render::validate::PrimaryZoneConfig;
+use crate::controller::zonesync::ZoneContext;
+use crate::controller::zonesync::plan::{Desired, ZoneInputs};
+use crate::controller::zonesync::state::lock;
 
 use super::super::applied::{Applied, clause_hash};
-use super::super::read::Inputs;
+use super::super::read::ZoneRead;
 use super::{Failure, Planned, TYPE_PRIMARY};
 
-/// Plans the zone against the last applied annotation.
-pub(super) fn plan(
-    zone: &BindZone,
-    inputs: &Inputs,
-    cfg: &PrimaryZoneConfig,
-    records: &[Arc<DNSRecord>],
-    applied: &Applied,
-) -> Planned {
+/// Plans the zone against the last applied annotation, through the zone's
+/// plan memo: only DNSRecords whose object changed since the last plan are
+/// validated and decided again.
+pub(super) fn plan(ctx: &ZoneContext, read: &ZoneRead) -> Planned {
+    let (zone, cfg) = (read.zone.as_ref(), &read.cfg);
     let zname = &cfg.clause.zone;
     let view = cfg.clause.view.as_ref();
-    let catalog = match ZoneName::parse(&inputs.cluster.catalog_zone_name()) {
+    let catalog = match ZoneName::parse(&read.inputs.cluster.catalog_zone_name()) {
         Ok(base) if cfg.catalog => catalog_zone_for(&base, view).ok(),
         _ => None,
     };
     let object_name = zone.name_any();
-    let desired = plan_zone(
+    let zkey = (zone.namespace().unwrap_or_default(), object_name.clone());
+    let memo = ctx.state.plan_memo(&zkey);
+    let desired = lock(&memo).plan(
         &ZoneInputs {
             zone: zname,
             object_name: &object_name,
@@ -42,9 +42,10 @@ pub(super) fn plan(
             nameservers: &cfg.nameservers,
             soa_mname: &cfg.soa.mname,
             inline: &cfg.records,
-            applied_inline: &applied.inline_keys(),
+            applied_inline: &read.applied.inline_keys(),
         },
-        &valid_records(records, zname, cfg.default_ttl),
+        made_under(zone, &read.inputs.cluster),
+        &read.records,
     );
     let mut want = Applied {
         type_: Some(TYPE_PRIMARY.into()),
@@ -65,6 +66,21 @@ pub(super) fn plan(
         catalog,
         fingerprint,
     }
+}
+
+/// What else the plan is made under: the zone object and its cluster, by
+/// uid and generation (any spec change of either makes the whole plan
+/// again; see [`PlanMemo`](crate::controller::zonesync::plan::PlanMemo)).
+fn made_under(zone: &BindZone, cluster: &BindCluster) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    (
+        &zone.metadata.uid,
+        zone.metadata.generation,
+        &cluster.metadata.uid,
+        cluster.metadata.generation,
+    )
+        .hash(&mut h);
+    h.finish()
 }
 
 /// Why the plan cannot be written, if it cannot: a nameserver inside the

@@ -2,6 +2,8 @@
 //! nsupdate run (the diff against what the primary holds), then the SOA's
 //! names and timers when `spec.soa` changed after the zone was made.
 
+use std::sync::Arc;
+
 use crate::controller::zonesync::diff::diff;
 use crate::controller::zonesync::server::ServerError;
 
@@ -16,9 +18,17 @@ async fn rrsets(job: &Job<'_>, written: &mut Written) -> Result<(), ServerError>
     let target = &job.target;
     let (zname, view) = (job.zname(), job.view());
     let (soa, key) = (&job.cfg.soa, job.update_key());
-    let served = &mut written.served;
-    let batch = diff(zname, &job.plan.desired, served);
-    if let Some(serial) = target.update_and_read_serial(&batch, key, view).await? {
+    let batch = diff(zname, &job.plan.desired, &written.served);
+    let updated = target.update_and_read_serial(&batch, key, view).await?;
+    // Copied (from the snapshot it shares) only when something changes.
+    let needs_soa = written.served.soa_differs(zname.as_domain(), soa);
+    if updated.is_none() && !needs_soa {
+        job.memory
+            .note_serial(&target.pod.name, zname, Some(written.served.serial));
+        return Ok(());
+    }
+    let served = Arc::make_mut(&mut written.served);
+    if let Some(serial) = updated {
         written.wrote = true;
         served.apply(&batch);
         served.serial = serial.ok_or_else(|| ServerError::Transfer {

@@ -5,6 +5,8 @@
 //! brought current (its stanza in the primary's zone list; see
 //! `zonesync::server`).
 
+use std::sync::Arc;
+
 use crate::bind::zone::{ZoneSkeleton, zone_file};
 use crate::bind::{RecordType, ViewName, ZoneName};
 use crate::controller::zonesync::diff::Served;
@@ -62,11 +64,12 @@ pub(super) async fn ensure(job: &Job<'_>, seen: &Seen) -> Result<Written, StepEr
                     job.memory.invalidate_survey();
                     created = true;
                     wrote = true;
-                    Served::from_skeleton(&skel)
+                    Served::from_skeleton(&skel).into()
                 }
                 Created::Existing => target
                     .transfer(zname, job.update_key())
                     .await
+                    .map(Arc::new)
                     .map_err(job.at(Step::Read))?,
             }
         }
@@ -75,6 +78,7 @@ pub(super) async fn ensure(job: &Job<'_>, seen: &Seen) -> Result<Written, StepEr
             _ => target
                 .transfer(zname, job.update_key())
                 .await
+                .map(Arc::new)
                 .map_err(job.at(Step::Read))?,
         },
     };
