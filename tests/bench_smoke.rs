@@ -119,7 +119,6 @@ async fn a_tiny_bench_measures_both_paths() {
         batched.operator_writes_by_kind.values().sum::<u64>(),
         batched.operator_writes
     );
-    assert_eq!((baseline.records_created, baseline.operator_writes), (0, 0));
     // Both sides' heaps are counted (the suite installs the allocator);
     // the API holds every object, the operator its caches.
     for s in &report.scenarios {

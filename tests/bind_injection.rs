@@ -6,8 +6,8 @@
 //! end to end and scans everything it wrote.
 //!
 //! Record sets (`spec.records`, DNSRecords) go the way production sends
-//! them: validated by [`zone_config`] and the zone reconciler's
-//! `valid_records`, planned, diffed and built into the nsupdate script the
+//! them: validated by [`zone_config`] and the zone reconciler's plan memo
+//! (`PlanMemo::plan`, which validates each DNSRecord), planned, diffed and built into the nsupdate script the
 //! operator runs; a hostile one is refused alone with its status reason and
 //! never reaches the script. Quoted TXT data is sent to a real named and
 //! read back with dig.
@@ -28,9 +28,7 @@ use bind_operator::bind::zone::ZoneSkeleton;
 use bind_operator::bind::{Endpoint, Rdata, TsigAlgorithm, TsigKey};
 use bind_operator::controller::zonesync::RECORD_FINALIZER;
 use bind_operator::controller::zonesync::diff::{Served, diff};
-use bind_operator::controller::zonesync::plan::{
-    Desired, Verdict, ZoneInputs, plan, valid_records,
-};
+use bind_operator::controller::zonesync::plan::{Desired, PlanMemo, Verdict, ZoneInputs};
 use bind_operator::offline::{RenderOptions, render_dir};
 use bind_operator::render::validate::{
     ConfigError, LoadedKey, PrimaryZoneConfig, ZoneConfig, cluster_config, tsig_key, zone_config,
@@ -260,7 +258,9 @@ fn primary_config(zone: &BindZone) -> PrimaryZoneConfig {
 fn plan_zone(cfg: &PrimaryZoneConfig, records: &[DNSRecord]) -> Desired {
     let records: Vec<Arc<DNSRecord>> = records.iter().cloned().map(Arc::new).collect();
     let zone = &cfg.clause.zone;
-    plan(
+    // The zone reconciler's own entry: its plan memo validates every
+    // DNSRecord (each one new here) and plans the zone.
+    let desired = PlanMemo::default().plan(
         &ZoneInputs {
             zone,
             object_name: "z",
@@ -271,8 +271,10 @@ fn plan_zone(cfg: &PrimaryZoneConfig, records: &[DNSRecord]) -> Desired {
             inline: &cfg.records,
             applied_inline: &Default::default(),
         },
-        &valid_records(&records, zone, cfg.default_ttl),
-    )
+        0,
+        &records,
+    );
+    Arc::unwrap_or_clone(desired)
 }
 
 /// The nsupdate script the operator would send for `desired` to a primary

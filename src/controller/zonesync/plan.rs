@@ -28,9 +28,8 @@ use kube::ResourceExt as _;
 
 use crate::api::DNSRecord;
 use crate::bind::{DomainName, Rdata, RecordType, Ttl, ZoneName};
-use std::sync::Arc;
 
-use crate::render::validate::{InlineRecord, RecordError, RecordSet, ValidRecord, dns_record};
+use crate::render::validate::{InlineRecord, RecordError, RecordSet, ValidRecord};
 
 use super::RECORD_FINALIZER;
 
@@ -440,16 +439,3 @@ mod decide;
 mod memo;
 #[cfg(test)]
 mod tests;
-
-/// The zone's DNSRecords validated against it (`zone` and `default_ttl`
-/// from its validated config): what its plan takes.
-pub fn valid_records(
-    records: &[Arc<DNSRecord>],
-    zone: &ZoneName,
-    default_ttl: Ttl,
-) -> Vec<ValidRecord> {
-    records
-        .iter()
-        .map(|r| dns_record(r, zone, default_ttl, has_record_finalizer(r)))
-        .collect()
-}

@@ -3,7 +3,6 @@ use std::sync::Arc;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
-use super::valid_records;
 use super::*;
 use crate::api::{DNSRecordSpec, DNSRecordStatus, RecordType as ApiType, ZoneRecord};
 use crate::api::{REASON_CNAME_CONFLICT, REASON_DELEGATION_CONFLICT, REASON_OCCLUDED};
@@ -570,4 +569,26 @@ fn within_one_second_the_serving_claimant_keeps_its_rrset() {
     assert!(matches!(d.verdicts["zz-serving"], Verdict::Accepted(_)));
     assert_eq!(rejected(&d, "aa-new").0, REASON_CNAME_CONFLICT);
     assert_eq!(rejected(&d, "ab-new").0, REASON_CONFLICT);
+}
+
+/// The zone's DNSRecords validated against it (`zone` and `default_ttl`
+/// from its validated config): what [`super::plan`] takes. Production validates
+/// through [`super::PlanMemo`] (the same `dns_record` per object); the plan
+/// tests compare the memo against this whole plan.
+fn valid_records(
+    records: &[std::sync::Arc<DNSRecord>],
+    zone: &ZoneName,
+    default_ttl: Ttl,
+) -> Vec<crate::render::validate::ValidRecord> {
+    records
+        .iter()
+        .map(|r| {
+            crate::render::validate::dns_record(
+                r,
+                zone,
+                default_ttl,
+                super::has_record_finalizer(r),
+            )
+        })
+        .collect()
 }
