@@ -1,17 +1,24 @@
 //! Zones on the servers: the zone-file skeleton a new primary zone starts
-//! from, the zone clauses passed to `rndc addzone`/`modzone` (primary zone,
-//! secondary zone of external primaries, the catalog zone), and catalog
-//! membership (RFC 9432 schema 2, stable member ids). Pure, no I/O.
+//! from, the zone clauses (primary zone, secondary zone of external
+//! primaries, the catalog zone), and catalog membership (RFC 9432 schema 2,
+//! stable member ids). Pure, no I/O.
 //!
-//! Why zones (including the catalog) are added at run time rather than
-//! rendered into named.conf.primary: a zone in named.conf needs its file
-//! before named starts, and its NOTIFY targets are secondary pod addresses,
-//! which must never be in rendered config. Added at run time, every zone
-//! follows one path: write the file, `rndc addzone`; and a primary restarted
-//! on an empty volume is repaired the same way it was first built. Serials
-//! start at the caller's clock (seconds since the epoch) and the primary uses
-//! `serial-update-method unixtime`, so a re-created zone's serial is ahead of
-//! what the secondaries hold and they transfer it.
+//! A clause is the `{ ... };` body of a `zone` statement. On the primary,
+//! primary zones and the catalog are listed by it in the zone list file
+//! the rendered named.conf includes (one stanza file per zone, applied by
+//! one `rndc reconfig` per round; see `bind::commands::apply_zones`);
+//! secondary-type zones are added with it by `rndc addzone`.
+//!
+//! Why zones (including the catalog) are set up at run time rather than
+//! rendered into named.conf.primary (the ConfigMap): a zone in named.conf
+//! needs its file before named starts, and its NOTIFY targets are secondary
+//! pod addresses, which must never be in rendered config. Set up at run
+//! time, every zone follows one path: write the file, list the zone; and a
+//! primary restarted on an empty volume is repaired the same way it was
+//! first built. Serials start at the caller's clock (seconds since the
+//! epoch) and the primary uses `serial-update-method unixtime`, so a
+//! re-created zone's serial is ahead of what the secondaries hold and they
+//! transfer it.
 
 use std::fmt::Write as _;
 
@@ -130,7 +137,8 @@ pub fn zone_file(zone: &ZoneName, view: Option<&ViewName>) -> String {
     }
 }
 
-/// A primary zone as `rndc addzone` receives it.
+/// A primary zone as its stanza in the zone list (or `rndc addzone`)
+/// receives it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PrimaryZone {
     pub zone: ZoneName,
@@ -191,7 +199,7 @@ impl PrimaryZone {
         zone_file(&self.zone, self.view.as_ref())
     }
 
-    /// The `{ ... };` text for `rndc addzone` / `modzone`.
+    /// The `{ ... };` text of its stanza (or for `rndc addzone`).
     pub fn clause(&self) -> String {
         let file = self.file();
         clause(|w| {
