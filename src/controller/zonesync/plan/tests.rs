@@ -15,15 +15,21 @@ fn zone() -> ZoneName {
     ZoneName::parse("example.com").unwrap()
 }
 
-fn n(s: &str) -> DomainName {
+pub(super) fn n(s: &str) -> DomainName {
     DomainName::parse_absolute(s).unwrap()
 }
 
-fn t(secs: i64) -> Time {
+pub(super) fn t(secs: i64) -> Time {
     Time(jiff::Timestamp::from_second(secs).unwrap())
 }
 
-fn rec(name: &str, created: i64, owner: &str, rtype: ApiType, values: &[&str]) -> DNSRecord {
+pub(super) fn rec(
+    name: &str,
+    created: i64,
+    owner: &str,
+    rtype: ApiType,
+    values: &[&str],
+) -> DNSRecord {
     let mut r = DNSRecord::new(
         name,
         DNSRecordSpec {
@@ -575,7 +581,7 @@ fn within_one_second_the_serving_claimant_keeps_its_rrset() {
 /// from its validated config): what [`super::plan`] takes. Production validates
 /// through [`super::PlanMemo`] (the same `dns_record` per object); the plan
 /// tests compare the memo against this whole plan.
-fn valid_records(
+pub(super) fn valid_records(
     records: &[std::sync::Arc<DNSRecord>],
     zone: &ZoneName,
     default_ttl: Ttl,

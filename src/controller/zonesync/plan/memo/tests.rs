@@ -2,21 +2,12 @@
 
 use std::collections::BTreeSet;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-
 use super::*;
-use crate::api::{DNSRecordSpec, DNSRecordStatus, Phase, RecordType as ApiType, ZoneRecord};
+use crate::api::{DNSRecordStatus, Phase, RecordType as ApiType, ZoneRecord};
 use crate::bind::{Ttl, ZoneName};
 use crate::controller::zonesync::RECORD_FINALIZER;
+use crate::controller::zonesync::plan::tests::{self as plan_tests, n, t};
 use crate::render::validate::inline_record;
-
-fn n(s: &str) -> DomainName {
-    DomainName::parse_absolute(s).unwrap()
-}
-
-fn t(secs: i64) -> Time {
-    Time(jiff::Timestamp::from_second(secs).unwrap())
-}
 
 /// A zone with `spec.records` and the same inputs on every plan.
 struct Zone {
@@ -59,30 +50,18 @@ impl Zone {
     /// The whole plan, as made without a memo.
     fn reference(&self, records: &[Arc<DNSRecord>]) -> Desired {
         let z = self.inputs();
-        let valid: Vec<ValidRecord> = records
-            .iter()
-            .map(|r| dns_record(r, z.zone, z.default_ttl, has_record_finalizer(r)))
-            .collect();
-        full_plan(&z, &valid)
+        full_plan(
+            &z,
+            &plan_tests::valid_records(records, z.zone, z.default_ttl),
+        )
     }
 }
 
+/// The plan tests' record, with the uid and resourceVersion the memo keys on.
 fn rec(i: usize, owner: &str, rtype: ApiType, values: &[&str], rv: u64) -> DNSRecord {
-    let mut r = DNSRecord::new(
-        &format!("r{i}"),
-        DNSRecordSpec {
-            zone_ref: "z".into(),
-            name: owner.into(),
-            type_: rtype,
-            ttl: None,
-            values: values.iter().map(|v| v.to_string()).collect(),
-        },
-    );
-    r.metadata.namespace = Some("ns".into());
+    let mut r = plan_tests::rec(&format!("r{i}"), 100 + (i as i64 % 3), owner, rtype, values);
     r.metadata.uid = Some(format!("uid-{i}"));
     r.metadata.resource_version = Some(rv.to_string());
-    r.metadata.creation_timestamp = Some(t(100 + (i as i64 % 3)));
-    r.metadata.finalizers = Some(vec![RECORD_FINALIZER.into()]);
     r
 }
 
