@@ -123,8 +123,9 @@ pub fn cluster_pod_selector() -> String {
     format!("{LABEL_NAME}={APP_NAME},{LABEL_MANAGED_BY}={MANAGER}")
 }
 
-/// A started local mode: runtime and controllers running, the session ready
-/// to sync DIR. Run it with [`LocalMode::serve`] or [`LocalMode::once`];
+/// A started local mode: runtime running, the session ready to sync DIR;
+/// the controllers start after its first pass. Run it with
+/// [`LocalMode::serve`] or [`LocalMode::once`];
 /// both stop everything they started before returning. Dropped unrun, the
 /// runtime kills every named it started.
 pub struct LocalMode {
@@ -139,12 +140,20 @@ pub struct LocalMode {
 struct Services {
     runtime: Arc<LocalRuntime>,
     feed: JoinHandle<()>,
-    controllers: JoinHandle<()>,
+    controllers: Controllers,
     stop_controllers: CancellationToken,
 }
 
+/// The controllers, started once the session's first pass has put all of
+/// DIR into the API.
+enum Controllers {
+    Ready(Box<dyn FnOnce() -> JoinHandle<()> + Send>),
+    Running(JoinHandle<()>),
+}
+
 impl LocalMode {
-    /// Starts the runtime and the controllers against `backend`. `tweak`
+    /// Starts the runtime against `backend` (the controllers start with
+    /// [`LocalMode::serve`] or [`LocalMode::once`]). `tweak`
     /// adjusts the runtime's settings (tests shorten grace periods).
     pub async fn start(
         config: LocalConfig,
@@ -183,12 +192,18 @@ impl LocalMode {
         let (pods, feed) = feed_pods(runtime.clone());
 
         let stop_controllers = CancellationToken::new();
-        let controllers = tokio::spawn(crate::controller::run(
-            client,
-            Arc::new(runtime.executor()),
-            Arc::new(runtime.network()),
-            stop_controllers.clone().cancelled_owned(),
-        ));
+        let controllers = Controllers::Ready(Box::new({
+            let (exec, network) = (runtime.executor(), runtime.network());
+            let stop = stop_controllers.clone();
+            move || {
+                tokio::spawn(crate::controller::run(
+                    client,
+                    Arc::new(exec),
+                    Arc::new(network),
+                    stop.cancelled_owned(),
+                ))
+            }
+        }));
         Ok(LocalMode {
             session,
             mem,
@@ -239,7 +254,8 @@ impl LocalMode {
 
     /// Serves until `shutdown` resolves, then stops controllers and pods;
     /// returns the last snapshot (also in `status.json`).
-    pub async fn serve(self, shutdown: impl Future<Output = ()>) -> Snapshot {
+    pub async fn serve(mut self, shutdown: impl Future<Output = ()>) -> Snapshot {
+        self.first_pass().await;
         let snapshot = self.session.run(self.pods, shutdown).await;
         self.services.stop().await;
         snapshot
@@ -247,19 +263,43 @@ impl LocalMode {
 
     /// Runs until everything has converged (or `timeout`, or `shutdown`),
     /// then stops controllers and pods; returns the verdict.
-    pub async fn once(self, timeout: Duration, shutdown: impl Future<Output = ()>) -> OnceOutcome {
+    pub async fn once(
+        mut self,
+        timeout: Duration,
+        shutdown: impl Future<Output = ()>,
+    ) -> OnceOutcome {
+        self.first_pass().await;
         let outcome = self.session.run_once(self.pods, timeout, shutdown).await;
         self.services.stop().await;
         outcome
     }
+
+    /// Puts all of DIR into the API, then starts the controllers: they
+    /// first see the whole directory, as an operator restarted on a
+    /// synced cluster does, so what they decide between objects (which of
+    /// two keys sharing a keyName is refused) does not depend on the order
+    /// the files were applied in.
+    async fn first_pass(&mut self) {
+        self.session.first_pass().await;
+        self.services.start_controllers();
+    }
 }
 
 impl Services {
+    fn start_controllers(&mut self) {
+        let placeholder = Controllers::Running(tokio::spawn(async {}));
+        if let Controllers::Ready(start) = std::mem::replace(&mut self.controllers, placeholder) {
+            self.controllers = Controllers::Running(start());
+        }
+    }
+
     /// Controllers first (so no reconcile execs into a stopping pod), then
     /// every pod.
     async fn stop(self) {
         self.stop_controllers.cancel();
-        if let Err(e) = self.controllers.await {
+        if let Controllers::Running(task) = self.controllers
+            && let Err(e) = task.await
+        {
             tracing::warn!(error = %e, "controllers ended abnormally");
         }
         self.feed.abort();

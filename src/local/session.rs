@@ -293,6 +293,14 @@ impl LocalSession {
         moved
     }
 
+    /// The first pass over the directory, before anything else runs (local
+    /// mode starts the controllers after it). Prints as the first pass of
+    /// [`LocalSession::run`] would.
+    pub async fn first_pass(&mut self) {
+        self.sync().await;
+        self.printer.started = true;
+    }
+
     fn applied_lines(&self, report: &SyncReport) -> Vec<String> {
         if !self.printer.started {
             // The first pass loads everything: one line, not one per object.
