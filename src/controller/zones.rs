@@ -338,7 +338,16 @@ pub async fn run(ctx: Arc<Context>, settings: Settings, shutdown: Shutdown) {
             .graceful_shutdown_on(shutdown)
             .run(dnsrecord::reconcile, dnsrecord::error_policy, zctx.clone())
             .for_each(|_| future::ready(()));
-            futures::join!(zone_ctrl, record_ctrl);
+            // Each controller on a task of its own: a busy zone controller
+            // must not hold back the DNSRecord controller's finalizers (one
+            // task is polled by one thread at a time).
+            let (zones, records) =
+                futures::join!(tokio::spawn(zone_ctrl), tokio::spawn(record_ctrl));
+            for ended in [zones, records] {
+                if let Err(e) = ended {
+                    tracing::error!(error = %e, "a zone controller ended abnormally");
+                }
+            }
         }
     };
     let record_wakes = record_sub_zone
