@@ -11,8 +11,10 @@
 //!   coalesced per zone ([`coalesce`]: after a quiet moment, or a bounded
 //!   wait): the zone is the unit of write, so 1,000 new DNSRecords make one
 //!   or two zone flushes, not 1,000.
-//! - The same DNSRecord changes wake the DNSRecord controller (finalizer,
-//!   zone-not-found status).
+//! - DNSRecord spec and deletion changes, and any change of a record
+//!   without the finalizer, wake the DNSRecord controller (finalizer,
+//!   zone-not-found status); the finalizer's own arrival does not, since
+//!   the reconcile that added it went on to the rest.
 //! - Changes of pods, BindClusters and BindTSIGKeys (subscribers of the
 //!   shared stores, each mapped to its cluster through the stores) wake the
 //!   cluster's zones when the cluster's pods, object or loaded keys (with
@@ -82,6 +84,29 @@ fn record_trigger(r: &DNSRecord) -> u64 {
         r.metadata.deletion_timestamp.is_some(),
         has_record_finalizer(r),
     ))
+}
+
+/// What wakes the DNSRecord controller about a DNSRecord: a spec change or
+/// a deletion, and any change while the record lacks the finalizer. Not
+/// the finalizer's own arrival: the reconcile that added it went on to the
+/// record's other checks, and a wake for each of 100,000 new records would
+/// double the controller's work while they arrive.
+fn record_self_trigger(
+    store: Store<DNSRecord>,
+) -> impl FnMut(&Arc<DNSRecord>) -> future::Ready<bool> + Send + 'static {
+    let mut spec_changed = changed(
+        |r: &DNSRecord| {
+            hash_of(&(
+                r.metadata.generation,
+                r.metadata.deletion_timestamp.is_some(),
+            ))
+        },
+        store,
+    );
+    move |r| {
+        let moved = spec_changed(r).into_inner();
+        future::ready(moved || !has_record_finalizer(r))
+    }
 }
 
 /// Objects between prunes of a [`changed`] filter's memory, at least (and
@@ -332,7 +357,7 @@ pub async fn run(ctx: Arc<Context>, settings: Settings, shutdown: Shutdown) {
             .run(bindzone::reconcile, bindzone::error_policy, zctx.clone())
             .for_each(|_| future::ready(()));
             let record_ctrl = Controller::for_shared_stream(
-                record_sub_self.filter(changed(record_trigger, zctx.records.clone())),
+                record_sub_self.filter(record_self_trigger(zctx.records.clone())),
                 records,
             )
             .graceful_shutdown_on(shutdown)

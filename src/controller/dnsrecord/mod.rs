@@ -74,8 +74,8 @@ async fn settle(record: &Arc<DNSRecord>, ctx: &ZoneContext) -> Result<Action, Er
         return Ok(Action::await_change());
     }
     if !has_record_finalizer(record) {
+        // No wake follows the finalizer's arrival (see `zones`): go on.
         add_record_finalizer(client, record).await?;
-        return Ok(Action::await_change());
     }
     if zone.is_none() {
         let report = RecordReport::Pending {

@@ -278,6 +278,11 @@ pub async fn queue_record_reports(
     let fresh = queue.fresh(reports, Some(ctx.settings.record_max_wait), false);
     if fresh.len() <= QUEUE_CHUNK {
         let writing = queue.writing.lock().await;
+        // Written meanwhile by the background writer (see `run`).
+        let fresh: Vec<Fresh> = fresh
+            .into_iter()
+            .filter(|(uid, f, _, _)| queue.memo.last(uid) != Some(*f))
+            .collect();
         {
             let mut q = lock(&queue.inner);
             for (uid, _, _, _) in &fresh {
@@ -500,8 +505,17 @@ impl StatusQueue {
                     })
                     .collect()
             };
-            let retry: Vec<Fresh> = chunk.clone();
             let writing = self.writing.lock().await;
+            // A report queued while the same one was being written (taken
+            // from the queue, not yet remembered) is written already.
+            let chunk: Vec<Fresh> = chunk
+                .into_iter()
+                .filter(|(uid, f, _, _)| self.memo.last(uid) != Some(*f))
+                .collect();
+            if chunk.is_empty() {
+                continue;
+            }
+            let retry: Vec<Fresh> = chunk.clone();
             let (_, holds, error) = self.write(ctx, chunk).await;
             let Some(error) = error else {
                 failures = 0;
