@@ -50,10 +50,12 @@ pub async fn ensure(
     let peers = peer_serials(ctx, inputs, std::slice::from_ref(catalog), view).await;
     let zone = catalog_primary_zone(catalog, view, &inputs.keys.transfer_for(view).name);
     let skeleton = catalog_skeleton(catalog, start_serial(of(&peers, catalog)));
-    let created = target.create_primary(&zone, &skeleton.render()).await?;
+    let created = target
+        .create_primary(&zone, &skeleton.render(), None)
+        .await?;
     memory.saw_catalog(catalog);
     match created {
-        Created::New => {
+        Created::New | Created::Bare(_) => {
             memory.invalidate_survey();
             tracing::info!(pod = %target.pod, catalog = %catalog, "created catalog zone");
             Ok(memory.bump_catalog_epoch())

@@ -1,8 +1,9 @@
 //! Converges a primary zone on the cluster's primary pod: the zone exists
-//! (file written, then `rndc addzone`, on first sight or after the primary
-//! lost it), its clause is current (`modzone`), it is a member of its
-//! catalog ([`super::catalog`]), and its owned RRsets match the plan — all
-//! pending changes in one nsupdate run.
+//! (on first sight or after the primary lost it: its file written with
+//! every RRset of the plan and its stanza listed, see `zone`), its clause
+//! is current, it is a member of its catalog ([`super::catalog`]), and its
+//! owned RRsets match the plan — all pending changes in one nsupdate run
+//! (none after a creation that carried them).
 //!
 //! [`converge`] is the table of contents over the one value the read step
 //! built ([`ZoneRead`]); each step is a child module:
@@ -14,7 +15,8 @@
 //!   move from where the zone was applied before;
 //! - `read`: what the primary serves now (serials, and the secondaries'
 //!   before a zone is re-created);
-//! - `zone`: the zone itself (old placement removed, created, clause);
+//! - `zone`: the zone itself (old placement removed, created with its
+//!   records, clause);
 //! - `membership`: its catalog membership;
 //! - `records`: its RRsets and SOA, in one nsupdate run;
 //! - `notify`: a NOTIFY repeated for a secondary that missed one;

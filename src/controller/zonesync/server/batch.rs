@@ -220,13 +220,15 @@ impl Batcher {
         exec: &Arc<dyn PodExecutor>,
         pod: &PodRef,
         zone: &PrimaryZone,
-        skeleton: &str,
+        text: &str,
+        bare: Option<&str>,
     ) -> Result<Created, ServerError> {
         // Never answered from memory: a zone asked to be created is not
         // served (a primary restarted empty lost what this process saw).
-        let applied = self.put(exec, pod, zone, skeleton, false, false).await?;
+        let applied = self.put(exec, pod, zone, text, bare, false, false).await?;
         Ok(match applied {
             ZoneApplied::New => Created::New,
+            ZoneApplied::NewBare(why) => Created::Bare(why),
             _ => Created::Existing,
         })
     }
@@ -244,15 +246,18 @@ impl Batcher {
         skeleton: &str,
         reconfig: bool,
     ) -> Result<ZoneApplied, ServerError> {
-        self.put(exec, pod, zone, skeleton, reconfig, true).await
+        self.put(exec, pod, zone, skeleton, None, reconfig, true)
+            .await
     }
 
+    #[allow(clippy::too_many_arguments)]
     async fn put(
         self: &Arc<Self>,
         exec: &Arc<dyn PodExecutor>,
         pod: &PodRef,
         zone: &PrimaryZone,
-        skeleton: &str,
+        text: &str,
+        bare: Option<&str>,
         reconfig: bool,
         remembered: bool,
     ) -> Result<ZoneApplied, ServerError> {
@@ -267,7 +272,8 @@ impl Batcher {
             view: zone.view.clone(),
             kind: WriteKind::Put {
                 clause: clause.clone(),
-                text: skeleton.to_string(),
+                text: text.to_string(),
+                bare: bare.map(str::to_string),
                 reconfig,
             },
         };
