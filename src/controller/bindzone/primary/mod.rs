@@ -120,8 +120,12 @@ pub async fn converge(ctx: &ZoneContext, read: &ZoneRead) -> Outcome {
                     zone::leave_old_placement(&job).await?;
                 }
                 let seen = read::primary(&job, need).await?;
-                let mut written = zone::ensure(&job, &seen).await?;
-                membership::ensure(&job, need, &seen, &mut written).await?;
+                // Side by side: a missing catalog is created in the same
+                // round of the primary as the zone.
+                let (written, epoch) =
+                    tokio::join!(zone::ensure(&job, &seen), membership::catalog(&job, &seen));
+                let (mut written, epoch) = (written?, epoch?);
+                membership::ensure(&job, need, epoch, &mut written).await?;
                 records::write(&job, &mut written).await?;
                 notify::lagging(&job, need, &seen, &written).await?;
                 Ok(written)
