@@ -9,7 +9,8 @@
 //! built ([`ZoneRead`]); each step is a child module:
 //! - `plan`: the zone's RRsets (through the zone's plan memo: only what
 //!   changed is validated and decided again), the annotation it wants,
-//!   its catalog;
+//!   its catalog; a zone never applied whose DNSRecords still wait for
+//!   their finalizer waits a little for them (see `plan::FIRST_SYNC_WAIT`);
 //! - `decide`: what the primary needs (`Need`), from what this process
 //!   remembers — nothing, a periodic check, records only, a full pass, or a
 //!   move from where the zone was applied before;
@@ -91,6 +92,9 @@ pub enum Failure {
         reason: &'static str,
         message: String,
     },
+    /// Nothing done yet: a new zone waits this long for DNSRecords of its
+    /// plan still without their finalizer, to be created with them.
+    Deferred(Duration),
 }
 
 /// The outcome of one convergence.
@@ -108,6 +112,9 @@ pub async fn converge(ctx: &ZoneContext, read: &ZoneRead) -> Outcome {
     let planned = plan::plan(ctx, read);
     if let Some(invalid) = plan::unwritable(&planned.desired) {
         return planned.outcome(Err(invalid));
+    }
+    if let Some(wait) = plan::awaiting_records(read, &planned.desired) {
+        return planned.outcome(Err(wait));
     }
     let result = {
         let job = Job::new(ctx, read, &planned);
