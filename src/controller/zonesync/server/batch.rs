@@ -18,6 +18,17 @@
 //! - SOA serial reads of all zones asked in one `dig` (chunked at
 //!   [`ZONES_PER_DIG`]).
 //!
+//! What a first sync (zones and their DNSRecords applied at once) costs,
+//! per wave of zones whose reconciles reach the pod together (a zone
+//! never applied waits until its DNSRecords carry their finalizer, see
+//! `bindzone::primary`): on the primary, one `dig` of the wave's serials
+//! (and the catalog's); on each secondary nothing, unless the catalog is
+//! missing (one `dig` of its serial there); on the primary, one
+//! `apply_zones` run creating every zone of the wave with all its records
+//! in its file (and the missing catalog beside them), then one nsupdate
+//! exec with the wave's catalog joins in one message. No UPDATE of
+//! records follows a creation that carried them.
+//!
 //! How: the first request for an idle pod starts a drain task; it waits
 //! [`crate::controller::zonesync::Settings::batch_gather`] for the others, takes every queued
 //! request, runs the round, hands each request its own result, and goes on
