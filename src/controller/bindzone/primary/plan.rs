@@ -108,12 +108,19 @@ pub(super) fn unwritable(desired: &Desired) -> Option<Failure> {
 /// finalizer delays its zone by this much at most.
 pub(super) const FIRST_SYNC_WAIT: std::time::Duration = std::time::Duration::from_secs(20);
 
+/// How long a zone never applied waits even with no DNSRecord seen yet: a
+/// first apply creates the zone and its records together, and its first
+/// reconcile may come before its records reach the cache (the age is
+/// counted in whole seconds, so this waits 1-2 s at most).
+const FIRST_SYNC_SETTLE: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// How soon a waiting zone looks again (a finalizer added also wakes it).
 const FIRST_SYNC_RECHECK: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// A zone never applied, younger than [`FIRST_SYNC_WAIT`], with DNSRecords
-/// still waiting for their finalizer: look again soon instead of creating
-/// it without them.
+/// still waiting for their finalizer (or younger than
+/// [`FIRST_SYNC_SETTLE`]): look again soon instead of creating it without
+/// them.
 pub(super) fn awaiting_records(read: &ZoneRead, desired: &Desired) -> Option<Failure> {
     if read.applied.type_.is_some() {
         return None;
@@ -130,5 +137,6 @@ pub(super) fn awaiting_records(read: &ZoneRead, desired: &Desired) -> Option<Fai
         .and_then(|t| {
             std::time::Duration::try_from(t.0.duration_until(jiff::Timestamp::now())).ok()
         })?;
-    (waiting && age < FIRST_SYNC_WAIT).then_some(Failure::Deferred(FIRST_SYNC_RECHECK))
+    let wait = (waiting && age < FIRST_SYNC_WAIT) || age < FIRST_SYNC_SETTLE;
+    wait.then_some(Failure::Deferred(FIRST_SYNC_RECHECK))
 }
