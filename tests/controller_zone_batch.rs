@@ -755,3 +755,32 @@ async fn records_applied_with_their_zone_come_with_its_creation() {
     assert!(bad.contains("a_b"), "{bad}");
     env.stop().await;
 }
+
+/// A round's serial reads past one argv's share of zones (a survey of a
+/// thousand-zone cluster) are still one `dig` run, its names on stdin, and
+/// it answers for the served zones only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serial_reads_of_many_zones_are_one_dig() {
+    use bind_operator::controller::zonesync::server::ZONES_PER_DIG;
+    let update = support::random_key(support::UPDATE_KEY);
+    let xfer = support::random_key(support::XFER_KEY);
+    let named = start_named(&update, &xfer, vec![]);
+    let counting = Counting::new(local_exec(&named));
+    let exec: Arc<dyn PodExecutor> = counting.exec.clone();
+    let batcher = Arc::new(Batcher::new(Duration::from_millis(50)));
+    let pod = PodRef::new(support::NS, PRIMARY);
+    let served = plain_zone("served.test", &update, &xfer);
+    let created = batcher
+        .create_primary(&exec, &pod, &served, &skeleton("served.test"), None)
+        .await;
+    assert!(matches!(created, Ok(Created::New)), "{created:?}");
+    let mut zones: Vec<ZoneName> = (0..ZONES_PER_DIG + 50)
+        .map(|i| ZoneName::parse(&format!("missing{i}.test")).unwrap())
+        .collect();
+    zones.push(served.zone.clone());
+    let serials = batcher.serials(&exec, &pod, &zones).await.unwrap();
+    assert_eq!(serials.len(), 1, "{serials:?}");
+    assert_eq!(serials.get(&served.zone), Some(&7));
+    let calls = counting.by_verb();
+    assert_eq!(calls[&(PRIMARY.into(), "dig_soa")], 1, "{calls:?}");
+}

@@ -15,8 +15,8 @@
 //!   past the 64 KiB message cap, ~600 members), sent in that same exec:
 //!   the catalog's serial moves once and secondaries fetch one catalog
 //!   version instead of one per zone;
-//! - SOA serial reads of all zones asked in one `dig` (chunked at
-//!   [`ZONES_PER_DIG`]).
+//! - SOA serial reads of all zones asked in one `dig` (past
+//!   [`ZONES_PER_DIG`] zones, their names on its stdin).
 //!
 //! What a first sync (zones and their DNSRecords applied at once) costs,
 //! per wave of zones whose reconciles reach the pod together (a zone
@@ -69,8 +69,8 @@ use tokio::sync::{Semaphore, oneshot};
 use crate::bind::ZoneName;
 use crate::bind::commands::local_server;
 use crate::bind::commands::{
-    NSUPDATES_AT_ONCE, WriteKind, ZoneApplied, ZoneWrite, apply_zones, dig_soa, nsupdate_then_soa,
-    parse_apply_zones,
+    NSUPDATES_AT_ONCE, WriteKind, ZoneApplied, ZoneWrite, apply_zones, dig_soa, dig_soa_many,
+    nsupdate_then_soa, parse_apply_zones,
 };
 use crate::bind::nsupdate::{
     NsupdateScript, RrsetChange, UpdateBatch, build_script, join_answered, parse_answers,
@@ -784,10 +784,10 @@ async fn update_round(exec: &dyn PodExecutor, pod: &PodRef, updates: Vec<UpdateR
     let (parts_text, soa_text) = stdout.split_once("@@nsupdate\n").unwrap_or((stdout, ""));
     let mut serials = parse_dig_soa(soa_text);
     let soa_failed = !read_back.is_empty() && out.is_err() && serials.is_empty();
-    for chunk in rest.chunks(ZONES_PER_DIG) {
-        if let Ok(o) = exec.exec(pod, &dig_soa(&layout, chunk)).await {
-            serials.extend(parse_dig_soa(&o.stdout));
-        }
+    if !rest.is_empty()
+        && let Ok(o) = exec.exec(pod, &dig_soa_many(&layout, &rest)).await
+    {
+        serials.extend(parse_dig_soa(&o.stdout));
     }
     let outputs: Vec<(&str, &str)> = parts_text
         .split("@@end-part\n")
@@ -858,17 +858,17 @@ async fn serials_round(exec: &dyn PodExecutor, pod: &PodRef, reads: Vec<SerialRe
         .collect::<BTreeSet<_>>()
         .into_iter()
         .collect();
-    let mut served = BTreeMap::new();
-    let mut failure = None;
-    for chunk in all.chunks(ZONES_PER_DIG) {
-        match exec.exec(pod, &dig_soa(&layout, chunk)).await {
-            Ok(o) => served.extend(parse_dig_soa(&o.stdout)),
-            Err(e) => {
-                failure = Some(e);
-                break;
-            }
-        }
-    }
+    // One dig run for the whole round: past one argv's share, the names
+    // go on stdin.
+    let cmd = if all.len() > ZONES_PER_DIG {
+        dig_soa_many(&layout, &all)
+    } else {
+        dig_soa(&layout, &all)
+    };
+    let (served, failure) = match exec.exec(pod, &cmd).await {
+        Ok(o) => (parse_dig_soa(&o.stdout), None),
+        Err(e) => (BTreeMap::new(), Some(e)),
+    };
     for (zones, reply) in reads {
         let result = match &failure {
             Some(e) => Err(unreachable(pod, copy(e))),
