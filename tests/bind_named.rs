@@ -489,6 +489,7 @@ fn put(zone: &str, clause: &str, text: &str) -> commands::ZoneWrite {
         kind: commands::WriteKind::Put {
             clause: clause.to_string(),
             text: text.to_string(),
+            bare: None,
             reconfig: false,
         },
     }

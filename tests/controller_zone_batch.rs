@@ -34,7 +34,7 @@ use bind_operator::bind::parse::NsupdateError;
 use bind_operator::bind::zone::{
     PrimaryZone, catalog_member_owner, catalog_primary_zone, catalog_skeleton,
 };
-use bind_operator::bind::{Ttl, ZoneName};
+use bind_operator::bind::{TsigKey, Ttl, ZoneName};
 use bind_operator::controller::exec::{ObservedExecutor, PodExecutor, PodRef};
 use bind_operator::controller::zonesync::server::batch::Batcher;
 use bind_operator::controller::zonesync::server::{Created, ServerError};
@@ -43,27 +43,48 @@ use kube::Api;
 use kube::api::ListParams;
 use support::{Env, PRIMARY, SECONDARY, record, test_settings, zone};
 
-/// Counts every exec per pod and verb around another executor.
+/// Counts every exec per pod and verb around another executor, and the
+/// zones nsupdate execs sent UPDATE messages to.
 struct Counting {
     calls: Arc<Mutex<BTreeMap<(String, &'static str), usize>>>,
+    /// Zone (with its trailing dot) -> nsupdate execs with a message to it.
+    updated: Arc<Mutex<BTreeMap<String, usize>>>,
     exec: Arc<dyn PodExecutor>,
 }
 
 impl Counting {
     fn new(inner: Arc<dyn PodExecutor>) -> Arc<Self> {
         let calls = Arc::new(Mutex::new(BTreeMap::new()));
-        let counted = calls.clone();
+        let updated = Arc::new(Mutex::new(BTreeMap::new()));
+        let (counted, zones) = (calls.clone(), updated.clone());
         let exec = ObservedExecutor::new(inner, move |pod: &PodRef, cmd: &Command, _, _| {
             *counted
                 .lock()
                 .unwrap()
                 .entry((pod.name.clone(), cmd.verb()))
                 .or_default() += 1;
+            if cmd.verb() == "nsupdate" {
+                let stdin = cmd.stdin.as_deref().unwrap_or_default();
+                let named: std::collections::BTreeSet<&str> = stdin
+                    .lines()
+                    .filter_map(|l| l.strip_prefix("zone "))
+                    .collect();
+                let mut zones = zones.lock().unwrap();
+                for z in named {
+                    *zones.entry(z.to_string()).or_default() += 1;
+                }
+            }
         });
         Arc::new(Counting {
             calls,
+            updated,
             exec: Arc::new(exec),
         })
+    }
+
+    /// nsupdate execs that carried a message to `zone` (`name.`).
+    fn updates_of(&self, zone: &str) -> usize {
+        self.updated.lock().unwrap().get(zone).copied().unwrap_or(0)
     }
 
     fn on(&self, pod: &str) -> usize {
@@ -124,7 +145,7 @@ async fn zones_created_and_updated_together_fail_alone() {
     let created = futures::future::join_all(zones.iter().map(|z| {
         let text = skeleton(z.zone.as_str());
         let (batcher, exec, pod) = (batcher.clone(), exec.clone(), pod.clone());
-        async move { batcher.create_primary(&exec, &pod, z, &text).await }
+        async move { batcher.create_primary(&exec, &pod, z, &text, None).await }
     }))
     .await;
     for (z, c) in zones.iter().zip(&created) {
@@ -140,7 +161,13 @@ async fn zones_created_and_updated_together_fail_alone() {
 
     // Asked again (a journal the zone has must survive): left alone.
     let again = batcher
-        .create_primary(&exec, &pod, &zones[0], "garbage that named would refuse\n")
+        .create_primary(
+            &exec,
+            &pod,
+            &zones[0],
+            "garbage that named would refuse\n",
+            None,
+        )
         .await;
     assert!(matches!(again, Ok(Created::Existing)), "{again:?}");
     assert_eq!(harness::dig_short(p, "a.test", "SOA").len(), 1);
@@ -236,6 +263,7 @@ async fn catalog_joins_of_a_round_are_one_message() {
             &pod,
             &cat_zone,
             &catalog_skeleton(&catalog, 1).render(),
+            None,
         )
         .await;
     assert!(matches!(created, Ok(Created::New)), "{created:?}");
@@ -257,7 +285,7 @@ async fn catalog_joins_of_a_round_are_one_message() {
     let created = futures::future::join_all(zones.iter().map(|z| {
         let text = skeleton(z.zone.as_str());
         let (batcher, exec, pod) = (batcher.clone(), exec.clone(), pod.clone());
-        async move { batcher.create_primary(&exec, &pod, z, &text).await }
+        async move { batcher.create_primary(&exec, &pod, z, &text, None).await }
     }))
     .await;
     assert!(created.iter().all(|c| matches!(c, Ok(Created::New))));
@@ -508,7 +536,7 @@ async fn a_zone_checkconf_refuses_fails_alone_in_its_round() {
     let created = futures::future::join_all(zones.iter().map(|z| {
         let text = skeleton(z.zone.as_str());
         let (batcher, exec, pod) = (batcher.clone(), exec.clone(), pod.clone());
-        async move { batcher.create_primary(&exec, &pod, z, &text).await }
+        async move { batcher.create_primary(&exec, &pod, z, &text, None).await }
     }))
     .await;
     assert!(matches!(created[0], Ok(Created::New)), "{:?}", created[0]);
@@ -546,4 +574,213 @@ async fn a_zone_checkconf_refuses_fails_alone_in_its_round() {
         .unwrap();
     assert!(harness::dig_short(p, "ok1.test", "SOA").is_empty());
     assert_eq!(harness::dig_short(p, "ok2.test", "SOA").len(), 1);
+}
+
+/// A primary zone of the test clusters' keys, in no view.
+fn plain_zone(z: &str, update: &TsigKey, xfer: &TsigKey) -> PrimaryZone {
+    PrimaryZone {
+        zone: ZoneName::parse(z).unwrap(),
+        view: None,
+        update_key: update.name.clone(),
+        transfer_key: xfer.name.clone(),
+        allow_transfer: vec![],
+        also_notify: vec![],
+        dnssec_policy: None,
+    }
+}
+
+/// Twenty A records `r<i>.<zone>` as zone-file lines.
+fn twenty_records(zone: &str) -> String {
+    (0..20)
+        .map(|i| format!("r{i}.{zone}. 60 IN A 192.0.2.{}\n", i + 1))
+        .collect()
+}
+
+/// A new zone is created with its records in its file: every record is
+/// served from the first answer, with no UPDATE. A zone of the same round
+/// whose file named would not load (a wildcard NS: an UPDATE drops it
+/// silently, a file load refuses the whole zone; BIND_FACTS) is created
+/// from its bare skeleton instead, in the same run, and says why with
+/// named's words on the record's line; the good zone keeps its records.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_zone_carries_its_records_and_one_named_refuses_is_created_bare() {
+    let update = support::random_key(support::UPDATE_KEY);
+    let xfer = support::random_key(support::XFER_KEY);
+    let named = start_named(&update, &xfer, vec![]);
+    let p = named.primary.dns.port;
+    let counting = Counting::new(local_exec(&named));
+    let exec: Arc<dyn PodExecutor> = counting.exec.clone();
+    let batcher = Arc::new(Batcher::new(Duration::from_millis(50)));
+    let pod = PodRef::new(support::NS, PRIMARY);
+    let zones = [
+        plain_zone("full.test", &update, &xfer),
+        plain_zone("refused.test", &update, &xfer),
+    ];
+    let texts = [
+        format!("{}{}", skeleton("full.test"), twenty_records("full.test")),
+        format!(
+            "{}{}*.refused.test. 60 IN NS ns1.example.net.\n",
+            skeleton("refused.test"),
+            twenty_records("refused.test")
+        ),
+    ];
+    let created = futures::future::join_all(zones.iter().zip(&texts).map(|(z, text)| {
+        let bare = skeleton(z.zone.as_str());
+        let (batcher, exec, pod) = (batcher.clone(), exec.clone(), pod.clone());
+        async move {
+            batcher
+                .create_primary(&exec, &pod, z, text, Some(&bare))
+                .await
+        }
+    }))
+    .await;
+    assert!(matches!(created[0], Ok(Created::New)), "{:?}", created[0]);
+    match &created[1] {
+        Ok(Created::Bare(why)) => {
+            assert!(why.contains("refused.test"), "{why}");
+            assert!(why.contains("wildcard"), "{why}");
+        }
+        other => panic!("expected a bare creation, got {other:?}"),
+    }
+    // Served at once: the full zone with every record, the refused one bare.
+    for i in 0..20 {
+        let ip = format!("192.0.2.{}", i + 1);
+        assert_eq!(harness::dig_short(p, &format!("r{i}.full.test"), "A"), [ip]);
+    }
+    assert_eq!(harness::dig_short(p, "refused.test", "SOA").len(), 1);
+    assert!(harness::dig_short(p, "r0.refused.test", "A").is_empty());
+    let calls = counting.by_verb();
+    assert_eq!(calls[&(PRIMARY.into(), "apply_zones")], 1, "{calls:?}");
+    assert!(
+        !calls.contains_key(&(PRIMARY.into(), "nsupdate")),
+        "{calls:?}"
+    );
+}
+
+/// What a user sees: DNSRecords applied with their zone (a GitOps first
+/// apply) are served by the primary and the secondary once the zone is
+/// Ready, and the zone's creation carried them: no UPDATE was sent to it.
+/// A second zone with an A record at an owner BIND's check-names refuses
+/// (nsupdate would abort its whole run on it, and named would not load the
+/// zone's file with it) is still created and served with its good record,
+/// and the bad record alone is refused with a clear error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn records_applied_with_their_zone_come_with_its_creation() {
+    let update = support::random_key(support::UPDATE_KEY);
+    let xfer = support::random_key(support::XFER_KEY);
+    let named = start_named(&update, &xfer, vec![]);
+    let (p, s) = (named.primary.dns.port, named.secondary.dns.port);
+    let counting = Counting::new(local_exec(&named));
+    let settings = Settings {
+        batch_gather: Some(BATCH_GATHER),
+        ..test_settings()
+    };
+    let env = Env::start_with_keys(counting.exec.clone(), settings, update, xfer).await;
+
+    const N: usize = 20;
+    for i in 0..N {
+        let ip = format!("192.0.2.{}", i + 1);
+        env.create(record(
+            &format!("r{i}"),
+            "big",
+            &format!("r{i}"),
+            RecordType::A,
+            &[&ip],
+        ))
+        .await;
+    }
+    env.create(record(
+        "good",
+        "mixed",
+        "good",
+        RecordType::A,
+        &["192.0.2.99"],
+    ))
+    .await;
+    env.create(record(
+        "bad",
+        "mixed",
+        "a_b",
+        RecordType::A,
+        &["192.0.2.98"],
+    ))
+    .await;
+    // Every record seen by the operator (its zone not there yet) before
+    // the zones come: the zones' first plans hold them all.
+    for name in (0..N)
+        .map(|i| format!("r{i}"))
+        .chain(["good".into(), "bad".into()])
+    {
+        env.wait::<DNSRecord, _>("a status while the zone is missing", &name, |r| {
+            r.and_then(|r| r.status.as_ref()?.reason.clone())
+        })
+        .await;
+    }
+    env.create(zone("big", "big.test")).await;
+    env.create(zone("mixed", "mixed.test")).await;
+    env.zone_phase("big", Phase::Ready).await;
+    for port in [p, s] {
+        let ok = harness::wait_until(Duration::from_secs(30), || {
+            (0..N).all(|i| {
+                harness::dig_short(port, &format!("r{i}.big.test"), "A")
+                    == [format!("192.0.2.{}", i + 1)]
+            })
+        });
+        assert!(ok, "big.test records on port {port}");
+    }
+    assert_eq!(
+        counting.updates_of("big.test."),
+        0,
+        "an UPDATE went to big.test; execs {:?}",
+        counting.by_verb()
+    );
+
+    // The zone with a record BIND refuses: served with the good record,
+    // the bad one says why.
+    let ok = harness::wait_until(Duration::from_secs(60), || {
+        harness::dig_short(p, "good.mixed.test", "A") == ["192.0.2.99"]
+    });
+    assert!(
+        ok,
+        "good.mixed.test not served; execs {:?}",
+        counting.by_verb()
+    );
+    assert!(harness::dig_short(p, "a_b.mixed.test", "A").is_empty());
+    let bad = env
+        .wait::<DNSRecord, _>("the bad record's error", "bad", |r| {
+            let st = r?.status.as_ref()?;
+            (st.phase == Some(Phase::Error)).then(|| st.message.clone().unwrap_or_default())
+        })
+        .await;
+    assert!(bad.contains("a_b"), "{bad}");
+    env.stop().await;
+}
+
+/// A round's serial reads past one argv's share of zones (a survey of a
+/// thousand-zone cluster) are still one `dig` run, its names on stdin, and
+/// it answers for the served zones only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serial_reads_of_many_zones_are_one_dig() {
+    use bind_operator::controller::zonesync::server::ZONES_PER_DIG;
+    let update = support::random_key(support::UPDATE_KEY);
+    let xfer = support::random_key(support::XFER_KEY);
+    let named = start_named(&update, &xfer, vec![]);
+    let counting = Counting::new(local_exec(&named));
+    let exec: Arc<dyn PodExecutor> = counting.exec.clone();
+    let batcher = Arc::new(Batcher::new(Duration::from_millis(50)));
+    let pod = PodRef::new(support::NS, PRIMARY);
+    let served = plain_zone("served.test", &update, &xfer);
+    let created = batcher
+        .create_primary(&exec, &pod, &served, &skeleton("served.test"), None)
+        .await;
+    assert!(matches!(created, Ok(Created::New)), "{created:?}");
+    let mut zones: Vec<ZoneName> = (0..ZONES_PER_DIG + 50)
+        .map(|i| ZoneName::parse(&format!("missing{i}.test")).unwrap())
+        .collect();
+    zones.push(served.zone.clone());
+    let serials = batcher.serials(&exec, &pod, &zones).await.unwrap();
+    assert_eq!(serials.len(), 1, "{serials:?}");
+    assert_eq!(serials.get(&served.zone), Some(&7));
+    let calls = counting.by_verb();
+    assert_eq!(calls[&(PRIMARY.into(), "dig_soa")], 1, "{calls:?}");
 }

@@ -200,6 +200,27 @@ fn digest_len(rtype: RecordType, digest_type: u8) -> Option<usize> {
     }
 }
 
+/// BIND's host name rule (`dns_name_ishostname`): every label of letters,
+/// digits and '-', starting and ending with a letter or digit; with
+/// `wildcard`, a leading `*` label too. The root is one (a null MX or SRV
+/// target).
+fn is_hostname(name: &DomainName, wildcard: bool) -> bool {
+    if name.is_root() {
+        return true;
+    }
+    let mut labels = name.as_str().split('.').peekable();
+    if wildcard && labels.peek() == Some(&"*") {
+        labels.next();
+    }
+    labels.all(|l| {
+        let b = l.as_bytes();
+        !b.is_empty()
+            && b[0].is_ascii_alphanumeric()
+            && b[b.len() - 1].is_ascii_alphanumeric()
+            && b.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'-')
+    })
+}
+
 fn bad(rtype: RecordType, value: &str, reason: &str) -> ValidationError {
     ValidationError::new(&format!("{rtype} value"), value, reason)
 }
@@ -372,16 +393,47 @@ impl Rdata {
     }
 
     /// Checks that depend on the owner name as well as the rdata (BIND
-    /// refuses the whole update otherwise): an SVCB at a `_dns` name.
+    /// refuses the whole update otherwise): an SVCB at a `_dns` name; the
+    /// host names BIND's `check-names` wants (the owner of an A/AAAA, the
+    /// target of an MX, NS or SRV: nsupdate refuses them before sending
+    /// and aborts its whole run, named refuses them in an update and
+    /// refuses to load a zone file holding one; measured, BIND_FACTS); and
+    /// a wildcard NS (an update drops it silently, a zone file holding one
+    /// does not load).
     pub fn check_owner(
         &self,
         rtype: RecordType,
         owner: &DomainName,
     ) -> Result<(), ValidationError> {
+        const HOST: &str = "BIND's check-names wants a host name here (labels of letters, digits and '-', not starting or ending with '-')";
+        let host = |what: &str, name: &DomainName, wildcard: bool| {
+            if is_hostname(name, wildcard) {
+                Ok(())
+            } else {
+                Err(ValidationError::new(
+                    &format!("{rtype} {what}"),
+                    name.as_str(),
+                    HOST,
+                ))
+            }
+        };
+        if matches!(rtype, RecordType::A | RecordType::Aaaa) {
+            host("owner", owner, true)?;
+        }
+        if rtype == RecordType::Ns && owner.is_wildcard() {
+            return Err(ValidationError::new(
+                "NS owner",
+                owner.as_str(),
+                "BIND does not serve a wildcard NS (an update drops it, a zone file holding one does not load)",
+            ));
+        }
         match self {
             Rdata::Svcb(s) if rtype == RecordType::Svcb => s
                 .check_dns_owner(owner)
                 .map_err(|r| bad(rtype, &self.to_string(), &r)),
+            Rdata::Mx { exchange, .. } => host("target", exchange, false),
+            Rdata::Srv { target, .. } => host("target", target, false),
+            Rdata::Name(target) if rtype == RecordType::Ns => host("target", target, false),
             _ => Ok(()),
         }
     }

@@ -362,6 +362,43 @@ fn dns_server_svcb_needs_what_bind_9_20_checks() {
     assert!(https.check_owner(RecordType::Https, &owner("_dns")).is_ok());
 }
 
+/// BIND's check-names and wildcard-NS rules, each verdict as nsupdate
+/// 9.18.49 (check-names) or named (wildcard NS) gave it.
+#[test]
+fn host_names_and_wildcard_ns_follow_what_bind_refuses() {
+    let owner = |n: &str| DomainName::resolve(n, &z()).unwrap();
+    let check = |t: &str, n: &str, v: &str| {
+        let t: RecordType = t.parse().unwrap();
+        Rdata::parse(t, v, &z()).unwrap().check_owner(t, &owner(n))
+    };
+    for (t, name, value, ok) in [
+        ("A", "a_b", "192.0.2.1", false),
+        ("A", "-a", "192.0.2.1", false),
+        ("A", "a-", "192.0.2.1", false),
+        ("A", "a--b", "192.0.2.1", true),
+        ("A", "1a", "192.0.2.1", true),
+        ("A", "*", "192.0.2.1", true),
+        ("AAAA", "_x", "2001:db8::1", false),
+        ("TXT", "_dmarc", "\"v=DMARC1\"", true),
+        ("SRV", "_sip._tcp", "0 5 5060 sip.example.com.", true),
+        ("SRV", "_sip._tcp", "0 5 5060 s_p.example.com.", false),
+        ("SRV", "_sip._tcp", "0 0 0 .", true),
+        ("MX", "@", "10 a_b.example.", false),
+        ("MX", "@", "0 .", true),
+        ("NS", "sub", "ns_1.example.", false),
+        ("NS", "sub", "ns1.example.", true),
+        ("NS", "*", "ns1.example.", false),
+        ("CNAME", "a_b", "x_y.example.", true),
+    ] {
+        assert_eq!(check(t, name, value).is_ok(), ok, "{name} {t} {value}");
+    }
+    let e = check("A", "a_b", "192.0.2.1").unwrap_err().to_string();
+    assert!(
+        e.contains("a_b.example.com") && e.contains("check-names"),
+        "{e}"
+    );
+}
+
 /// Names in rdata: named keeps the case it was given and prints it (dig
 /// showed `WWW.Example.com.`), DNS compares without case, so both sides
 /// fold to lowercase. Escaped labels (`\.`, `\032`) are outside the name

@@ -90,6 +90,8 @@ async fn primary_zone(ctx: &ZoneContext, r: &ZoneRead) -> Result<Action, Error> 
     let out = primary::converge(ctx, r).await;
     let c = match out.result {
         Ok(c) => c,
+        // Nothing written, nothing to report yet.
+        Err(Failure::Deferred(wait)) => return Ok(Action::requeue(wait)),
         Err(f) => {
             settle_records(ctx, records, &out.desired, None).await?;
             return not_converged(ctx, zone, &r.cfg, f).await;
@@ -129,6 +131,7 @@ async fn not_converged(
 ) -> Result<Action, Error> {
     let (reason, message) = match failure {
         Failure::Invalid { reason, message } => (reason, message),
+        Failure::Deferred(wait) => return Ok(Action::requeue(wait)),
         Failure::Server(e) => match dnssec::refused(&e.source, cfg) {
             Some(refused) => refused,
             None => {

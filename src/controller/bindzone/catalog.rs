@@ -18,6 +18,11 @@ use super::serials::{of, peer_serials, start_serial};
 
 /// Makes sure the catalog zone exists on the primary (`present`: what the
 /// probe saw); returns the catalog epoch members must have joined at.
+/// `peers`: the secondaries' serials the caller read right after its
+/// probe found the catalog missing (then neither is asked again: the
+/// catalog is created in the same round as the zone that found it
+/// missing, not two rounds later).
+#[allow(clippy::too_many_arguments)]
 pub async fn ensure(
     ctx: &ZoneContext,
     inputs: &Inputs,
@@ -26,6 +31,7 @@ pub async fn ensure(
     catalog: &ZoneName,
     view: Option<&ViewName>,
     present: Option<bool>,
+    peers: Option<&[(ZoneName, u32)]>,
 ) -> Result<u64, ServerError> {
     if present == Some(true) {
         // Served: listed already (no exec once this process saw it), or
@@ -43,17 +49,26 @@ pub async fn ensure(
     if memory.catalog_sightings(catalog) != seen {
         return Ok(memory.catalog_epoch());
     }
-    if target.serial_of(catalog, view).await?.is_some() {
-        memory.saw_catalog(catalog);
-        return Ok(memory.catalog_epoch());
-    }
-    let peers = peer_serials(ctx, inputs, std::slice::from_ref(catalog), view).await;
+    // A catalog the probe missed though it is listed comes back as
+    // `Existing` from the creation below, which writes nothing then.
+    let peers = match peers {
+        Some(p) => p.to_vec(),
+        None => {
+            if target.serial_of(catalog, view).await?.is_some() {
+                memory.saw_catalog(catalog);
+                return Ok(memory.catalog_epoch());
+            }
+            peer_serials(ctx, inputs, std::slice::from_ref(catalog), view).await
+        }
+    };
     let zone = catalog_primary_zone(catalog, view, &inputs.keys.transfer_for(view).name);
     let skeleton = catalog_skeleton(catalog, start_serial(of(&peers, catalog)));
-    let created = target.create_primary(&zone, &skeleton.render()).await?;
+    let created = target
+        .create_primary(&zone, &skeleton.render(), None)
+        .await?;
     memory.saw_catalog(catalog);
     match created {
-        Created::New => {
+        Created::New | Created::Bare(_) => {
             memory.invalidate_survey();
             tracing::info!(pod = %target.pod, catalog = %catalog, "created catalog zone");
             Ok(memory.bump_catalog_epoch())

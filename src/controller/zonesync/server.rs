@@ -134,10 +134,13 @@ impl ServerError {
 }
 
 /// Whether [`Target::create_primary`] made the zone or found it there.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Created {
-    /// File written and zone added: it holds exactly the skeleton.
+    /// File written and zone added: it holds exactly the text given.
     New,
+    /// named would not load the text given (why: checkconf's lines about
+    /// the zone's file); the zone was created from its bare skeleton.
+    Bare(String),
     /// rndc already knows the zone (its contents are unknown).
     Existing,
 }
@@ -163,6 +166,12 @@ impl<'a> Target<'a> {
     }
 
     /// A target whose operations go through `batcher` (see [`super::batch`]).
+    /// Whether zone writes join the pod's rounds (where a new zone is
+    /// created with its records; see [`Self::create_primary`]).
+    pub fn batched_writes(&self) -> bool {
+        self.batch.is_some()
+    }
+
     pub fn batched(
         exec: &'a Arc<dyn PodExecutor>,
         batcher: &'a Arc<Batcher>,
@@ -293,14 +302,22 @@ impl<'a> Target<'a> {
     /// `rndc addzone`. A zone rndc already knows is left untouched: a SOA
     /// query can miss a live zone (a view, a busy server), and writing its
     /// file would throw away its journal.
+    ///
+    /// `text` is the zone's first contents; `bare`, when given, its bare
+    /// skeleton, which a batched creation falls back to when named would
+    /// not load `text` ([`Created::Bare`]). Unbatched, the zone is created
+    /// from `bare` when given (`rndc addzone` has no load check to fall
+    /// back on; the records follow by UPDATE).
     pub async fn create_primary(
         &self,
         zone: &PrimaryZone,
-        skeleton: &str,
+        text: &str,
+        bare: Option<&str>,
     ) -> Result<Created, ServerError> {
         if let Some((b, exec)) = self.batch {
-            return b.create_primary(exec, self.pod, zone, skeleton).await;
+            return b.create_primary(exec, self.pod, zone, text, bare).await;
         }
+        let skeleton = bare.unwrap_or(text);
         if self
             .zone_status(&zone.zone, zone.view.as_ref())
             .await?

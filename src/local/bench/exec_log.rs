@@ -23,6 +23,9 @@ const TOOLS: [&str; 4] = ["nsupdate", "dig", "rndc", "named-checkconf"];
 #[derive(Debug, Clone)]
 pub struct ExecCall {
     pub tool: &'static str,
+    /// What the command does ([`Command::verb`]: `apply_zones`,
+    /// `dig_soa`, ...), for timelines.
+    pub verb: &'static str,
     /// The pod's name.
     pub pod: String,
     pub started: Instant,
@@ -103,6 +106,7 @@ pub fn counting(inner: Arc<dyn PodExecutor>, log: ExecLog) -> ObservedExecutor {
     ObservedExecutor::new(inner, move |pod: &PodRef, cmd: &Command, result, took| {
         log.push(ExecCall {
             tool: tool_of(cmd),
+            verb: cmd.verb(),
             pod: pod.name.clone(),
             started: Instant::now() - took,
             took,
@@ -147,6 +151,7 @@ mod tests {
         for (i, tool) in ["dig", "nsupdate", "nsupdate"].into_iter().enumerate() {
             log.push(ExecCall {
                 tool,
+                verb: tool,
                 pod: "p-0".into(),
                 started: t0 + Duration::from_millis(10 * i as u64),
                 took: Duration::from_millis(5),

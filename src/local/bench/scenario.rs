@@ -222,6 +222,23 @@ async fn measure(
     };
     let (sampled, sampled_ok) = checker.sample(opts.samples).await;
     let exec = env.log.summary(t0, t_end);
+    // BENCH_EXEC_TIMELINE=1: every exec of the window on stderr, for
+    // finding which rounds can merge.
+    if std::env::var_os("BENCH_EXEC_TIMELINE").is_some() {
+        let mut calls = env.log.window(t0, t_end);
+        calls.sort_by_key(|c| c.started);
+        for c in calls {
+            eprintln!(
+                "exec {:>8.3}s {:>7.3}s {:<12} {:<10} {}{}",
+                c.started.duration_since(t0).as_secs_f64(),
+                c.took.as_secs_f64(),
+                c.pod,
+                c.tool,
+                c.verb,
+                if c.ok { "" } else { " FAILED" }
+            );
+        }
+    }
     let mut updates: Vec<_> = env
         .log
         .window(t0, t_end)

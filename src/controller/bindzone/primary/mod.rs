@@ -1,20 +1,23 @@
 //! Converges a primary zone on the cluster's primary pod: the zone exists
-//! (file written, then `rndc addzone`, on first sight or after the primary
-//! lost it), its clause is current (`modzone`), it is a member of its
-//! catalog ([`super::catalog`]), and its owned RRsets match the plan — all
-//! pending changes in one nsupdate run.
+//! (on first sight or after the primary lost it: its file written with
+//! every RRset of the plan and its stanza listed, see `zone`), its clause
+//! is current, it is a member of its catalog ([`super::catalog`]), and its
+//! owned RRsets match the plan — all pending changes in one nsupdate run
+//! (none after a creation that carried them).
 //!
 //! [`converge`] is the table of contents over the one value the read step
 //! built ([`ZoneRead`]); each step is a child module:
 //! - `plan`: the zone's RRsets (through the zone's plan memo: only what
 //!   changed is validated and decided again), the annotation it wants,
-//!   its catalog;
+//!   its catalog; a zone never applied whose DNSRecords still wait for
+//!   their finalizer waits a little for them (see `plan::FIRST_SYNC_WAIT`);
 //! - `decide`: what the primary needs (`Need`), from what this process
 //!   remembers — nothing, a periodic check, records only, a full pass, or a
 //!   move from where the zone was applied before;
 //! - `read`: what the primary serves now (serials, and the secondaries'
 //!   before a zone is re-created);
-//! - `zone`: the zone itself (old placement removed, created, clause);
+//! - `zone`: the zone itself (old placement removed, created with its
+//!   records, clause);
 //! - `membership`: its catalog membership;
 //! - `records`: its RRsets and SOA, in one nsupdate run;
 //! - `notify`: a NOTIFY repeated for a secondary that missed one;
@@ -89,6 +92,9 @@ pub enum Failure {
         reason: &'static str,
         message: String,
     },
+    /// Nothing done yet: a new zone waits this long for DNSRecords of its
+    /// plan still without their finalizer, to be created with them.
+    Deferred(Duration),
 }
 
 /// The outcome of one convergence.
@@ -107,6 +113,9 @@ pub async fn converge(ctx: &ZoneContext, read: &ZoneRead) -> Outcome {
     if let Some(invalid) = plan::unwritable(&planned.desired) {
         return planned.outcome(Err(invalid));
     }
+    if let Some(wait) = plan::awaiting_records(read, &planned.desired) {
+        return planned.outcome(Err(wait));
+    }
     let result = {
         let job = Job::new(ctx, read, &planned);
         let need = decide::need(&job);
@@ -118,8 +127,12 @@ pub async fn converge(ctx: &ZoneContext, read: &ZoneRead) -> Outcome {
                     zone::leave_old_placement(&job).await?;
                 }
                 let seen = read::primary(&job, need).await?;
-                let mut written = zone::ensure(&job, &seen).await?;
-                membership::ensure(&job, need, &seen, &mut written).await?;
+                // Side by side: a missing catalog is created in the same
+                // round of the primary as the zone.
+                let (written, epoch) =
+                    tokio::join!(zone::ensure(&job, &seen), membership::catalog(&job, &seen));
+                let (mut written, epoch) = (written?, epoch?);
+                membership::ensure(&job, need, epoch, &mut written).await?;
                 records::write(&job, &mut written).await?;
                 notify::lagging(&job, need, &seen, &written).await?;
                 Ok(written)

@@ -12,7 +12,7 @@ use crate::api::{BindCluster, BindZone, REASON_MISSING_GLUE};
 use crate::bind::ZoneName;
 use crate::bind::zone::catalog_zone_for;
 use crate::controller::zonesync::ZoneContext;
-use crate::controller::zonesync::plan::{Desired, ZoneInputs};
+use crate::controller::zonesync::plan::{Desired, Verdict, ZoneInputs};
 use crate::controller::zonesync::state::lock;
 
 use super::super::applied::{Applied, clause_hash};
@@ -97,4 +97,46 @@ pub(super) fn unwritable(desired: &Desired) -> Option<Failure> {
             names.join(", ")
         ),
     })
+}
+
+/// How long a zone never applied waits for DNSRecords of its plan that do
+/// not carry our finalizer yet (a GitOps first apply creates the zone and
+/// its records at once; the DNSRecord reconciler adds the finalizers a few
+/// seconds later). Created at once, the zone's file would miss them and
+/// an UPDATE round per wave of zones would follow; waiting, they come with
+/// its creation. Bounded by the zone's age, so a record that never gets a
+/// finalizer delays its zone by this much at most.
+pub(super) const FIRST_SYNC_WAIT: std::time::Duration = std::time::Duration::from_secs(20);
+
+/// How long a zone never applied waits even with no DNSRecord seen yet: a
+/// first apply creates the zone and its records together, and its first
+/// reconcile may come before its records reach the cache (the age is
+/// counted in whole seconds, so this waits 1-2 s at most).
+const FIRST_SYNC_SETTLE: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// How soon a waiting zone looks again (a finalizer added also wakes it).
+const FIRST_SYNC_RECHECK: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// A zone never applied, younger than [`FIRST_SYNC_WAIT`], with DNSRecords
+/// still waiting for their finalizer (or younger than
+/// [`FIRST_SYNC_SETTLE`]): look again soon instead of creating it without
+/// them.
+pub(super) fn awaiting_records(read: &ZoneRead, desired: &Desired) -> Option<Failure> {
+    if read.applied.type_.is_some() {
+        return None;
+    }
+    let waiting = desired
+        .verdicts
+        .values()
+        .any(|v| matches!(v, Verdict::Unmanaged));
+    let age = read
+        .zone
+        .metadata
+        .creation_timestamp
+        .as_ref()
+        .and_then(|t| {
+            std::time::Duration::try_from(t.0.duration_until(jiff::Timestamp::now())).ok()
+        })?;
+    let wait = (waiting && age < FIRST_SYNC_WAIT) || age < FIRST_SYNC_SETTLE;
+    wait.then_some(Failure::Deferred(FIRST_SYNC_RECHECK))
 }

@@ -2,7 +2,8 @@
 //! the zone's and its catalog's serials (the remembered snapshot's when it
 //! is fresh and only the plan changed; the cluster's shared survey on a
 //! periodic check; else one fresh read), and, before a zone or catalog is
-//! re-created, the serials the secondaries still hold.
+//! re-created, the serials the secondaries still hold (not for a zone
+//! never applied: a first sync asks the secondaries nothing per zone).
 
 use super::super::serials::{Placement, peer_serials, probe};
 use super::{Job, Need, Seen, Step, StepError};
@@ -28,13 +29,21 @@ pub(super) async fn primary(job: &Job<'_>, need: Need<'_>) -> Result<Seen, StepE
             (p.zone, p.catalog, p.survey)
         }
     };
-    // Re-creating the zone or the catalog: start above what secondaries hold.
-    let peers = if serial.is_none() || catalog_present == Some(false) {
-        let mut ask = vec![zname.clone()];
+    // Re-creating the zone or the catalog: start above what secondaries
+    // hold. A zone never applied (no annotation: a first sync) is not
+    // re-created, and no secondary holds it as ours: a zone of that name
+    // removed before left the catalog, and the secondaries dropped it.
+    let mut ask = Vec::new();
+    if serial.is_none() && job.applied.type_.is_some() {
+        ask.push(zname.clone());
+    }
+    if catalog_present == Some(false) {
         ask.extend(catalog.cloned());
-        peer_serials(job.ctx, job.inputs, &ask, view).await
-    } else {
+    }
+    let peers = if ask.is_empty() {
         Vec::new()
+    } else {
+        peer_serials(job.ctx, job.inputs, &ask, view).await
     };
     Ok(Seen {
         serial,

@@ -1,9 +1,16 @@
 //! The zone step: the zone leaves where the annotation says it was applied
 //! before (another view, or as a secondary zone on every pod), is created
-//! from its skeleton when the primary lacks it (else read: the snapshot
-//! when its serial still matches, an AXFR otherwise), and its clause is
-//! brought current (its stanza in the primary's zone list; see
-//! `zonesync::server`).
+//! when the primary lacks it (else read: the snapshot when its serial still
+//! matches, an AXFR otherwise), and its clause is brought current (its
+//! stanza in the primary's zone list; see `zonesync::server`).
+//!
+//! A zone is created with every RRset of its plan in its file (a new or
+//! re-created zone holds nothing of others and retires nothing), so it
+//! serves the plan from its first answer and the records step finds
+//! nothing to send. Its bare skeleton (SOA, apex NS, glue) goes with it:
+//! when named would not load the file (a record a file load refuses), the
+//! batched creation falls back to the skeleton in the same run and the
+//! records follow by UPDATE, where a bad one fails its own message.
 
 use std::sync::Arc;
 
@@ -54,13 +61,32 @@ pub(super) async fn ensure(job: &Job<'_>, seen: &Seen) -> Result<Written, StepEr
     let skel = skeleton(job, &seen.peers);
     let served = match seen.serial {
         None => {
+            let full = with_records(job, &skel);
+            let (text, bare) = (full.render(), skel.render());
+            let fallback = (full.records.len() > skel.records.len()).then_some(bare.as_str());
             match target
-                .create_primary(&job.cfg.clause, &skel.render())
+                .create_primary(&job.cfg.clause, &text, fallback)
                 .await
                 .map_err(job.at(Step::Zone))?
             {
                 Created::New => {
-                    tracing::info!(pod = %target.pod, zone = %zname, serial = skel.serial, "created zone");
+                    let records = full.records.len();
+                    tracing::info!(pod = %target.pod, zone = %zname, serial = skel.serial, records, "created zone");
+                    job.memory.invalidate_survey();
+                    created = true;
+                    wrote = true;
+                    // Unbatched, the zone was made from the bare skeleton.
+                    let made = if target.batched_writes() {
+                        &full
+                    } else {
+                        &skel
+                    };
+                    Served::from_skeleton(made).into()
+                }
+                Created::Bare(why) => {
+                    // The records follow by UPDATE, where a bad one fails
+                    // its own message with the server's answer.
+                    tracing::warn!(pod = %target.pod, zone = %zname, serial = skel.serial, why = %why.trim(), "named would not load the zone with its records; created it bare");
                     job.memory.invalidate_survey();
                     created = true;
                     wrote = true;
@@ -100,6 +126,30 @@ pub(super) async fn ensure(job: &Job<'_>, seen: &Seen) -> Result<Written, StepEr
         created,
         wrote,
     })
+}
+
+/// The skeleton with every RRset of the plan: what a (re)created zone's
+/// file holds, so it serves the plan from its first answer and no UPDATE
+/// follows (a new zone holds no RRset of others, and nothing is retired
+/// from it).
+fn with_records(job: &Job<'_>, skel: &ZoneSkeleton) -> ZoneSkeleton {
+    let mut full = skel.clone();
+    let glue: std::collections::BTreeSet<_> = skel
+        .records
+        .iter()
+        .map(|(n, t, _, _)| (n.clone(), *t))
+        .collect();
+    for ((name, rtype), w) in &job.plan.desired.rrsets {
+        if glue.contains(&(name.clone(), *rtype)) {
+            continue;
+        }
+        full.records.extend(
+            w.values
+                .iter()
+                .map(|v| (name.clone(), *rtype, w.ttl, v.clone())),
+        );
+    }
+    full
 }
 
 /// The skeleton of a (re)created zone: SOA, apex NS and the glue of in-zone

@@ -15,8 +15,19 @@
 //!   past the 64 KiB message cap, ~600 members), sent in that same exec:
 //!   the catalog's serial moves once and secondaries fetch one catalog
 //!   version instead of one per zone;
-//! - SOA serial reads of all zones asked in one `dig` (chunked at
-//!   [`ZONES_PER_DIG`]).
+//! - SOA serial reads of all zones asked in one `dig` (past
+//!   [`ZONES_PER_DIG`] zones, their names on its stdin).
+//!
+//! What a first sync (zones and their DNSRecords applied at once) costs,
+//! per wave of zones whose reconciles reach the pod together (a zone
+//! never applied waits until its DNSRecords carry their finalizer, see
+//! `bindzone::primary`): on the primary, one `dig` of the wave's serials
+//! (and the catalog's); on each secondary nothing, unless the catalog is
+//! missing (one `dig` of its serial there); on the primary, one
+//! `apply_zones` run creating every zone of the wave with all its records
+//! in its file (and the missing catalog beside them), then one nsupdate
+//! exec with the wave's catalog joins in one message. No UPDATE of
+//! records follows a creation that carried them.
 //!
 //! How: the first request for an idle pod starts a drain task; it waits
 //! [`crate::controller::zonesync::Settings::batch_gather`] for the others, takes every queued
@@ -58,8 +69,8 @@ use tokio::sync::{Semaphore, oneshot};
 use crate::bind::ZoneName;
 use crate::bind::commands::local_server;
 use crate::bind::commands::{
-    NSUPDATES_AT_ONCE, WriteKind, ZoneApplied, ZoneWrite, apply_zones, dig_soa, nsupdate_then_soa,
-    parse_apply_zones,
+    NSUPDATES_AT_ONCE, WriteKind, ZoneApplied, ZoneWrite, apply_zones, dig_soa, dig_soa_many,
+    nsupdate_then_soa, parse_apply_zones,
 };
 use crate::bind::nsupdate::{
     NsupdateScript, RrsetChange, UpdateBatch, build_script, join_answered, parse_answers,
@@ -220,13 +231,15 @@ impl Batcher {
         exec: &Arc<dyn PodExecutor>,
         pod: &PodRef,
         zone: &PrimaryZone,
-        skeleton: &str,
+        text: &str,
+        bare: Option<&str>,
     ) -> Result<Created, ServerError> {
         // Never answered from memory: a zone asked to be created is not
         // served (a primary restarted empty lost what this process saw).
-        let applied = self.put(exec, pod, zone, skeleton, false, false).await?;
+        let applied = self.put(exec, pod, zone, text, bare, false, false).await?;
         Ok(match applied {
             ZoneApplied::New => Created::New,
+            ZoneApplied::NewBare(why) => Created::Bare(why),
             _ => Created::Existing,
         })
     }
@@ -244,15 +257,18 @@ impl Batcher {
         skeleton: &str,
         reconfig: bool,
     ) -> Result<ZoneApplied, ServerError> {
-        self.put(exec, pod, zone, skeleton, reconfig, true).await
+        self.put(exec, pod, zone, skeleton, None, reconfig, true)
+            .await
     }
 
+    #[allow(clippy::too_many_arguments)]
     async fn put(
         self: &Arc<Self>,
         exec: &Arc<dyn PodExecutor>,
         pod: &PodRef,
         zone: &PrimaryZone,
-        skeleton: &str,
+        text: &str,
+        bare: Option<&str>,
         reconfig: bool,
         remembered: bool,
     ) -> Result<ZoneApplied, ServerError> {
@@ -267,7 +283,8 @@ impl Batcher {
             view: zone.view.clone(),
             kind: WriteKind::Put {
                 clause: clause.clone(),
-                text: skeleton.to_string(),
+                text: text.to_string(),
+                bare: bare.map(str::to_string),
                 reconfig,
             },
         };
@@ -767,10 +784,10 @@ async fn update_round(exec: &dyn PodExecutor, pod: &PodRef, updates: Vec<UpdateR
     let (parts_text, soa_text) = stdout.split_once("@@nsupdate\n").unwrap_or((stdout, ""));
     let mut serials = parse_dig_soa(soa_text);
     let soa_failed = !read_back.is_empty() && out.is_err() && serials.is_empty();
-    for chunk in rest.chunks(ZONES_PER_DIG) {
-        if let Ok(o) = exec.exec(pod, &dig_soa(&layout, chunk)).await {
-            serials.extend(parse_dig_soa(&o.stdout));
-        }
+    if !rest.is_empty()
+        && let Ok(o) = exec.exec(pod, &dig_soa_many(&layout, &rest)).await
+    {
+        serials.extend(parse_dig_soa(&o.stdout));
     }
     let outputs: Vec<(&str, &str)> = parts_text
         .split("@@end-part\n")
@@ -841,17 +858,17 @@ async fn serials_round(exec: &dyn PodExecutor, pod: &PodRef, reads: Vec<SerialRe
         .collect::<BTreeSet<_>>()
         .into_iter()
         .collect();
-    let mut served = BTreeMap::new();
-    let mut failure = None;
-    for chunk in all.chunks(ZONES_PER_DIG) {
-        match exec.exec(pod, &dig_soa(&layout, chunk)).await {
-            Ok(o) => served.extend(parse_dig_soa(&o.stdout)),
-            Err(e) => {
-                failure = Some(e);
-                break;
-            }
-        }
-    }
+    // One dig run for the whole round: past one argv's share, the names
+    // go on stdin.
+    let cmd = if all.len() > ZONES_PER_DIG {
+        dig_soa_many(&layout, &all)
+    } else {
+        dig_soa(&layout, &all)
+    };
+    let (served, failure) = match exec.exec(pod, &cmd).await {
+        Ok(o) => (parse_dig_soa(&o.stdout), None),
+        Err(e) => (BTreeMap::new(), Some(e)),
+    };
     for (zones, reply) in reads {
         let result = match &failure {
             Some(e) => Err(unreachable(pod, copy(e))),
