@@ -117,16 +117,61 @@ fn skeleton(zone: &str) -> String {
     )
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn zones_created_and_updated_together_fail_alone() {
+/// A primary and a secondary named with fresh keys, the executor that
+/// counts their execs, and a batcher for the primary pod.
+struct Rig {
+    update: TsigKey,
+    xfer: TsigKey,
+    named: crate::controller_zone_named::Named,
+    counting: Arc<Counting>,
+    exec: Arc<dyn PodExecutor>,
+    batcher: Arc<Batcher>,
+    pod: PodRef,
+}
+
+fn rig() -> Rig {
     let update = support::random_key(support::UPDATE_KEY);
     let xfer = support::random_key(support::XFER_KEY);
     let named = start_named(&update, &xfer, vec![]);
-    let p = named.primary.dns.port;
     let counting = Counting::new(local_exec(&named));
-    let exec: Arc<dyn PodExecutor> = counting.exec.clone();
-    let batcher = Arc::new(Batcher::new(Duration::from_millis(50)));
-    let pod = PodRef::new(support::NS, PRIMARY);
+    Rig {
+        exec: counting.exec.clone(),
+        batcher: Arc::new(Batcher::new(Duration::from_millis(50))),
+        pod: PodRef::new(support::NS, PRIMARY),
+        update,
+        xfer,
+        named,
+        counting,
+    }
+}
+
+/// The controllers with zone writes batched per pod, over a fresh pair of
+/// named counted by tool.
+async fn batched_controllers() -> (crate::controller_zone_named::Named, Arc<Counting>, Env) {
+    let update = support::random_key(support::UPDATE_KEY);
+    let xfer = support::random_key(support::XFER_KEY);
+    let named = start_named(&update, &xfer, vec![]);
+    let counting = Counting::new(local_exec(&named));
+    let settings = Settings {
+        batch_gather: Some(BATCH_GATHER),
+        ..test_settings()
+    };
+    let env = Env::start_with_keys(counting.exec.clone(), settings, update, xfer).await;
+    (named, counting, env)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn zones_created_and_updated_together_fail_alone() {
+    let Rig {
+        update,
+        xfer,
+        named,
+        counting,
+        exec,
+        batcher,
+        pod,
+    } = rig();
+    let p = named.primary.dns.port;
     let primary_zone = |z: &str| PrimaryZone {
         zone: ZoneName::parse(z).unwrap(),
         view: None,
@@ -245,14 +290,16 @@ const MEMBERS: usize = 100;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn catalog_joins_of_a_round_are_one_message() {
-    let update = support::random_key(support::UPDATE_KEY);
-    let xfer = support::random_key(support::XFER_KEY);
-    let named = start_named(&update, &xfer, vec![]);
+    let Rig {
+        update,
+        xfer,
+        named,
+        counting,
+        exec,
+        batcher,
+        pod,
+    } = rig();
     let (p, s) = (named.primary.dns.port, named.secondary.dns.port);
-    let counting = Counting::new(local_exec(&named));
-    let exec: Arc<dyn PodExecutor> = counting.exec.clone();
-    let batcher = Arc::new(Batcher::new(Duration::from_millis(50)));
-    let pod = PodRef::new(support::NS, PRIMARY);
     let catalog = ZoneName::parse(support::CATALOG).unwrap();
 
     // The catalog, then the member zones (one creation run each).
@@ -424,16 +471,8 @@ const ZONES: usize = 200;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_first_sync_of_200_zones_costs_a_few_execs_per_pod() {
-    let update = support::random_key(support::UPDATE_KEY);
-    let xfer = support::random_key(support::XFER_KEY);
-    let named = start_named(&update, &xfer, vec![]);
+    let (named, counting, env) = batched_controllers().await;
     let (p, s) = (named.primary.dns.port, named.secondary.dns.port);
-    let counting = Counting::new(local_exec(&named));
-    let settings = Settings {
-        batch_gather: Some(BATCH_GATHER),
-        ..test_settings()
-    };
-    let env = Env::start_with_keys(counting.exec.clone(), settings, update, xfer).await;
 
     let started = Instant::now();
     for i in 0..ZONES {
@@ -511,14 +550,16 @@ async fn a_first_sync_of_200_zones_costs_a_few_execs_per_pod() {
 /// zone stops being served.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_zone_checkconf_refuses_fails_alone_in_its_round() {
-    let update = support::random_key(support::UPDATE_KEY);
-    let xfer = support::random_key(support::XFER_KEY);
-    let named = start_named(&update, &xfer, vec![]);
+    let Rig {
+        update,
+        xfer,
+        named,
+        counting,
+        exec,
+        batcher,
+        pod,
+    } = rig();
     let p = named.primary.dns.port;
-    let counting = Counting::new(local_exec(&named));
-    let exec: Arc<dyn PodExecutor> = counting.exec.clone();
-    let batcher = Arc::new(Batcher::new(Duration::from_millis(50)));
-    let pod = PodRef::new(support::NS, PRIMARY);
     let primary_zone = |z: &str, policy: Option<&str>| PrimaryZone {
         zone: ZoneName::parse(z).unwrap(),
         view: None,
@@ -604,14 +645,16 @@ fn twenty_records(zone: &str) -> String {
 /// named's words on the record's line; the good zone keeps its records.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_new_zone_carries_its_records_and_one_named_refuses_is_created_bare() {
-    let update = support::random_key(support::UPDATE_KEY);
-    let xfer = support::random_key(support::XFER_KEY);
-    let named = start_named(&update, &xfer, vec![]);
+    let Rig {
+        update,
+        xfer,
+        named,
+        counting,
+        exec,
+        batcher,
+        pod,
+    } = rig();
     let p = named.primary.dns.port;
-    let counting = Counting::new(local_exec(&named));
-    let exec: Arc<dyn PodExecutor> = counting.exec.clone();
-    let batcher = Arc::new(Batcher::new(Duration::from_millis(50)));
-    let pod = PodRef::new(support::NS, PRIMARY);
     let zones = [
         plain_zone("full.test", &update, &xfer),
         plain_zone("refused.test", &update, &xfer),
@@ -666,16 +709,8 @@ async fn a_new_zone_carries_its_records_and_one_named_refuses_is_created_bare() 
 /// and the bad record alone is refused with a clear error.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn records_applied_with_their_zone_come_with_its_creation() {
-    let update = support::random_key(support::UPDATE_KEY);
-    let xfer = support::random_key(support::XFER_KEY);
-    let named = start_named(&update, &xfer, vec![]);
+    let (named, counting, env) = batched_controllers().await;
     let (p, s) = (named.primary.dns.port, named.secondary.dns.port);
-    let counting = Counting::new(local_exec(&named));
-    let settings = Settings {
-        batch_gather: Some(BATCH_GATHER),
-        ..test_settings()
-    };
-    let env = Env::start_with_keys(counting.exec.clone(), settings, update, xfer).await;
 
     const N: usize = 20;
     for i in 0..N {
@@ -762,13 +797,15 @@ async fn records_applied_with_their_zone_come_with_its_creation() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serial_reads_of_many_zones_are_one_dig() {
     use bind_operator::controller::zonesync::server::ZONES_PER_DIG;
-    let update = support::random_key(support::UPDATE_KEY);
-    let xfer = support::random_key(support::XFER_KEY);
-    let named = start_named(&update, &xfer, vec![]);
-    let counting = Counting::new(local_exec(&named));
-    let exec: Arc<dyn PodExecutor> = counting.exec.clone();
-    let batcher = Arc::new(Batcher::new(Duration::from_millis(50)));
-    let pod = PodRef::new(support::NS, PRIMARY);
+    let Rig {
+        update,
+        xfer,
+        named: _named,
+        counting,
+        exec,
+        batcher,
+        pod,
+    } = rig();
     let served = plain_zone("served.test", &update, &xfer);
     let created = batcher
         .create_primary(&exec, &pod, &served, &skeleton("served.test"), None)
