@@ -118,31 +118,34 @@ fn skeleton(zone: &str) -> String {
 }
 
 /// A primary and a secondary named with fresh keys, the executor that
-/// counts their execs, and a batcher for the primary pod.
-struct Rig {
-    update: TsigKey,
-    xfer: TsigKey,
-    named: crate::controller_zone_named::Named,
-    counting: Arc<Counting>,
-    exec: Arc<dyn PodExecutor>,
-    batcher: Arc<Batcher>,
-    pod: PodRef,
-}
+/// counts their execs, a batcher and the primary pod: update key, transfer
+/// key, named, counter, executor, batcher, pod.
+type Rig = (
+    TsigKey,
+    TsigKey,
+    crate::controller_zone_named::Named,
+    Arc<Counting>,
+    Arc<dyn PodExecutor>,
+    Arc<Batcher>,
+    PodRef,
+);
 
 fn rig() -> Rig {
     let update = support::random_key(support::UPDATE_KEY);
     let xfer = support::random_key(support::XFER_KEY);
     let named = start_named(&update, &xfer, vec![]);
     let counting = Counting::new(local_exec(&named));
-    Rig {
-        exec: counting.exec.clone(),
-        batcher: Arc::new(Batcher::new(Duration::from_millis(50))),
-        pod: PodRef::new(support::NS, PRIMARY),
+    let exec: Arc<dyn PodExecutor> = counting.exec.clone();
+    let batcher = Arc::new(Batcher::new(Duration::from_millis(50)));
+    (
         update,
         xfer,
         named,
         counting,
-    }
+        exec,
+        batcher,
+        PodRef::new(support::NS, PRIMARY),
+    )
 }
 
 /// The controllers with zone writes batched per pod, over a fresh pair of
@@ -162,25 +165,9 @@ async fn batched_controllers() -> (crate::controller_zone_named::Named, Arc<Coun
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn zones_created_and_updated_together_fail_alone() {
-    let Rig {
-        update,
-        xfer,
-        named,
-        counting,
-        exec,
-        batcher,
-        pod,
-    } = rig();
+    let (update, xfer, named, counting, exec, batcher, pod) = rig();
     let p = named.primary.dns.port;
-    let primary_zone = |z: &str| PrimaryZone {
-        zone: ZoneName::parse(z).unwrap(),
-        view: None,
-        update_key: update.name.clone(),
-        transfer_key: xfer.name.clone(),
-        allow_transfer: vec![],
-        also_notify: vec![],
-        dnssec_policy: None,
-    };
+    let primary_zone = |z: &str| plain_zone(z, &update, &xfer);
 
     // Three zones asked for at once: one run, all new.
     let zones: Vec<PrimaryZone> = ["a.test", "b.test", "c.test"]
@@ -290,15 +277,7 @@ const MEMBERS: usize = 100;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn catalog_joins_of_a_round_are_one_message() {
-    let Rig {
-        update,
-        xfer,
-        named,
-        counting,
-        exec,
-        batcher,
-        pod,
-    } = rig();
+    let (update, xfer, named, counting, exec, batcher, pod) = rig();
     let (p, s) = (named.primary.dns.port, named.secondary.dns.port);
     let catalog = ZoneName::parse(support::CATALOG).unwrap();
 
@@ -319,15 +298,7 @@ async fn catalog_joins_of_a_round_are_one_message() {
         .collect();
     let zones: Vec<PrimaryZone> = names
         .iter()
-        .map(|z| PrimaryZone {
-            zone: z.clone(),
-            view: None,
-            update_key: update.name.clone(),
-            transfer_key: xfer.name.clone(),
-            allow_transfer: vec![],
-            also_notify: vec![],
-            dnssec_policy: None,
-        })
+        .map(|z| plain_zone(z.as_str(), &update, &xfer))
         .collect();
     let created = futures::future::join_all(zones.iter().map(|z| {
         let text = skeleton(z.zone.as_str());
@@ -550,24 +521,11 @@ async fn a_first_sync_of_200_zones_costs_a_few_execs_per_pod() {
 /// zone stops being served.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_zone_checkconf_refuses_fails_alone_in_its_round() {
-    let Rig {
-        update,
-        xfer,
-        named,
-        counting,
-        exec,
-        batcher,
-        pod,
-    } = rig();
+    let (update, xfer, named, counting, exec, batcher, pod) = rig();
     let p = named.primary.dns.port;
     let primary_zone = |z: &str, policy: Option<&str>| PrimaryZone {
-        zone: ZoneName::parse(z).unwrap(),
-        view: None,
-        update_key: update.name.clone(),
-        transfer_key: xfer.name.clone(),
-        allow_transfer: vec![],
-        also_notify: vec![],
         dnssec_policy: policy.map(|p| bind_operator::bind::zone::PolicyName::parse(p).unwrap()),
+        ..plain_zone(z, &update, &xfer)
     };
     let zones = [
         primary_zone("ok1.test", None),
@@ -645,15 +603,7 @@ fn twenty_records(zone: &str) -> String {
 /// named's words on the record's line; the good zone keeps its records.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_new_zone_carries_its_records_and_one_named_refuses_is_created_bare() {
-    let Rig {
-        update,
-        xfer,
-        named,
-        counting,
-        exec,
-        batcher,
-        pod,
-    } = rig();
+    let (update, xfer, named, counting, exec, batcher, pod) = rig();
     let p = named.primary.dns.port;
     let zones = [
         plain_zone("full.test", &update, &xfer),
@@ -797,15 +747,7 @@ async fn records_applied_with_their_zone_come_with_its_creation() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn serial_reads_of_many_zones_are_one_dig() {
     use bind_operator::controller::zonesync::server::ZONES_PER_DIG;
-    let Rig {
-        update,
-        xfer,
-        named: _named,
-        counting,
-        exec,
-        batcher,
-        pod,
-    } = rig();
+    let (update, xfer, _named, counting, exec, batcher, pod) = rig();
     let served = plain_zone("served.test", &update, &xfer);
     let created = batcher
         .create_primary(&exec, &pod, &served, &skeleton("served.test"), None)
