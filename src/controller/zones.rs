@@ -37,6 +37,7 @@ use futures::{StreamExt as _, future, stream};
 use kube::runtime::controller::{Config, Controller};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Resource, ResourceExt as _};
+use tokio_util::task::AbortOnDropHandle;
 
 use crate::api::{BindCluster, BindZone, CONDITION_READY, DNSRecord, is_condition_true};
 use crate::controller::bindcluster::read::loaded_keys;
@@ -365,9 +366,12 @@ pub async fn run(ctx: Arc<Context>, settings: Settings, shutdown: Shutdown) {
             .for_each(|_| future::ready(()));
             // Each controller on a task of its own: a busy zone controller
             // must not hold back the DNSRecord controller's finalizers (one
-            // task is polled by one thread at a time).
-            let (zones, records) =
-                futures::join!(tokio::spawn(zone_ctrl), tokio::spawn(record_ctrl));
+            // task is polled by one thread at a time). Aborted when this
+            // future is dropped (a lost Lease stops the controllers at once).
+            let (zones, records) = futures::join!(
+                AbortOnDropHandle::new(tokio::spawn(zone_ctrl)),
+                AbortOnDropHandle::new(tokio::spawn(record_ctrl))
+            );
             for ended in [zones, records] {
                 if let Err(e) = ended {
                     tracing::error!(error = %e, "a zone controller ended abnormally");

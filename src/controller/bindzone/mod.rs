@@ -35,6 +35,7 @@ use kube::ResourceExt as _;
 use kube::api::Api;
 use kube::runtime::controller::Action;
 use kube::runtime::finalizer::{self, Event, finalizer};
+use tokio_util::task::AbortOnDropHandle;
 use tracing::Instrument as _;
 
 use crate::api::BindZone;
@@ -128,7 +129,11 @@ pub async fn reconcile(zone: Arc<BindZone>, ctx: Arc<ZoneContext>) -> Result<Act
     // on every worker thread instead of inside the controller's one task.
     let run = {
         let (zone, ctx) = (zone.clone(), ctx.clone());
-        let task = tokio::spawn(async move { converge(zone, &ctx).await }.in_current_span());
+        // Aborted if this reconcile is dropped: on a lost Lease the
+        // controllers are dropped at once and nothing may go on writing.
+        let task = AbortOnDropHandle::new(tokio::spawn(
+            async move { converge(zone, &ctx).await }.in_current_span(),
+        ));
         async move {
             match task.await {
                 Ok(result) => result,
