@@ -74,15 +74,7 @@ impl Cluster {
     /// and makes it a catalog member.
     fn add_zone(&self, name: &str) -> ZoneName {
         let zone = ZoneName::parse(name).unwrap();
-        let pz = PrimaryZone {
-            zone: zone.clone(),
-            view: None,
-            update_key: self.update.name.clone(),
-            transfer_key: self.xfer.name.clone(),
-            allow_transfer: vec![],
-            also_notify: vec![],
-            dnssec_policy: None,
-        };
+        let pz = harness::plain_zone(name, &self.update, &self.xfer);
         let ns1 = DomainName::resolve("ns1", &zone).unwrap();
         let skel = ZoneSkeleton {
             zone: zone.clone(),
@@ -497,15 +489,7 @@ fn put(zone: &str, clause: &str, text: &str) -> commands::ZoneWrite {
 
 impl Cluster {
     fn primary_zone(&self, name: &str) -> PrimaryZone {
-        PrimaryZone {
-            zone: ZoneName::parse(name).unwrap(),
-            view: None,
-            update_key: self.update.name.clone(),
-            transfer_key: self.xfer.name.clone(),
-            allow_transfer: vec![],
-            also_notify: vec![],
-            dnssec_policy: None,
-        }
+        harness::plain_zone(name, &self.update, &self.xfer)
     }
 
     fn skeleton(&self, name: &str) -> String {

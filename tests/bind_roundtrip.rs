@@ -18,7 +18,7 @@ use bind_operator::bind::commands::{self, local_server};
 use bind_operator::bind::nsupdate::{RrsetChange, build_script};
 use bind_operator::bind::parse;
 use bind_operator::bind::render::render_cluster;
-use bind_operator::bind::zone::{PrimaryZone, Soa, ZoneSkeleton};
+use bind_operator::bind::zone::{Soa, ZoneSkeleton};
 use bind_operator::bind::{DomainName, Rdata, RecordType, TsigAlgorithm, Ttl, ZoneName};
 use bind_operator::controller::zonesync::diff::{Served, diff};
 use bind_operator::controller::zonesync::plan::{ApexWanted, Desired, Owner, WantedRrset};
@@ -189,15 +189,7 @@ fn every_admitted_type_round_trips_through_named_without_a_rewrite() {
 
     // A primary zone as the operator creates it: skeleton file, addzone.
     let zone = ZoneName::parse("rt.test").unwrap();
-    let pz = PrimaryZone {
-        zone: zone.clone(),
-        view: None,
-        update_key: update.name.clone(),
-        transfer_key: xfer.name.clone(),
-        allow_transfer: vec![],
-        also_notify: vec![],
-        dnssec_policy: None,
-    };
+    let pz = harness::plain_zone("rt.test", &update, &xfer);
     let ns1 = DomainName::resolve("ns1", &zone).unwrap();
     let default_ttl = Ttl::new(300).unwrap();
     let skel = ZoneSkeleton {

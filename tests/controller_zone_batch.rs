@@ -167,7 +167,7 @@ async fn batched_controllers() -> (crate::controller_zone_named::Named, Arc<Coun
 async fn zones_created_and_updated_together_fail_alone() {
     let (update, xfer, named, counting, exec, batcher, pod) = rig();
     let p = named.primary.dns.port;
-    let primary_zone = |z: &str| plain_zone(z, &update, &xfer);
+    let primary_zone = |z: &str| harness::plain_zone(z, &update, &xfer);
 
     // Three zones asked for at once: one run, all new.
     let zones: Vec<PrimaryZone> = ["a.test", "b.test", "c.test"]
@@ -298,7 +298,7 @@ async fn catalog_joins_of_a_round_are_one_message() {
         .collect();
     let zones: Vec<PrimaryZone> = names
         .iter()
-        .map(|z| plain_zone(z.as_str(), &update, &xfer))
+        .map(|z| harness::plain_zone(z.as_str(), &update, &xfer))
         .collect();
     let created = futures::future::join_all(zones.iter().map(|z| {
         let text = skeleton(z.zone.as_str());
@@ -525,7 +525,7 @@ async fn a_zone_checkconf_refuses_fails_alone_in_its_round() {
     let p = named.primary.dns.port;
     let primary_zone = |z: &str, policy: Option<&str>| PrimaryZone {
         dnssec_policy: policy.map(|p| bind_operator::bind::zone::PolicyName::parse(p).unwrap()),
-        ..plain_zone(z, &update, &xfer)
+        ..harness::plain_zone(z, &update, &xfer)
     };
     let zones = [
         primary_zone("ok1.test", None),
@@ -575,19 +575,6 @@ async fn a_zone_checkconf_refuses_fails_alone_in_its_round() {
     assert_eq!(harness::dig_short(p, "ok2.test", "SOA").len(), 1);
 }
 
-/// A primary zone of the test clusters' keys, in no view.
-fn plain_zone(z: &str, update: &TsigKey, xfer: &TsigKey) -> PrimaryZone {
-    PrimaryZone {
-        zone: ZoneName::parse(z).unwrap(),
-        view: None,
-        update_key: update.name.clone(),
-        transfer_key: xfer.name.clone(),
-        allow_transfer: vec![],
-        also_notify: vec![],
-        dnssec_policy: None,
-    }
-}
-
 /// Twenty A records `r<i>.<zone>` as zone-file lines.
 fn twenty_records(zone: &str) -> String {
     (0..20)
@@ -606,8 +593,8 @@ async fn a_new_zone_carries_its_records_and_one_named_refuses_is_created_bare() 
     let (update, xfer, named, counting, exec, batcher, pod) = rig();
     let p = named.primary.dns.port;
     let zones = [
-        plain_zone("full.test", &update, &xfer),
-        plain_zone("refused.test", &update, &xfer),
+        harness::plain_zone("full.test", &update, &xfer),
+        harness::plain_zone("refused.test", &update, &xfer),
     ];
     let texts = [
         format!("{}{}", skeleton("full.test"), twenty_records("full.test")),
@@ -748,7 +735,7 @@ async fn records_applied_with_their_zone_come_with_its_creation() {
 async fn serial_reads_of_many_zones_are_one_dig() {
     use bind_operator::controller::zonesync::server::ZONES_PER_DIG;
     let (update, xfer, _named, counting, exec, batcher, pod) = rig();
-    let served = plain_zone("served.test", &update, &xfer);
+    let served = harness::plain_zone("served.test", &update, &xfer);
     let created = batcher
         .create_primary(&exec, &pod, &served, &skeleton("served.test"), None)
         .await;

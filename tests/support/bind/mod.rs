@@ -17,6 +17,7 @@ use bind_operator::bind::commands::Command;
 use bind_operator::bind::entrypoint::render_rndc_key;
 use bind_operator::bind::layout::{PodLayout, mount};
 use bind_operator::bind::render::{ClusterConfig, DnssecValidation, RenderedFiles};
+use bind_operator::bind::zone::PrimaryZone;
 use bind_operator::bind::{Endpoint, KeyName, TsigAlgorithm, TsigKey, TsigSecret, ZoneName};
 
 /// How long a pod may take to answer DNS after start.
@@ -162,6 +163,20 @@ pub fn small_config(primary: Endpoint, xfer: &TsigKey, update: &TsigKey) -> Clus
         transfer_key: xfer.name.clone(),
         primary_endpoint: primary,
         keys: vec![xfer.clone(), update.clone()],
+    }
+}
+
+/// A primary zone signed with the test cluster's update key and
+/// transferred with its transfer key, in no view, without policy.
+pub fn plain_zone(name: &str, update: &TsigKey, xfer: &TsigKey) -> PrimaryZone {
+    PrimaryZone {
+        zone: ZoneName::parse(name).unwrap(),
+        view: None,
+        update_key: update.name.clone(),
+        transfer_key: xfer.name.clone(),
+        allow_transfer: vec![],
+        also_notify: vec![],
+        dnssec_policy: None,
     }
 }
 
