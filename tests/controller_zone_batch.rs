@@ -13,9 +13,13 @@
 //!   id, and the secondary serves every one; a round of leaves and re-joins
 //!   is again one message, and the secondary drops exactly the zones that
 //!   left.
+//! - A wave of new zones carries its catalog joins: the catalog and 20 new
+//!   zones are one zone-list run and one nsupdate exec; a zone already
+//!   served joins nothing, one named refuses fails alone.
 //! - The controllers' first sync of 200 zones with 400 DNSRecords: every
-//!   record is served by the secondary, and the primary saw a few dozen
-//!   execs, not one or more per zone.
+//!   record is served by the secondary, and the primary saw a handful of
+//!   execs (one wave: dig, zone list, catalog joins), not one or more per
+//!   zone.
 
 use crate::controller_zone_named::{LocalExec, start_named};
 use crate::support_bind as harness;
@@ -37,7 +41,7 @@ use bind_operator::bind::zone::{
 use bind_operator::bind::{TsigKey, Ttl, ZoneName};
 use bind_operator::controller::exec::{ObservedExecutor, PodExecutor, PodRef};
 use bind_operator::controller::zonesync::server::batch::Batcher;
-use bind_operator::controller::zonesync::server::{Created, ServerError};
+use bind_operator::controller::zonesync::server::{CatalogJoin, Created, ServerError};
 use bind_operator::controller::zonesync::{BATCH_GATHER, Settings};
 use kube::Api;
 use kube::api::ListParams;
@@ -437,6 +441,97 @@ async fn catalog_joins_of_a_round_are_one_message() {
     );
 }
 
+/// A first sync's wave: the catalog and new member zones created in one
+/// round, each zone carrying its catalog join. The round is one
+/// `apply_zones` run and one nsupdate exec with every join in one message;
+/// a zone that was there already sends no join, and one named refuses
+/// fails alone without joining.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn new_zones_join_their_catalog_in_the_round_that_creates_them() {
+    let (update, xfer, named, counting, exec, batcher, pod) = rig();
+    let (p, s) = (named.primary.dns.port, named.secondary.dns.port);
+    let catalog = ZoneName::parse(support::CATALOG).unwrap();
+    // Served before the round: its creation finds it, and it does not join.
+    let old = harness::plain_zone("old.test", &update, &xfer);
+    let made = batcher
+        .create_primary(&exec, &pod, &old, &skeleton("old.test"), None)
+        .await;
+    assert!(matches!(made, Ok(Created::New)), "{made:?}");
+    let before = counting.by_verb();
+
+    let mut zones: Vec<PrimaryZone> = (0..20)
+        .map(|i| harness::plain_zone(&format!("j{i}.test"), &update, &xfer))
+        .collect();
+    zones.push(old.clone());
+    zones.push(PrimaryZone {
+        dnssec_policy: Some(bind_operator::bind::zone::PolicyName::parse("nope").unwrap()),
+        ..harness::plain_zone("refused.test", &update, &xfer)
+    });
+    let cat_zone = catalog_primary_zone(&catalog, None, &xfer.name);
+    let cat_text = catalog_skeleton(&catalog, 1).render();
+    let cat = batcher.create_primary(&exec, &pod, &cat_zone, &cat_text, None);
+    let members = futures::future::join_all(zones.iter().map(|z| {
+        let text = skeleton(z.zone.as_str());
+        let join = CatalogJoin {
+            catalog: catalog.clone(),
+            change: catalog_add_member(&catalog, &z.zone),
+            key: xfer.clone(),
+        };
+        let (batcher, exec, pod) = (batcher.clone(), exec.clone(), pod.clone());
+        async move {
+            batcher
+                .create_primary_joining(&exec, &pod, z, &text, None, Some(join))
+                .await
+        }
+    }));
+    let (cat, members) = futures::join!(cat, members);
+    assert!(matches!(cat, Ok(Created::New)), "{cat:?}");
+    for (z, made) in zones.iter().zip(&members) {
+        match z.zone.as_str() {
+            "old.test" => assert!(
+                matches!(made, Ok((Created::Existing, None))),
+                "{z:?}: {made:?}"
+            ),
+            "refused.test" => assert!(matches!(made, Err(ServerError::Rndc { .. })), "{made:?}"),
+            _ => assert!(
+                matches!(made, Ok((Created::New, Some(Ok(()))))),
+                "{}: {made:?}",
+                z.zone
+            ),
+        }
+    }
+    // One round: the catalog and the new zones listed by one run (and the
+    // run again without the refused one), the joins in one nsupdate exec.
+    let after = counting.by_verb();
+    let grew = |verb: &'static str| {
+        after.get(&(PRIMARY.into(), verb)).copied().unwrap_or(0)
+            - before.get(&(PRIMARY.into(), verb)).copied().unwrap_or(0)
+    };
+    assert_eq!(grew("apply_zones"), 2, "{after:?}");
+    assert_eq!(grew("nsupdate"), 1, "{after:?}");
+    let owner = |z: &str| catalog_member_owner(&catalog, &ZoneName::parse(z).unwrap());
+    for i in 0..20 {
+        let z = format!("j{i}.test");
+        assert_eq!(
+            harness::dig_short(p, owner(&z).as_str(), "PTR"),
+            [format!("{z}.")],
+            "{z} is a member"
+        );
+    }
+    for z in ["old.test", "refused.test"] {
+        assert!(
+            harness::dig_short(p, owner(z).as_str(), "PTR").is_empty(),
+            "{z}"
+        );
+    }
+    // The secondary picks every new member up from the catalog.
+    assert!(
+        harness::wait_until(Duration::from_secs(60), || (0..20)
+            .all(|i| { harness::dig_short(s, &format!("j{i}.test"), "SOA").len() == 1 })),
+        "the secondary serves every member"
+    );
+}
+
 /// Zones and records of the first sync.
 const ZONES: usize = 200;
 
@@ -509,9 +604,12 @@ async fn a_first_sync_of_200_zones_costs_a_few_execs_per_pod() {
         counting.by_verb()
     );
     // One by one this was at least 3 execs per zone on the primary (file,
-    // addzone, update) and one dig per zone on the secondary.
-    assert!(primary <= 60, "{primary} execs on the primary");
-    assert!(secondary <= 30, "{secondary} execs on the secondary");
+    // addzone, update) and one dig per zone on the secondary. The zones wait
+    // for the whole first sync and go as one wave: one dig, one zone-list
+    // run with every record in the files, one nsupdate of catalog joins
+    // (a busy machine may split it into a few waves).
+    assert!(primary <= 12, "{primary} execs on the primary");
+    assert!(secondary <= 4, "{secondary} execs on the secondary");
     env.stop().await;
 }
 

@@ -91,10 +91,13 @@ fn record_trigger(r: &DNSRecord) -> u64 {
 /// a deletion, and any change while the record lacks the finalizer. Not
 /// the finalizer's own arrival: the reconcile that added it went on to the
 /// record's other checks, and a wake for each of 100,000 new records would
-/// double the controller's work while they arrive.
+/// double the controller's work while they arrive. A new record of a zone
+/// not applied yet is noted as a first sync arriving as soon as it is seen
+/// (new zones wait for the rest of it).
 fn record_self_trigger(
-    store: Store<DNSRecord>,
+    zctx: Arc<ZoneContext>,
 ) -> impl FnMut(&Arc<DNSRecord>) -> future::Ready<bool> + Send + 'static {
+    let store = zctx.records.clone();
     let mut spec_changed = changed(
         |r: &DNSRecord| {
             hash_of(&(
@@ -106,7 +109,15 @@ fn record_self_trigger(
     );
     move |r| {
         let moved = spec_changed(r).into_inner();
-        future::ready(moved || !has_record_finalizer(r))
+        let new = !has_record_finalizer(r);
+        if new && r.metadata.deletion_timestamp.is_none() {
+            let zone = r.namespace().and_then(|ns| {
+                zctx.zones
+                    .get(&ObjectRef::new(&r.spec.zone_ref).within(&ns))
+            });
+            super::zonesync::note_if_first_sync(&zctx, zone.as_deref());
+        }
+        future::ready(moved || new)
     }
 }
 
@@ -358,7 +369,7 @@ pub async fn run(ctx: Arc<Context>, settings: Settings, shutdown: Shutdown) {
             .run(bindzone::reconcile, bindzone::error_policy, zctx.clone())
             .for_each(|_| future::ready(()));
             let record_ctrl = Controller::for_shared_stream(
-                record_sub_self.filter(record_self_trigger(zctx.records.clone())),
+                record_sub_self.filter(record_self_trigger(zctx.clone())),
                 records,
             )
             .graceful_shutdown_on(shutdown)

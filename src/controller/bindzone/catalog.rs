@@ -10,7 +10,7 @@ use crate::bind::nsupdate::{catalog_add_member, catalog_remove_member};
 use crate::bind::zone::{catalog_primary_zone, catalog_skeleton};
 use crate::bind::{TsigKey, ViewName, ZoneName};
 use crate::controller::zonesync::ZoneContext;
-use crate::controller::zonesync::server::{Created, ServerError, Target};
+use crate::controller::zonesync::server::{CatalogJoin, Created, ServerError, Target};
 use crate::controller::zonesync::state::ClusterMemory;
 
 use super::read::Inputs;
@@ -93,6 +93,16 @@ async fn update(
         catalog_remove_member(catalog, zone)
     };
     target.catalog_change(catalog, change, transfer).await
+}
+
+/// The join of a zone for its creation to carry (see
+/// [`Target::create_primary_joining`]): the same change as [`join`].
+pub fn carried_join(catalog: &ZoneName, zone: &ZoneName, transfer: &TsigKey) -> CatalogJoin {
+    CatalogJoin {
+        catalog: catalog.clone(),
+        change: catalog_add_member(catalog, zone),
+        key: transfer.clone(),
+    }
 }
 
 /// Makes `zone` a member (PTR at its stable id; replacing is idempotent).

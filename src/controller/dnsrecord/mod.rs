@@ -17,12 +17,12 @@ use kube::runtime::reflector::ObjectRef;
 
 use crate::api::{BindZone, DNSRecord};
 use crate::controller::error::{Categorized, Category, measured, rejected};
-use crate::controller::zonesync::ZoneContext;
 use crate::controller::zonesync::plan::has_record_finalizer;
 use crate::controller::zonesync::writes::{
     RecordReport, WriteError, add_record_finalizer, pending_grace, release_record,
     write_record_reports,
 };
+use crate::controller::zonesync::{ZoneContext, note_if_first_sync};
 
 use crate::api::REASON_ZONE_NOT_FOUND;
 use crate::telemetry::Controller as MetricsController;
@@ -76,6 +76,9 @@ async fn settle(record: &Arc<DNSRecord>, ctx: &ZoneContext) -> Result<Action, Er
     if !has_record_finalizer(record) {
         // No wake follows the finalizer's arrival (see `zones`): go on.
         add_record_finalizer(client, record).await?;
+        // A record of a zone not applied yet: a first sync is arriving,
+        // and new zones wait for the rest of it (see `bindzone::primary`).
+        note_if_first_sync(ctx, zone.as_deref());
     }
     if zone.is_none() {
         let report = RecordReport::Pending {

@@ -48,6 +48,23 @@ pub const RECORD_FINALIZER: &str = "bind.unkin.net/finalizer";
 /// operator restart. Bookkeeping only; a change to it triggers nothing.
 pub const ANNOTATION_APPLIED: &str = "bind.unkin.net/applied-zone";
 
+/// Whether the zone was ever applied (it carries [`ANNOTATION_APPLIED`]).
+pub fn ever_applied(zone: &crate::api::BindZone) -> bool {
+    zone.metadata
+        .annotations
+        .as_ref()
+        .is_some_and(|a| a.contains_key(ANNOTATION_APPLIED))
+}
+
+/// Notes a DNSRecord taken in (seen new, or given its finalizer) whose zone
+/// is not there or was never applied: a first sync still arriving, which
+/// new zones wait for (see `bindzone::primary`).
+pub fn note_if_first_sync(ctx: &ZoneContext, zone: Option<&crate::api::BindZone>) {
+    if zone.is_none_or(|z| !ever_applied(z)) {
+        ctx.state.note_first_sync_record();
+    }
+}
+
 /// How often a converged zone is checked against the servers (SOA serial,
 /// survey shared by the cluster's zones). Modest: a primary restarted on an
 /// empty volume is usually noticed at once through its pod changing; this

@@ -145,6 +145,18 @@ pub enum Created {
     Existing,
 }
 
+/// A catalog join carried by a zone's creation ([`Target::create_primary_joining`]):
+/// sent in the same round as the creation, right after it, only when the
+/// zone was created.
+#[derive(Debug, Clone)]
+pub struct CatalogJoin {
+    pub catalog: ZoneName,
+    /// The membership change (see [`crate::bind::nsupdate::catalog_add_member`]).
+    pub change: RrsetChange,
+    /// Signs the change: the transfer key (in a view, the view's key).
+    pub key: TsigKey,
+}
+
 /// One pod, with its layout, ready to run zone commands.
 pub struct Target<'a> {
     exec: &'a dyn PodExecutor,
@@ -317,6 +329,35 @@ impl<'a> Target<'a> {
         if let Some((b, exec)) = self.batch {
             return b.create_primary(exec, self.pod, zone, text, bare).await;
         }
+        self.create_unbatched(zone, text, bare).await
+    }
+
+    /// [`Self::create_primary`], and when the zone was created, its
+    /// catalog `join` in the same round of the pod (one round, not two, for
+    /// a first sync's wave of new zones). The join's outcome is `None` when
+    /// it was not sent: the zone was there already, or the target is
+    /// unbatched (the caller joins by itself then).
+    pub async fn create_primary_joining(
+        &self,
+        zone: &PrimaryZone,
+        text: &str,
+        bare: Option<&str>,
+        join: CatalogJoin,
+    ) -> Result<(Created, Option<Result<(), ServerError>>), ServerError> {
+        if let Some((b, exec)) = self.batch {
+            return b
+                .create_primary_joining(exec, self.pod, zone, text, bare, Some(join))
+                .await;
+        }
+        Ok((self.create_unbatched(zone, text, bare).await?, None))
+    }
+
+    async fn create_unbatched(
+        &self,
+        zone: &PrimaryZone,
+        text: &str,
+        bare: Option<&str>,
+    ) -> Result<Created, ServerError> {
         let skeleton = bare.unwrap_or(text);
         if self
             .zone_status(&zone.zone, zone.view.as_ref())

@@ -180,9 +180,24 @@ pub struct ServerState {
     /// reports queued for the background writer.
     pub statuses: Arc<super::writes::StatusQueue>,
     clusters: Mutex<HashMap<ObjKey, Arc<ClusterMemory>>>,
+    /// When the DNSRecord controller last put the finalizer on a record of
+    /// a zone not applied yet (or of no zone yet): a first sync still
+    /// arriving (see `bindzone::primary::plan`).
+    first_sync_record: Mutex<Option<Instant>>,
 }
 
 impl ServerState {
+    /// Notes a DNSRecord of a zone not applied yet (or of a zone not there
+    /// yet) taken in now.
+    pub fn note_first_sync_record(&self) {
+        *lock(&self.first_sync_record) = Some(Instant::now());
+    }
+
+    /// How long ago a DNSRecord of a zone not applied yet was last taken
+    /// in (`None`: never).
+    pub fn since_first_sync_record(&self) -> Option<Duration> {
+        lock(&self.first_sync_record).map(|at| at.elapsed())
+    }
     pub fn cluster(&self, key: &ObjKey) -> Arc<ClusterMemory> {
         lock(&self.clusters).entry(key.clone()).or_default().clone()
     }

@@ -56,7 +56,10 @@ async fn membership(
     let (old, want) = (&job.applied.catalog, &job.plan.want.catalog);
     if let (Some(cat), Some(epoch)) = (&job.plan.catalog, epoch) {
         let joined = !written.created && old == want && ctx.state.member_epoch(&job.zkey) >= epoch;
-        if !joined {
+        if written.joined {
+            // Joined in its creation's round, after the catalog existed.
+            ctx.state.set_member_epoch(&job.zkey, epoch);
+        } else if !joined {
             catalog::join(target, cat, zname, transfer).await?;
             ctx.state.set_member_epoch(&job.zkey, epoch);
             written.wrote = true;

@@ -9,16 +9,17 @@
 //! built ([`ZoneRead`]); each step is a child module:
 //! - `plan`: the zone's RRsets (through the zone's plan memo: only what
 //!   changed is validated and decided again), the annotation it wants,
-//!   its catalog; a zone never applied whose DNSRecords still wait for
-//!   their finalizer waits a little for them (see `plan::FIRST_SYNC_WAIT`);
+//!   its catalog; a zone never applied waits a little while its
+//!   DNSRecords still lack their finalizer or records of zones not applied
+//!   yet still arrive (a first sync: see `plan::FIRST_SYNC_WAIT`);
 //! - `decide`: what the primary needs (`Need`), from what this process
 //!   remembers — nothing, a periodic check, records only, a full pass, or a
 //!   move from where the zone was applied before;
 //! - `read`: what the primary serves now (serials, and the secondaries'
 //!   before a zone is re-created);
 //! - `zone`: the zone itself (old placement removed, created with its
-//!   records, clause);
-//! - `membership`: its catalog membership;
+//!   records and, batched, its catalog join in the same round; clause);
+//! - `membership`: its catalog membership (unless joined at creation);
 //! - `records`: its RRsets and SOA, in one nsupdate run;
 //! - `notify`: a NOTIFY repeated for a secondary that missed one;
 //! - `verify`: the snapshot remembered (or forgotten) and the
@@ -113,7 +114,7 @@ pub async fn converge(ctx: &ZoneContext, read: &ZoneRead) -> Outcome {
     if let Some(invalid) = plan::unwritable(&planned.desired) {
         return planned.outcome(Err(invalid));
     }
-    if let Some(wait) = plan::awaiting_records(read, &planned.desired) {
+    if let Some(wait) = plan::awaiting_records(ctx, read, &planned.desired) {
         return planned.outcome(Err(wait));
     }
     let result = {
@@ -337,6 +338,9 @@ struct Written {
     served: Arc<Served>,
     /// The zone was created by this pass.
     created: bool,
+    /// Its catalog join went with its creation (see
+    /// [`crate::controller::zonesync::server::Target::create_primary_joining`]).
+    joined: bool,
     /// Anything was written.
     wrote: bool,
 }

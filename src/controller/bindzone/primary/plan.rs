@@ -117,11 +117,25 @@ const FIRST_SYNC_SETTLE: std::time::Duration = std::time::Duration::from_secs(1)
 /// How soon a waiting zone looks again (a finalizer added also wakes it).
 const FIRST_SYNC_RECHECK: std::time::Duration = std::time::Duration::from_millis(500);
 
+/// How long the DNSRecord controller must have taken in no record of a
+/// zone not applied yet before a new zone is created: while a first sync
+/// still arrives (a GitOps apply of many zones and their records), every
+/// new zone waits for the rest of it, so the whole of it is created in one
+/// round of the primary with its records in the zone files, not in waves
+/// of zones created bare and filled by UPDATE. They all wait for the same
+/// moment (the last arrival plus this), so they reach the primary together.
+const FIRST_SYNC_QUIET: std::time::Duration = std::time::Duration::from_millis(400);
+
 /// A zone never applied, younger than [`FIRST_SYNC_WAIT`], with DNSRecords
-/// still waiting for their finalizer (or younger than
-/// [`FIRST_SYNC_SETTLE`]): look again soon instead of creating it without
+/// still waiting for their finalizer, or while records of zones not
+/// applied yet still arrive ([`FIRST_SYNC_QUIET`]), or younger than
+/// [`FIRST_SYNC_SETTLE`]: look again soon instead of creating it without
 /// them.
-pub(super) fn awaiting_records(read: &ZoneRead, desired: &Desired) -> Option<Failure> {
+pub(super) fn awaiting_records(
+    ctx: &ZoneContext,
+    read: &ZoneRead,
+    desired: &Desired,
+) -> Option<Failure> {
     if read.applied.type_.is_some() {
         return None;
     }
@@ -137,6 +151,19 @@ pub(super) fn awaiting_records(read: &ZoneRead, desired: &Desired) -> Option<Fai
         .and_then(|t| {
             std::time::Duration::try_from(t.0.duration_until(jiff::Timestamp::now())).ok()
         })?;
-    let wait = (waiting && age < FIRST_SYNC_WAIT) || age < FIRST_SYNC_SETTLE;
-    wait.then_some(Failure::Deferred(FIRST_SYNC_RECHECK))
+    if (waiting && age < FIRST_SYNC_WAIT) || age < FIRST_SYNC_SETTLE {
+        return Some(Failure::Deferred(FIRST_SYNC_RECHECK));
+    }
+    let arriving = ctx
+        .state
+        .since_first_sync_record()
+        .and_then(|since| FIRST_SYNC_QUIET.checked_sub(since))
+        .filter(|left| !left.is_zero());
+    match arriving {
+        // Never past the zone's own bound.
+        Some(left) if age < FIRST_SYNC_WAIT => Some(Failure::Deferred(
+            left.min(FIRST_SYNC_WAIT - age) + std::time::Duration::from_millis(10),
+        )),
+        _ => None,
+    }
 }

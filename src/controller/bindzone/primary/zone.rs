@@ -58,17 +58,38 @@ pub(super) async fn ensure(job: &Job<'_>, seen: &Seen) -> Result<Written, StepEr
     let (target, zname) = (&job.target, job.zname());
     let mut created = false;
     let mut wrote = false;
+    let mut joined = false;
     let skel = skeleton(job, &seen.peers);
     let served = match seen.serial {
         None => {
             let full = with_records(job, &skel);
             let (text, bare) = (full.render(), skel.render());
             let fallback = (full.records.len() > skel.records.len()).then_some(bare.as_str());
-            match target
-                .create_primary(&job.cfg.clause, &text, fallback)
-                .await
-                .map_err(job.at(Step::Zone))?
-            {
+            let made = match &job.plan.catalog {
+                // Its catalog join goes in the creation's round.
+                Some(cat) => {
+                    let transfer = job.inputs.keys.transfer_for(job.view());
+                    let join = catalog::carried_join(cat, zname, transfer);
+                    target
+                        .create_primary_joining(&job.cfg.clause, &text, fallback, join)
+                        .await
+                }
+                None => target
+                    .create_primary(&job.cfg.clause, &text, fallback)
+                    .await
+                    .map(|c| (c, None)),
+            };
+            let (made, carried) = made.map_err(job.at(Step::Zone))?;
+            match carried {
+                Some(Ok(())) => joined = true,
+                // The catalog step joins it again, after the catalog's own
+                // creation (which may have come a round later).
+                Some(Err(e)) => {
+                    tracing::debug!(pod = %target.pod, zone = %zname, error = %e, "the join sent with the zone's creation failed; joining again");
+                }
+                None => {}
+            }
+            match made {
                 Created::New => {
                     let records = full.records.len();
                     tracing::info!(pod = %target.pod, zone = %zname, serial = skel.serial, records, "created zone");
@@ -124,6 +145,7 @@ pub(super) async fn ensure(job: &Job<'_>, seen: &Seen) -> Result<Written, StepEr
     Ok(Written {
         served,
         created,
+        joined,
         wrote,
     })
 }

@@ -18,21 +18,25 @@
 //! - SOA serial reads of all zones asked in one `dig` (past
 //!   [`ZONES_PER_DIG`] zones, their names on its stdin).
 //!
-//! What a first sync (zones and their DNSRecords applied at once) costs,
-//! per wave of zones whose reconciles reach the pod together (a zone
-//! never applied waits until its DNSRecords carry their finalizer, see
-//! `bindzone::primary`): on the primary, one `dig` of the wave's serials
-//! (and the catalog's); on each secondary nothing, unless the catalog is
-//! missing (one `dig` of its serial there); on the primary, one
-//! `apply_zones` run creating every zone of the wave with all its records
-//! in its file (and the missing catalog beside them), then one nsupdate
-//! exec with the wave's catalog joins in one message. No UPDATE of
-//! records follows a creation that carried them.
+//! What a first sync (zones and their DNSRecords applied at once) costs:
+//! the new zones wait until the first sync's DNSRecords stop arriving and
+//! carry their finalizers (see `bindzone::primary`), then reach the pod
+//! together, as one wave (or a few). Per wave: on the primary, one `dig`
+//! of the wave's serials (and the catalog's); on each secondary nothing,
+//! unless the catalog is missing (one `dig` of its serial there); then one
+//! round on the primary: one `apply_zones` run creating every zone of the
+//! wave with all its records in its file (and the missing catalog beside
+//! them), and one nsupdate exec with the joins of the zones it created in
+//! one message per catalog. No UPDATE of records follows a creation that
+//! carried them.
 //!
 //! How: the first request for an idle pod starts a drain task; it waits
-//! [`crate::controller::zonesync::Settings::batch_gather`] for the others, takes every queued
-//! request, runs the round, hands each request its own result, and goes on
-//! while requests queued during the round (they join the next one). So a
+//! [`crate::controller::zonesync::Settings::batch_gather`] for the others
+//! (again while more arrived during the wait, up to [`GATHER_ROUNDS`]
+//! waits), takes every queued request, runs the round, hands each request
+//! its own result, and goes on while requests queued during the round
+//! (they join the next one). A zone created in the round carries its
+//! catalog join into the same round's membership message. So a
 //! first sync of 1,000 zones costs a handful of execs per step instead of
 //! one per zone, while a lone change still runs at once.
 //!
@@ -82,11 +86,16 @@ use crate::bind::zone::PrimaryZone;
 use crate::bind::{DomainName, Endpoint, RecordType, TsigKey, ViewName};
 use crate::controller::exec::{ExecError, PodExecutor, PodRef};
 
-use super::{Created, ServerError, ZONES_PER_DIG};
+use super::{CatalogJoin, Created, ServerError, ZONES_PER_DIG};
 
 /// Unbatched commands running at once through one [`Batcher`] (what the
 /// zone controller's concurrency used to bound).
 pub const UNBATCHED_AT_ONCE: usize = 8;
+
+/// Most gathering waits before a round runs whatever it has (see
+/// [`Batcher::gathered`]): a steady stream of requests still gets a round
+/// every `GATHER_ROUNDS` x gather.
+pub const GATHER_ROUNDS: usize = 10;
 
 type Reply<T> = oneshot::Sender<Result<T, ServerError>>;
 
@@ -99,10 +108,12 @@ enum Request {
         zones: Vec<ZoneName>,
         reply: Reply<BTreeMap<ZoneName, u32>>,
     },
-    /// A primary zone to list, change or unlist.
+    /// A primary zone to list, change or unlist; with a catalog join to
+    /// send in the same round if this creates it.
     Zone {
         write: ZoneWrite,
         reply: Reply<ZoneApplied>,
+        join: Option<PendingJoin>,
     },
     Update {
         zone: ZoneName,
@@ -118,6 +129,12 @@ enum Request {
         key: TsigKey,
         reply: Reply<Option<u32>>,
     },
+}
+
+/// A catalog join waiting for its zone's creation in the same round.
+struct PendingJoin {
+    join: CatalogJoin,
+    reply: Reply<Option<u32>>,
 }
 
 #[derive(Default)]
@@ -194,7 +211,7 @@ impl Batcher {
     /// next request starts a new drain).
     async fn drain(self: Arc<Self>, exec: Arc<dyn PodExecutor>, pod: PodRef) {
         loop {
-            tokio::time::sleep(self.gather).await;
+            self.gathered(&pod).await;
             let requests = {
                 let mut queues = self.queues.lock().unwrap_or_else(|e| e.into_inner());
                 let taken = queues
@@ -208,6 +225,26 @@ impl Batcher {
                 taken
             };
             round(exec.as_ref(), &pod, requests).await;
+        }
+    }
+
+    /// Waits for a round's requests: [`Self::gather`] at least, and again
+    /// while requests still arrived during the last wait (a first sync's
+    /// zones reaching the pod over a few hundred ms make one round, not
+    /// several), at most [`GATHER_ROUNDS`] waits.
+    async fn gathered(&self, pod: &PodRef) {
+        let queued = || {
+            let queues = self.queues.lock().unwrap_or_else(|e| e.into_inner());
+            queues.get(pod).map_or(0, |q| q.requests.len())
+        };
+        let mut seen = queued();
+        for _ in 0..GATHER_ROUNDS {
+            tokio::time::sleep(self.gather).await;
+            let now = queued();
+            if now == seen {
+                return;
+            }
+            seen = now;
         }
     }
 
@@ -234,14 +271,48 @@ impl Batcher {
         text: &str,
         bare: Option<&str>,
     ) -> Result<Created, ServerError> {
+        self.create_primary_joining(exec, pod, zone, text, bare, None)
+            .await
+            .map(|(created, _)| created)
+    }
+
+    /// [`Self::create_primary`], with the zone's catalog `join` sent in the
+    /// same round right after the creation, only if the zone was created
+    /// (see [`super::Target::create_primary_joining`]).
+    pub async fn create_primary_joining(
+        self: &Arc<Self>,
+        exec: &Arc<dyn PodExecutor>,
+        pod: &PodRef,
+        zone: &PrimaryZone,
+        text: &str,
+        bare: Option<&str>,
+        join: Option<CatalogJoin>,
+    ) -> Result<(Created, Option<Result<(), ServerError>>), ServerError> {
+        let (join, joined) = match join {
+            Some(join) => {
+                let (reply, rx) = oneshot::channel();
+                (Some(PendingJoin { join, reply }), Some(rx))
+            }
+            None => (None, None),
+        };
         // Never answered from memory: a zone asked to be created is not
         // served (a primary restarted empty lost what this process saw).
-        let applied = self.put(exec, pod, zone, text, bare, false, false).await?;
-        Ok(match applied {
+        let applied = self
+            .put(exec, pod, zone, text, bare, false, false, join)
+            .await?;
+        let created = match applied {
             ZoneApplied::New => Created::New,
             ZoneApplied::NewBare(why) => Created::Bare(why),
             _ => Created::Existing,
-        })
+        };
+        // Sent (and answered in the same round) only for a creation.
+        let joined = match (&created, joined) {
+            (Created::New | Created::Bare(_), Some(rx)) => {
+                Some(received(rx, pod).await.map(|_| ()))
+            }
+            _ => None,
+        };
+        Ok((created, joined))
     }
 
     /// Lists a primary zone with its current clause (see
@@ -257,7 +328,7 @@ impl Batcher {
         skeleton: &str,
         reconfig: bool,
     ) -> Result<ZoneApplied, ServerError> {
-        self.put(exec, pod, zone, skeleton, None, reconfig, true)
+        self.put(exec, pod, zone, skeleton, None, reconfig, true, None)
             .await
     }
 
@@ -271,6 +342,7 @@ impl Batcher {
         bare: Option<&str>,
         reconfig: bool,
         remembered: bool,
+        join: Option<PendingJoin>,
     ) -> Result<ZoneApplied, ServerError> {
         let clause = zone.clause();
         let key = (zone.zone.clone(), zone.view.clone());
@@ -288,7 +360,7 @@ impl Batcher {
                 reconfig,
             },
         };
-        let applied = self.zone_write(exec, pod, write).await;
+        let applied = self.zone_write(exec, pod, write, join).await;
         let mut listed = self.listed.lock().unwrap_or_else(|e| e.into_inner());
         let on_pod = listed.entry(pod.clone()).or_default();
         match &applied {
@@ -320,7 +392,7 @@ impl Batcher {
             view: view.cloned(),
             kind: WriteKind::Remove,
         };
-        self.zone_write(exec, pod, write).await.map(|_| ())
+        self.zone_write(exec, pod, write, None).await.map(|_| ())
     }
 
     fn listed_as(&self, pod: &PodRef, key: &ZoneKey) -> Option<String> {
@@ -333,9 +405,10 @@ impl Batcher {
         exec: &Arc<dyn PodExecutor>,
         pod: &PodRef,
         write: ZoneWrite,
+        join: Option<PendingJoin>,
     ) -> Result<ZoneApplied, ServerError> {
         let (reply, rx) = oneshot::channel();
-        self.submit(exec, pod, Request::Zone { write, reply });
+        self.submit(exec, pod, Request::Zone { write, reply, join });
         received(rx, pod).await
     }
 
@@ -449,7 +522,7 @@ async fn round(exec: &dyn PodExecutor, pod: &PodRef, requests: Vec<Request>) {
     let mut members: Vec<MemberGroup> = Vec::new();
     for r in requests {
         match r {
-            Request::Zone { write, reply } => zones.push((write, reply)),
+            Request::Zone { write, reply, join } => zones.push((write, reply, join)),
             Request::Update {
                 zone,
                 script,
@@ -462,25 +535,22 @@ async fn round(exec: &dyn PodExecutor, pod: &PodRef, requests: Vec<Request>) {
                 change,
                 key,
                 reply,
-            } => match members
-                .iter_mut()
-                .find(|g| g.catalog == catalog && g.key == key)
-            {
-                Some(g) => {
-                    g.changes.push(change);
-                    g.replies.push(reply);
-                }
-                None => members.push(MemberGroup {
+            } => {
+                let join = CatalogJoin {
                     catalog,
+                    change,
                     key,
-                    changes: vec![change],
-                    replies: vec![reply],
-                }),
-            },
+                };
+                add_member(&mut members, PendingJoin { join, reply });
+            }
         }
     }
     if !zones.is_empty() {
-        zone_round(exec, pod, zones).await;
+        // The joins of the zones this round created go with the round's
+        // other membership changes.
+        for join in zone_round(exec, pod, zones).await {
+            add_member(&mut members, join);
+        }
     }
     let server = local_server(&exec.layout(pod));
     for g in members {
@@ -493,6 +563,33 @@ async fn round(exec: &dyn PodExecutor, pod: &PodRef, requests: Vec<Request>) {
     }
     if !reads.is_empty() {
         serials_round(exec, pod, reads).await;
+    }
+}
+
+/// Adds one membership change to its catalog's and key's group.
+fn add_member(members: &mut Vec<MemberGroup>, pending: PendingJoin) {
+    let PendingJoin {
+        join: CatalogJoin {
+            catalog,
+            change,
+            key,
+        },
+        reply,
+    } = pending;
+    match members
+        .iter_mut()
+        .find(|g| g.catalog == catalog && g.key == key)
+    {
+        Some(g) => {
+            g.changes.push(change);
+            g.replies.push(reply);
+        }
+        None => members.push(MemberGroup {
+            catalog,
+            key,
+            changes: vec![change],
+            replies: vec![reply],
+        }),
     }
 }
 
@@ -539,16 +636,18 @@ fn rndc_placeholder() -> crate::bind::commands::Command {
 /// out (the rest fail and are retried by their reconciles).
 const CHECKCONF_RUNS: usize = 4;
 
+/// Runs the round's zone writes and answers each; returns the catalog
+/// joins of the zones it created.
 async fn zone_round(
     exec: &dyn PodExecutor,
     pod: &PodRef,
-    asks: Vec<(ZoneWrite, Reply<ZoneApplied>)>,
-) {
+    asks: Vec<(ZoneWrite, Reply<ZoneApplied>, Option<PendingJoin>)>,
+) -> Vec<PendingJoin> {
     let layout = exec.layout(pod);
     // One write per zone and view: the last one asked wins, and every
     // request for that zone (two BindZones racing) gets its result.
     let mut last: HashMap<ZoneKey, usize> = HashMap::new();
-    for (i, (w, _)) in asks.iter().enumerate() {
+    for (i, (w, _, _)) in asks.iter().enumerate() {
         last.insert((w.zone.clone(), w.view.clone()), i);
     }
     let mut pending: Vec<usize> = (0..asks.len())
@@ -638,7 +737,8 @@ async fn zone_round(
             results.insert(i, result);
         }
     }
-    for (w, reply) in asks {
+    let mut joins = Vec::new();
+    for (w, reply, join) in asks {
         let winner = last[&(w.zone.clone(), w.view.clone())];
         let result = match results.get(&winner) {
             Some(Ok(a)) => Ok(a.clone()),
@@ -650,8 +750,12 @@ async fn zone_round(
                 source: RndcError::Other("the batched run did not reach the zone".into()),
             }),
         };
+        if let (Ok(ZoneApplied::New | ZoneApplied::NewBare(_)), Some(join)) = (&result, join) {
+            joins.push(join);
+        }
         let _ = reply.send(result);
     }
+    joins
 }
 
 /// The same zone failure again, for a second request of the same zone.
