@@ -51,6 +51,8 @@ struct ZoneMemory {
     /// The zone's validated DNSRecords and last plan ([`PlanMemo`]): a
     /// reconcile validates and decides again only what changed.
     plan: Arc<Mutex<PlanMemo>>,
+    /// When this process first planned the zone.
+    first_seen: Option<Instant>,
 }
 
 /// SOA serials every pod of a cluster served at one moment.
@@ -235,6 +237,18 @@ impl ServerState {
     }
 
     /// The zone's plan memo (dropped with the zone: [`Self::forget`]).
+    /// How long ago this process first asked this of the zone (its first
+    /// plan): a precise age, where the object's creation timestamp is
+    /// whole seconds.
+    pub fn seen_for(&self, zone: &ObjKey) -> Duration {
+        lock(&self.zones)
+            .entry(zone.clone())
+            .or_default()
+            .first_seen
+            .get_or_insert_with(Instant::now)
+            .elapsed()
+    }
+
     pub fn plan_memo(&self, zone: &ObjKey) -> Arc<Mutex<PlanMemo>> {
         lock(&self.zones)
             .entry(zone.clone())

@@ -109,9 +109,9 @@ pub(super) fn unwritable(desired: &Desired) -> Option<Failure> {
 pub(super) const FIRST_SYNC_WAIT: std::time::Duration = std::time::Duration::from_secs(20);
 
 /// How long a zone never applied waits even with no DNSRecord seen yet: a
-/// first apply creates the zone and its records together, and its first
-/// reconcile may come before its records reach the cache (the age is
-/// counted in whole seconds, so this waits 1-2 s at most).
+/// first apply creates the zone and its records together (often every zone
+/// first), and its first reconcile may come before its records reach the
+/// cache. Counted from when this process first planned the zone.
 const FIRST_SYNC_SETTLE: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// How soon a waiting zone looks again (a finalizer added also wakes it).
@@ -128,9 +128,9 @@ const FIRST_SYNC_QUIET: std::time::Duration = std::time::Duration::from_millis(4
 
 /// A zone never applied, younger than [`FIRST_SYNC_WAIT`], with DNSRecords
 /// still waiting for their finalizer, or while records of zones not
-/// applied yet still arrive ([`FIRST_SYNC_QUIET`]), or younger than
-/// [`FIRST_SYNC_SETTLE`]: look again soon instead of creating it without
-/// them.
+/// applied yet still arrive ([`FIRST_SYNC_QUIET`]), or first planned less
+/// than [`FIRST_SYNC_SETTLE`] ago: look again soon instead of creating it
+/// without them.
 pub(super) fn awaiting_records(
     ctx: &ZoneContext,
     read: &ZoneRead,
@@ -151,7 +151,12 @@ pub(super) fn awaiting_records(
         .and_then(|t| {
             std::time::Duration::try_from(t.0.duration_until(jiff::Timestamp::now())).ok()
         })?;
-    if (waiting && age < FIRST_SYNC_WAIT) || age < FIRST_SYNC_SETTLE {
+    let zkey = (
+        read.zone.namespace().unwrap_or_default(),
+        read.zone.name_any(),
+    );
+    let settling = ctx.state.seen_for(&zkey) < FIRST_SYNC_SETTLE;
+    if (waiting || settling) && age < FIRST_SYNC_WAIT {
         return Some(Failure::Deferred(FIRST_SYNC_RECHECK));
     }
     let arriving = ctx
