@@ -17,9 +17,12 @@ use std::time::Duration;
 use bind_operator::api::{
     BindCluster, BindClusterSpec, BindTSIGKey, BindTSIGKeySpec, CatalogSpec, find_condition,
 };
+use bind_operator::bind::KeyName;
 use bind_operator::bind::commands::{WhenMounted, parse_reconfig_when_mounted};
 use bind_operator::controller;
-use bind_operator::controller::{ObservedExecutor, PodExecutor};
+use bind_operator::controller::bindcluster::reconfig::sync_notify_targets;
+use bind_operator::controller::memo::NotifyMemo;
+use bind_operator::controller::{Network, ObservedExecutor, PodExecutor, PodRef};
 use kube::Api;
 use kube::api::PostParams;
 use support::{Harness, NS, version_bind, wait_for};
@@ -225,6 +228,31 @@ async fn a_new_clusters_setup_is_one_exec_per_pod_and_a_stale_mount_is_not_recon
     // its NOTIFY list.
     assert_eq!(named_reconfigs(&h, "c-0"), 2);
     assert_eq!(named_reconfigs(&h, "c-1"), 1);
+
+    // An operator that does not remember the list (after a restart): one
+    // exec finds it current, writes nothing and does not reconfig.
+    let secondary_pod = h.ready_pod("c-1").await;
+    let target = h
+        .runtime
+        .network()
+        .pod_dns_endpoint(&secondary_pod)
+        .unwrap();
+    let changed = sync_notify_targets(
+        &h.runtime.executor(),
+        &NotifyMemo::default(),
+        &PodRef::new(NS, "c-0"),
+        "a restarted operator",
+        &[target],
+        &KeyName::parse("xfer").unwrap(),
+        &[],
+    )
+    .await;
+    assert_eq!(changed, Ok(false));
+    assert_eq!(
+        named_reconfigs(&h, "c-0"),
+        2,
+        "an unchanged list reconfigured"
+    );
 
     // A change whose mount has not caught up: checked, not reconfigured.
     let seen = execs.lock().unwrap().len();

@@ -1283,6 +1283,52 @@ mod tests {
     }
 
     #[test]
+    fn reconfig_when_mounted_sends_the_wanted_files_on_stdin_only() {
+        let l = PodLayout::in_cluster();
+        let keys = "key \"xfer\" { algorithm hmac-sha256; secret \"c2VjcmV0\"; };\n";
+        let cmd = reconfig_when_mounted(&l, "options { };\n", keys, true);
+        assert_eq!(
+            &cmd.argv[4..],
+            [
+                "/var/lib/bind",
+                "/var/lib/bind/named.conf",
+                "/var/lib/bind/config/keys.conf",
+                "1",
+                "rndc",
+                "-c",
+                "/var/lib/bind/rndc.conf",
+                "reconfig"
+            ]
+        );
+        assert!(cmd.argv.iter().all(|a| !a.contains("c2VjcmV0")));
+        assert_eq!(
+            cmd.stdin.as_deref(),
+            Some(format!("options {{ }};\n{keys}").as_str())
+        );
+        assert!(!format!("{cmd:?}").contains("c2VjcmV0"));
+        assert_eq!(cmd.verb(), "reconfig");
+        assert_eq!(reconfig_when_mounted(&l, "", "", false).argv[7], "");
+
+        assert_eq!(
+            parse_reconfig_when_mounted("@@not-mounted\n"),
+            Some(WhenMounted::NotMounted)
+        );
+        assert_eq!(
+            parse_reconfig_when_mounted("@@reconfigured\n"),
+            Some(WhenMounted::Reconfigured)
+        );
+        assert_eq!(
+            parse_reconfig_when_mounted("@@reconfig-failed\n"),
+            Some(WhenMounted::ReconfigFailed)
+        );
+        assert_eq!(parse_reconfig_when_mounted(""), None);
+        assert_eq!(parse_reconfig_when_mounted("@@reconfigured\nmore\n"), None);
+        assert_eq!(parse_write_notify("@@notify-changed\n"), Some(true));
+        assert_eq!(parse_write_notify("@@notify-unchanged\n"), Some(false));
+        assert_eq!(parse_write_notify("rndc: connection refused\n"), None);
+    }
+
+    #[test]
     fn view_notify_lists_are_one_file_per_view_with_its_key() {
         let l = PodLayout::in_cluster();
         let views = [
@@ -1381,6 +1427,7 @@ mod tests {
             ),
             (ensure_notify_files(&l), "ensure_notify_targets"),
             (read_mounted_config(&l), "read_mounted_config"),
+            (reconfig_when_mounted(&l, "", "", true), "reconfig"),
             (checkconf(&l, true), "checkconf"),
             (nsupdate(&l, &script), "nsupdate"),
             (probe(&l), "probe"),
