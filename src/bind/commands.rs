@@ -68,7 +68,8 @@ pub const VERB_OTHER: &str = "other";
 impl Command {
     /// What the command does, as a short static name for metrics and logs:
     /// the name of the function here that built it (`reconfig`, `addzone`,
-    /// `nsupdate`, `write_notify_targets`, ...). Bounded by construction: a
+    /// `nsupdate`, `write_notify_targets`, ...; [`reconfig_when_mounted`]
+    /// is a `reconfig` too, the step's one exec). Bounded by construction: a
     /// command built elsewhere from a fixed script is named by the program
     /// its first argument runs, anything else is [`VERB_OTHER`]. Never
     /// derived from user values or stdin.
@@ -88,7 +89,8 @@ fn verb_of(argv: &[String]) -> &'static str {
             UPDATES_THEN_SOA_SCRIPT => "nsupdate",
             READD_SCRIPT => "readd_zone",
             WRITE_FILE_SCRIPT => "write_zone_file",
-            WRITE_NOTIFY_SCRIPT | WRITE_VIEW_NOTIFY_SCRIPT => "write_notify_targets",
+            WRITE_NOTIFY_SCRIPT => "write_notify_targets",
+            RECONFIG_WHEN_MOUNTED_SCRIPT => "reconfig",
             ENSURE_NOTIFY_SCRIPT => "ensure_notify_targets",
             CHECKCONF_SCRIPT => "checkconf",
             DIG_KEYFILE_SCRIPT if has("DNSKEY") => "dig_dnskey",
@@ -851,15 +853,47 @@ pub fn render_notify_targets(targets: &[Endpoint], transfer_key: &KeyName) -> St
     w.finish()
 }
 
-const WRITE_NOTIFY_SCRIPT: &str = r#"set -e
-f="$1" rndc="$2" conf="$3"
-cat >"$f.tmp"
-mv -f "$f.tmp" "$f"
-exec "$rndc" -c "$conf" reconfig"#;
+const WRITE_NOTIFY_SCRIPT: &str = r#"rndc="$1" conf="$2"
+shift 2
+changed=
+while [ $# -gt 1 ]; do
+    have=$(cat "$1" 2>/dev/null; echo .)
+    if [ "$have" != "$2." ]; then
+        { printf '%s' "$2" >"$1.tmp" && mv -f "$1.tmp" "$1"; } || exit 1
+        changed=1
+    fi
+    shift 2
+done
+if [ -z "$changed" ]; then
+    echo @@notify-unchanged
+    exit 0
+fi
+"$rndc" -c "$conf" reconfig || exit $?
+echo @@notify-changed"#;
 
-/// Rewrites `notify-targets.conf` on the primary (the secondaries' pod
-/// endpoints) and reconfigs so every zone NOTIFYs them. Compare with
-/// [`read_notify_targets`] first: a converged cluster runs nothing.
+/// What [`write_notify_targets`] prints when every list already was the
+/// wanted one (nothing written, no reconfig).
+pub const NOTIFY_UNCHANGED: &str = "@@notify-unchanged";
+/// What it prints after rewriting a list and reconfiguring.
+pub const NOTIFY_CHANGED: &str = "@@notify-changed";
+
+/// Whether a [`write_notify_targets`] / [`write_view_notify_targets`] run
+/// that exited 0 rewrote a list (`Some(true)`), found every list current
+/// (`Some(false)`), or printed neither (`None`).
+pub fn parse_write_notify(stdout: &str) -> Option<bool> {
+    match stdout.lines().last() {
+        Some(NOTIFY_CHANGED) => Some(true),
+        Some(NOTIFY_UNCHANGED) => Some(false),
+        _ => None,
+    }
+}
+
+/// Makes `notify-targets.conf` on the primary the secondaries' pod
+/// endpoints, in one exec: compares the file with the wanted list and only
+/// when it differs (or is missing) rewrites it and reconfigs so every zone
+/// NOTIFYs them; prints [`NOTIFY_CHANGED`] or [`NOTIFY_UNCHANGED`] (parse
+/// with [`parse_write_notify`]). A converged cluster runs it only when the
+/// operator does not remember the list (after a start or a pod restart).
 pub fn write_notify_targets(
     layout: &PodLayout,
     targets: &[Endpoint],
@@ -868,12 +902,12 @@ pub fn write_notify_targets(
     Command::sh(
         WRITE_NOTIFY_SCRIPT,
         vec![
-            layout.data_path(data::NOTIFY_TARGETS),
             layout.tools.rndc.clone(),
             layout.rndc_conf(),
+            layout.data_path(data::NOTIFY_TARGETS),
+            render_notify_targets(targets, transfer_key),
         ],
     )
-    .with_stdin(render_notify_targets(targets, transfer_key))
 }
 
 /// The primary's NOTIFY lists with views: each view `V` includes
@@ -886,19 +920,10 @@ pub fn render_view_notify_targets(targets: &[Endpoint], views: &[(ViewName, KeyN
         .collect()
 }
 
-const WRITE_VIEW_NOTIFY_SCRIPT: &str = r#"set -e
-rndc="$1" conf="$2"
-shift 2
-while [ $# -gt 1 ]; do
-    printf '%s' "$2" >"$1.tmp"
-    mv -f "$1.tmp" "$1"
-    shift 2
-done
-exec "$rndc" -c "$conf" reconfig"#;
-
-/// Rewrites every view's NOTIFY list on the primary, then one reconfig.
-/// The lists hold addresses and key names only (no material), so they
-/// travel as arguments. Compare with [`read_view_notify_targets`] first.
+/// [`write_notify_targets`] for every view's NOTIFY list at once: each
+/// list compared and rewritten only when it differs, then one reconfig if
+/// any was. The lists hold addresses and key names only (no material), so
+/// they travel as arguments.
 pub fn write_view_notify_targets(
     layout: &PodLayout,
     targets: &[Endpoint],
@@ -909,7 +934,7 @@ pub fn write_view_notify_targets(
         a.push(layout.data_path(&data::notify_targets_of(view)));
         a.push(render_notify_targets(targets, key));
     }
-    Command::sh(WRITE_VIEW_NOTIFY_SCRIPT, a)
+    Command::sh(WRITE_NOTIFY_SCRIPT, a)
 }
 
 /// `cat` of every view's NOTIFY list, in view order: the same bytes as
@@ -924,13 +949,22 @@ pub fn read_view_notify_targets(layout: &PodLayout, views: &[(ViewName, KeyName)
     Command::new(a)
 }
 
-const ENSURE_NOTIFY_SCRIPT: &str = r#"cd "$1" || exit 1
-for f in $(sed -n 's/^[[:space:]]*include "\(notify-targets\.[A-Za-z0-9_.-]*\.conf\)";$/\1/p' named.conf); do
+/// Creates (empty) every NOTIFY list and zone list file the named.conf in
+/// the working directory includes that is missing (the entrypoint's loops).
+/// A macro so both scripts below share the text.
+macro_rules! ensure_includes_script {
+    () => {
+        r#"for f in $(sed -n 's/^[[:space:]]*include "\(notify-targets\.[A-Za-z0-9_.-]*\.conf\)";$/\1/p' named.conf); do
     [ -e "$f" ] || echo 'also-notify { };' >"$f" || exit 1
 done
 for f in $(sed -n 's/^[[:space:]]*include "\(primary-zones\.[A-Za-z0-9_.-]*\.conf\)";$/\1/p' named.conf); do
     [ -e "$f" ] || : >"$f" || exit 1
-done"#;
+done
+"#
+    };
+}
+
+const ENSURE_NOTIFY_SCRIPT: &str = concat!("cd \"$1\" || exit 1\n", ensure_includes_script!());
 
 /// Creates (empty) every NOTIFY list and zone list file named.conf
 /// includes that is missing, as the entrypoint does at start: a view added
@@ -945,7 +979,8 @@ pub fn ensure_notify_files(layout: &PodLayout) -> Command {
 
 /// Whether a named.conf includes runtime files that may be missing on a
 /// running pod (per-view NOTIFY lists, zone lists: a primary), i.e. needs
-/// [`ensure_notify_files`] before a reconfig.
+/// them created before a reconfig ([`reconfig_when_mounted`]'s
+/// `ensure_includes`).
 pub fn has_runtime_includes(named_conf: &str) -> bool {
     let plain = format!("include \"{}\";", data::NOTIFY_TARGETS);
     let prefix = format!("include \"{}", data::NOTIFY_TARGETS_PREFIX);
@@ -965,6 +1000,86 @@ pub fn read_notify_targets(layout: &PodLayout) -> Command {
 /// the pod's mounted config hash (named.conf for its role + keys.conf).
 pub fn read_mounted_config(layout: &PodLayout) -> Command {
     Command::new(["cat".to_string(), layout.run_conf(), layout.keys_conf()])
+}
+
+const RECONFIG_WHEN_MOUNTED_SCRIPT: &str = concat!(
+    r#"cd "$1" || exit 1
+named="$2" keys="$3" ensure="$4"
+shift 4
+want=$(cat; echo .) || exit 1
+have=$(cat "$named" "$keys" && echo .) || exit 1
+if [ "$have" != "$want" ]; then
+    echo @@not-mounted
+    exit 0
+fi
+if [ -n "$ensure" ]; then
+"#,
+    ensure_includes_script!(),
+    r#"fi
+"$@" || { rc=$?; echo @@reconfig-failed; exit $rc; }
+echo @@reconfigured"#
+);
+
+/// What [`reconfig_when_mounted`] found and did, from its output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WhenMounted {
+    /// The mounted files are not the wanted ones yet: nothing was run.
+    NotMounted,
+    /// The mount matched and `rndc reconfig` succeeded.
+    Reconfigured,
+    /// The mount matched and `rndc reconfig` failed (the command exited
+    /// with rndc's status and stderr).
+    ReconfigFailed,
+}
+
+impl WhenMounted {
+    /// The line the script prints last for this outcome.
+    pub const fn marker(self) -> &'static str {
+        match self {
+            WhenMounted::NotMounted => "@@not-mounted",
+            WhenMounted::Reconfigured => "@@reconfigured",
+            WhenMounted::ReconfigFailed => "@@reconfig-failed",
+        }
+    }
+}
+
+/// The outcome [`reconfig_when_mounted`] printed (on stdout, whether it
+/// exited 0 or not); `None` when it stopped before deciding (the mount
+/// could not be read, an include file not created).
+pub fn parse_reconfig_when_mounted(stdout: &str) -> Option<WhenMounted> {
+    let last = stdout.lines().last()?;
+    [
+        WhenMounted::NotMounted,
+        WhenMounted::Reconfigured,
+        WhenMounted::ReconfigFailed,
+    ]
+    .into_iter()
+    .find(|m| m.marker() == last)
+}
+
+/// The reconfig step of one pod in one exec (DESIGN "Behaviour 2"):
+/// compares the mounted files ([`read_mounted_config`]'s bytes) with the
+/// wanted `named_conf` + `keys_conf` (on stdin: keys.conf is key material)
+/// and, only when they are the same, creates the include files
+/// `ensure_includes` asks for ([`ensure_notify_files`]) and runs
+/// [`reconfig`]. Prints one [`WhenMounted`] marker (parse with
+/// [`parse_reconfig_when_mounted`]); prints neither file. Byte equality is
+/// what [`config_hash`] equality means, without a hashing tool in the
+/// image. Named `reconfig` in metrics and logs: it is the reconfig attempt.
+pub fn reconfig_when_mounted(
+    layout: &PodLayout,
+    named_conf: &str,
+    keys_conf: &str,
+    ensure_includes: bool,
+) -> Command {
+    let mut a = vec![
+        layout.data_dir.to_string_lossy().into_owned(),
+        layout.run_conf(),
+        layout.keys_conf(),
+        if ensure_includes { "1" } else { "" }.to_string(),
+    ];
+    a.extend(reconfig(layout).argv);
+    Command::sh(RECONFIG_WHEN_MOUNTED_SCRIPT, a).with_stdin(format!("{named_conf}{keys_conf}"))
 }
 
 /// sha256 hex of a pod's wanted config: its role's named.conf + keys.conf,
@@ -1168,6 +1283,52 @@ mod tests {
     }
 
     #[test]
+    fn reconfig_when_mounted_sends_the_wanted_files_on_stdin_only() {
+        let l = PodLayout::in_cluster();
+        let keys = "key \"xfer\" { algorithm hmac-sha256; secret \"c2VjcmV0\"; };\n";
+        let cmd = reconfig_when_mounted(&l, "options { };\n", keys, true);
+        assert_eq!(
+            &cmd.argv[4..],
+            [
+                "/var/lib/bind",
+                "/var/lib/bind/named.conf",
+                "/var/lib/bind/config/keys.conf",
+                "1",
+                "rndc",
+                "-c",
+                "/var/lib/bind/rndc.conf",
+                "reconfig"
+            ]
+        );
+        assert!(cmd.argv.iter().all(|a| !a.contains("c2VjcmV0")));
+        assert_eq!(
+            cmd.stdin.as_deref(),
+            Some(format!("options {{ }};\n{keys}").as_str())
+        );
+        assert!(!format!("{cmd:?}").contains("c2VjcmV0"));
+        assert_eq!(cmd.verb(), "reconfig");
+        assert_eq!(reconfig_when_mounted(&l, "", "", false).argv[7], "");
+
+        assert_eq!(
+            parse_reconfig_when_mounted("@@not-mounted\n"),
+            Some(WhenMounted::NotMounted)
+        );
+        assert_eq!(
+            parse_reconfig_when_mounted("@@reconfigured\n"),
+            Some(WhenMounted::Reconfigured)
+        );
+        assert_eq!(
+            parse_reconfig_when_mounted("@@reconfig-failed\n"),
+            Some(WhenMounted::ReconfigFailed)
+        );
+        assert_eq!(parse_reconfig_when_mounted(""), None);
+        assert_eq!(parse_reconfig_when_mounted("@@reconfigured\nmore\n"), None);
+        assert_eq!(parse_write_notify("@@notify-changed\n"), Some(true));
+        assert_eq!(parse_write_notify("@@notify-unchanged\n"), Some(false));
+        assert_eq!(parse_write_notify("rndc: connection refused\n"), None);
+    }
+
+    #[test]
     fn view_notify_lists_are_one_file_per_view_with_its_key() {
         let l = PodLayout::in_cluster();
         let views = [
@@ -1266,6 +1427,7 @@ mod tests {
             ),
             (ensure_notify_files(&l), "ensure_notify_targets"),
             (read_mounted_config(&l), "read_mounted_config"),
+            (reconfig_when_mounted(&l, "", "", true), "reconfig"),
             (checkconf(&l, true), "checkconf"),
             (nsupdate(&l, &script), "nsupdate"),
             (probe(&l), "probe"),

@@ -60,7 +60,8 @@ impl ReconfigMemo {
 /// What the operator last knew the primary's NOTIFY list to be, per
 /// primary pod (by uid and container restart: a new pod, or a restarted
 /// container on an emptied volume, may start with an empty list). Memory only:
-/// after an operator restart the list is read once per cluster.
+/// after an operator restart the list is checked once per cluster (one
+/// exec that rewrites it only when it differs).
 #[derive(Default)]
 pub struct NotifyMemo {
     known: Mutex<HashMap<PodRef, (String, String)>>,

@@ -2,25 +2,35 @@
 //! each pod whose recorded hash differs from the wanted one (sha256 of its
 //! role's named.conf + keys.conf), once the pod is Ready and its mounted
 //! files hash to the wanted value, run `rndc reconfig` and record the hash.
-//! Plus the primary's NOTIFY list (secondaries' pod endpoints), rewritten
-//! only when it changed.
+//! The mount check and the reconfig are one exec per pod
+//! ([`reconfig_when_mounted`]); only a failed reconfig costs a second one
+//! (named-checkconf, for the file and line rndc does not name).
+//! Plus the primary's NOTIFY list (secondaries' pod endpoints): one exec
+//! that rewrites it only when it changed, none while the memo says it is
+//! current.
+//!
+//! A freshly started pod is reconfigured too, although named read the
+//! mounted files at start: what named loaded then is not observable (the
+//! kubelet may swap the files between the container start and named's
+//! read, and a reverted ConfigMap makes the same bytes come back), so
+//! skipping it could leave a pod on a config nobody checked.
 //!
 //! Touches pods only through the executor; reads no API. Never logs the
-//! mounted files (keys.conf is key material).
+//! mounted files (keys.conf is key material; it reaches the pod on stdin).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::api::{REASON_APPLIED, REASON_EXEC_FAILED, REASON_PROPAGATING, REASON_RECONFIG_FAILED};
 use crate::bind::commands::{
-    checkconf, config_hash, ensure_notify_files, has_runtime_includes, read_mounted_config,
-    read_notify_targets, read_view_notify_targets, reconfig, render_notify_targets,
+    WhenMounted, checkconf, config_hash, has_runtime_includes, parse_reconfig_when_mounted,
+    parse_write_notify, reconfig, reconfig_when_mounted, render_notify_targets,
     render_view_notify_targets, write_notify_targets, write_view_notify_targets,
 };
 use crate::bind::parse::parse_checkconf;
 use crate::bind::{Endpoint, KeyName, ViewName};
 use crate::controller::context::{REQUEUE_LONG, REQUEUE_SHORT};
-use crate::controller::exec::{PodExecutor, PodRef};
+use crate::controller::exec::{ExecError, PodExecutor, PodRef, program_name};
 use crate::controller::memo::{NotifyMemo, ReconfigMemo};
 
 /// One pod as the reconfig step sees it.
@@ -140,48 +150,70 @@ pub async fn reconfig_pods(
             continue;
         }
         let layout = executor.layout(&p.pod);
-        let mounted = match executor.exec(&p.pod, &read_mounted_config(&layout)).await {
-            Ok(o) => o.stdout,
-            Err(e) => {
-                out.exec_errors.push(format!("{name}: {e}"));
-                continue;
-            }
+        let conf = if p.primary {
+            wanted.primary_conf
+        } else {
+            wanted.secondary_conf
         };
-        // kubelet swaps the projected files in eventually (up to ~90 s).
-        if config_hash(&mounted, "") != want {
-            out.waiting.push(name.clone());
-            continue;
-        }
         // A view added at run time names a NOTIFY list or zone list file
         // the primary does not have yet; reconfig would fail on the
         // missing include.
-        if p.primary
-            && has_runtime_includes(wanted.primary_conf)
-            && let Err(e) = executor.exec(&p.pod, &ensure_notify_files(&layout)).await
-        {
-            out.exec_errors.push(format!("{name}: {e}"));
-            continue;
-        }
-        if let Err(e) = executor.exec(&p.pod, &reconfig(&layout)).await {
-            // rndc only says "failed"; checkconf names file and line.
-            let detail = match executor.exec(&p.pod, &checkconf(&layout, false)).await {
-                Ok(_) => "named-checkconf found no error".to_string(),
-                Err(ce) => {
-                    let issues: Vec<String> = parse_checkconf(ce.stdout())
-                        .iter()
-                        .map(ToString::to_string)
-                        .collect();
-                    if issues.is_empty() {
-                        format!("named-checkconf: {ce}")
-                    } else {
-                        format!("named-checkconf: {}", issues.join("; "))
+        let ensure = p.primary && has_runtime_includes(wanted.primary_conf);
+        let cmd = reconfig_when_mounted(&layout, conf, wanted.keys_conf, ensure);
+        let result = executor.exec(&p.pod, &cmd).await;
+        let stdout = match &result {
+            Ok(o) => o.stdout.as_str(),
+            Err(e) => e.stdout(),
+        };
+        match (parse_reconfig_when_mounted(stdout), result) {
+            // kubelet swaps the projected files in eventually (up to ~90 s).
+            (Some(WhenMounted::NotMounted), Ok(_)) => {
+                out.waiting.push(name.clone());
+                continue;
+            }
+            (Some(WhenMounted::Reconfigured), Ok(_)) => {}
+            (Some(WhenMounted::ReconfigFailed), Err(ExecError::Exited { code, stderr, .. })) => {
+                // Reported as rndc's own failure, as a separate exec was.
+                let e = ExecError::Exited {
+                    pod: p.pod.to_string(),
+                    program: program_name(&reconfig(&layout)),
+                    code,
+                    stdout: String::new(),
+                    stderr,
+                };
+                // rndc only says "failed"; checkconf names file and line.
+                let detail = match executor.exec(&p.pod, &checkconf(&layout, false)).await {
+                    Ok(_) => "named-checkconf found no error".to_string(),
+                    Err(ce) => {
+                        let issues: Vec<String> = parse_checkconf(ce.stdout())
+                            .iter()
+                            .map(ToString::to_string)
+                            .collect();
+                        if issues.is_empty() {
+                            format!("named-checkconf: {ce}")
+                        } else {
+                            format!("named-checkconf: {}", issues.join("; "))
+                        }
                     }
-                }
-            };
-            let failure = format!("{name}: {e}; {detail}");
-            memo.record(&p.pod, &want, Some(&failure));
-            out.failed.push(failure);
-            continue;
+                };
+                let failure = format!("{name}: {e}; {detail}");
+                memo.record(&p.pod, &want, Some(&failure));
+                out.failed.push(failure);
+                continue;
+            }
+            (_, Err(e)) => {
+                out.exec_errors.push(format!("{name}: {e}"));
+                continue;
+            }
+            (_, Ok(_)) => {
+                out.exec_errors.push(format!(
+                    "{name}: the reconfig step printed no outcome (expected one of {}, {}, {})",
+                    WhenMounted::NotMounted.marker(),
+                    WhenMounted::Reconfigured.marker(),
+                    WhenMounted::ReconfigFailed.marker()
+                ));
+                continue;
+            }
         }
         memo.record(&p.pod, &want, None);
         out.applied.insert(name.clone(), want.clone());
@@ -192,8 +224,9 @@ pub async fn reconfig_pods(
 
 /// Makes the primary NOTIFY exactly `targets`: signed with the transfer
 /// key, or with views, in each view signed with its key (`view_keys`; all
-/// files in one exec, one reconfig). Runs nothing when the memo says the list is current. Returns
-/// whether it rewrote the list.
+/// files in one exec, one reconfig). Runs nothing when the memo says the
+/// list is current; otherwise one exec that compares, rewrites only what
+/// differs and reconfigs only then. Returns whether it rewrote the list.
 pub async fn sync_notify_targets(
     executor: &dyn PodExecutor,
     memo: &NotifyMemo,
@@ -204,35 +237,30 @@ pub async fn sync_notify_targets(
     view_keys: &[(ViewName, KeyName)],
 ) -> Result<bool, String> {
     let layout = executor.layout(primary);
-    let (wanted, read, write) = if view_keys.is_empty() {
+    let (wanted, write) = if view_keys.is_empty() {
         (
             render_notify_targets(targets, transfer_key),
-            read_notify_targets(&layout),
             write_notify_targets(&layout, targets, transfer_key),
         )
     } else {
         (
             render_view_notify_targets(targets, view_keys),
-            read_view_notify_targets(&layout, view_keys),
             write_view_notify_targets(&layout, targets, view_keys),
         )
     };
-    let current = match memo.get(primary, primary_uid) {
-        Some(text) => text,
-        None => executor
-            .exec(primary, &read)
-            .await
-            .map(|o| o.stdout)
-            .map_err(|e| format!("{}: {e}", primary.name))?,
-    };
-    if current == wanted {
-        memo.set(primary, primary_uid, wanted);
+    if memo.get(primary, primary_uid).as_deref() == Some(wanted.as_str()) {
         return Ok(false);
     }
-    executor
+    let out = executor
         .exec(primary, &write)
         .await
         .map_err(|e| format!("{}: {e}", primary.name))?;
+    let changed = parse_write_notify(&out.stdout).ok_or_else(|| {
+        format!(
+            "{}: the NOTIFY list update printed no outcome",
+            primary.name
+        )
+    })?;
     memo.set(primary, primary_uid, wanted);
-    Ok(true)
+    Ok(changed)
 }

@@ -1,6 +1,7 @@
 //! Helpers for the controller tests: an in-memory API with our CRDs, a
-//! recording fake executor (the seed's fakeExec: serves `cat` of the
-//! mounted config per pod, counts reconfigs, fails on demand), a fixed
+//! recording fake executor (the seed's fakeExec: plays the reconfig step's
+//! mount check against the mounted config per pod, counts reconfigs, keeps
+//! the NOTIFY list, fails on demand), a fixed
 //! network, and pods the tests create themselves (there is no StatefulSet
 //! controller and no kubelet in the in-memory API).
 
@@ -15,7 +16,7 @@ use bind_operator::api::{
     BindCluster, BindClusterSpec, BindTSIGKey, BindTSIGKeySpec, BindZone, CatalogSpec, DNSRecord,
 };
 use bind_operator::bind::Endpoint;
-use bind_operator::bind::commands::{self, Command};
+use bind_operator::bind::commands::{self, Command, WhenMounted};
 use bind_operator::bind::layout::PodLayout;
 use bind_operator::controller::bindcluster;
 use bind_operator::controller::names::{LABEL_POD_NAME, cluster_labels};
@@ -111,6 +112,25 @@ impl PodExecutor for FakeExec {
         };
         let result = if let Some(e) = s.exec_err.get(&pod.name) {
             Err(ExecError::transport(pod, cmd, e))
+        } else if cmd.argv.first().is_some_and(|p| p == "sh") && cmd.verb() == "reconfig" {
+            // reconfig_when_mounted: stdin is the wanted named.conf +
+            // keys.conf; reconfig only when the mount shows the same bytes.
+            let mounted = s.mounted.get(&pod.name).cloned().unwrap_or_default();
+            if cmd.stdin.as_deref() != Some(mounted.as_str()) {
+                ok(format!("{}\n", WhenMounted::NotMounted.marker()))
+            } else {
+                *s.reconfigs.entry(pod.name.clone()).or_default() += 1;
+                match &s.reconfig_err {
+                    Some(e) => Err(exited(
+                        pod,
+                        cmd,
+                        1,
+                        &format!("{}\n", WhenMounted::ReconfigFailed.marker()),
+                        e,
+                    )),
+                    None => ok(format!("{}\n", WhenMounted::Reconfigured.marker())),
+                }
+            }
         } else if cmd.argv == commands::read_mounted_config(&l).argv {
             ok(s.mounted.get(&pod.name).cloned().unwrap_or_default())
         } else if cmd.argv == commands::reconfig(&l).argv {
@@ -121,20 +141,23 @@ impl PodExecutor for FakeExec {
             }
         } else if cmd.argv == commands::checkconf(&l, false).argv {
             Err(exited(pod, cmd, 1, &s.checkconf_stdout.clone(), ""))
-        } else if cmd.argv == commands::read_notify_targets(&l).argv {
-            ok(s.notify
+        } else if cmd.verb() == "write_notify_targets" {
+            // `sh -c SCRIPT sh RNDC CONF (FILE TEXT)...`: the lists, in
+            // order, rewritten (and reconfigured) only when they differ.
+            let wanted: String = cmd.argv[6..].iter().skip(1).step_by(2).cloned().collect();
+            let current = s
+                .notify
                 .get(&pod.name)
                 .cloned()
-                .unwrap_or_else(|| "also-notify { };\n".into()))
-        } else if cmd
-            .argv
-            .get(2)
-            .is_some_and(|script| script.contains("notify-targets"))
-            || cmd.argv.iter().any(|a| a.ends_with("/notify-targets.conf"))
-        {
-            s.notify
-                .insert(pod.name.clone(), cmd.stdin.clone().unwrap_or_default());
-            ok(String::new())
+                .unwrap_or_else(|| "also-notify { };\n".into());
+            if current == wanted {
+                ok(format!("{}\n", commands::NOTIFY_UNCHANGED))
+            } else {
+                // Its reconfig is not counted: `reconfigs` counts the
+                // reconfig step's.
+                s.notify.insert(pod.name.clone(), wanted);
+                ok(format!("{}\n", commands::NOTIFY_CHANGED))
+            }
         } else {
             Err(exited(pod, cmd, 127, "", "unexpected command"))
         };
