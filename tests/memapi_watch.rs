@@ -412,3 +412,71 @@ async fn metadata_watcher_and_watch_object() {
             .is_none()
     );
 }
+
+/// One change, many watches: every watch of the collection gets it (each
+/// in its own form: whole object, metadata only), the same from the live
+/// stream as from a replay of the history.
+#[tokio::test]
+async fn every_watch_gets_each_change_in_its_own_form() {
+    let (_api, client) = setup();
+    let cms = seed(&client, &[cm("a", &[("k", "v")])]).await;
+    let metas: Api<PartialObjectMeta<ConfigMap>> = Api::namespaced(client.clone(), "ns1");
+    let rv = cms
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap();
+    let wp = WatchParams::default().disable_bookmarks();
+    let mut first: Events = cms.watch(&wp, &rv).await.unwrap().boxed();
+    let mut second: Events = cms.watch(&wp, &rv).await.unwrap().boxed();
+    let mut meta = metas.watch_metadata(&wp, &rv).await.unwrap().boxed();
+    let merge = Patch::Merge(json!({"data": {"x": "1"}, "metadata": {"labels": {"k": "w"}}}));
+    cms.patch("a", &PatchParams::default(), &merge)
+        .await
+        .unwrap();
+    cms.delete("a", &DeleteParams::default()).await.unwrap();
+
+    let data = |e: &WatchEvent<ConfigMap>| match e {
+        WatchEvent::Modified(o) | WatchEvent::Deleted(o) => (
+            describe(e),
+            o.data.clone().unwrap_or_default(),
+            o.labels().clone(),
+            o.resource_version(),
+        ),
+        other => panic!("unexpected event {}", describe(other)),
+    };
+    let mut live = Vec::new();
+    for _ in 0..2 {
+        let (a, b) = (next(&mut first).await, next(&mut second).await);
+        assert_eq!(data(&a), data(&b), "both watches see the same change");
+        live.push(data(&a));
+    }
+    assert_eq!(live[0].0, "MODIFIED a");
+    assert_eq!(live[0].1, BTreeMap::from([("x".into(), "1".into())]));
+    assert_eq!(live[1].0, "DELETED a");
+    for want in ["MODIFIED", "DELETED"] {
+        let e = within("a metadata event", meta.try_next())
+            .await
+            .unwrap()
+            .expect("stream still open");
+        let (ty, o) = match e {
+            WatchEvent::Modified(o) => ("MODIFIED", o),
+            WatchEvent::Deleted(o) => ("DELETED", o),
+            _ => panic!("unexpected metadata event"),
+        };
+        assert_eq!(ty, want);
+        assert_eq!(o.name_any(), "a");
+        assert_eq!(
+            o.labels(),
+            &BTreeMap::from([("k".to_string(), "w".to_string())])
+        );
+    }
+
+    // A replay from the history serialises again and gives the same.
+    let mut replay: Events = cms.watch(&wp, &rv).await.unwrap().boxed();
+    for want in &live {
+        assert_eq!(&data(&next(&mut replay).await), want);
+    }
+}

@@ -115,7 +115,14 @@ where
             }
         };
         ids.into_iter()
-            .filter_map(|(ns, name)| self.store.get(&ObjectRef::new(&name).within(&ns)))
+            .filter_map(|(ns, name)| {
+                // The id's own strings, moved in: a zone's lookup resolves
+                // every one of its records, so no copies per record.
+                let mut at = ObjectRef::<K>::new("");
+                at.name = name;
+                at.namespace = Some(ns);
+                self.store.get(&at)
+            })
             .filter(|obj| (self.key)(obj).as_ref() == Some(key))
             .collect()
     }

@@ -580,9 +580,20 @@ fn grace_left(
 
 /// What identifies a report for one generation of an object.
 fn fingerprint(generation: Option<i64>, report: &impl std::fmt::Debug) -> u64 {
+    use std::fmt::Write as _;
     use std::hash::{Hash, Hasher};
+    /// Feeds formatted text straight into the hasher: a flush fingerprints
+    /// every record of its zone, and a `String` per record was most of it.
+    struct HashText<'h>(&'h mut std::collections::hash_map::DefaultHasher);
+    impl std::fmt::Write for HashText<'_> {
+        fn write_str(&mut self, s: &str) -> std::fmt::Result {
+            self.0.write(s.as_bytes());
+            Ok(())
+        }
+    }
     let mut h = std::collections::hash_map::DefaultHasher::new();
-    (generation, format!("{report:?}")).hash(&mut h);
+    generation.hash(&mut h);
+    let _ = write!(HashText(&mut h), "{report:?}");
     h.finish()
 }
 

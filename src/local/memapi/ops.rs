@@ -5,6 +5,7 @@
 //! detection. Deletion and garbage collection live in `gc.rs`.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -115,13 +116,14 @@ fn check_identity(t: &Target, obj: &mut Value, name: Option<&str>) -> Result<(),
 }
 
 impl State {
-    fn current(&self, t: &Target) -> Result<(ObjKey, Value), ApiError> {
+    /// The stored object (shared, not copied).
+    fn current(&self, t: &Target) -> Result<(ObjKey, Arc<Value>), ApiError> {
         let name = target_name(t);
         let key = obj_key(t.namespace.as_deref(), name);
         let e = self
             .get(&res_key(&t.info), &key)
             .ok_or_else(|| ApiError::not_found(&t.info, name))?;
-        Ok((key, (*e.obj).clone()))
+        Ok((key, e.obj.clone()))
     }
 
     /// Whether Namespace `ns` exists and is being deleted (held by a
@@ -134,7 +136,7 @@ impl State {
             .is_some_and(|e| meta::is_deleting(&e.obj))
     }
 
-    pub(crate) fn get_object(&self, t: &Target) -> Result<Value, ApiError> {
+    pub(crate) fn get_object(&self, t: &Target) -> Result<Arc<Value>, ApiError> {
         self.current(t).map(|(_, o)| o)
     }
 
@@ -195,7 +197,7 @@ impl State {
         t: &Target,
         mut obj: Value,
         dry_run: bool,
-    ) -> Result<Value, ApiError> {
+    ) -> Result<Arc<Value>, ApiError> {
         if t.status || t.name.is_some() {
             return Err(ApiError::method_not_allowed(
                 "create is only allowed on a collection",
@@ -274,7 +276,7 @@ impl State {
         meta::normalize(&mut obj);
         meta::check_labels(&obj).map_err(|e| ApiError::invalid(&t.info, &name, &e))?;
         if dry_run {
-            return Ok(obj);
+            return Ok(Arc::new(obj));
         }
         self.created(t, &key, obj, BTreeMap::new())
     }
@@ -286,11 +288,11 @@ impl State {
         key: &ObjKey,
         obj: Value,
         applied: BTreeMap<String, Value>,
-    ) -> Result<Value, ApiError> {
+    ) -> Result<Arc<Value>, ApiError> {
         let stored = self.put(&res_key(&t.info), key, obj, applied);
         self.on_crd_change(&t.info, Some(&stored));
         self.collect_if_orphaned(&res_key(&t.info), key);
-        Ok((*stored).clone())
+        Ok(stored)
     }
 
     pub(crate) fn replace(
@@ -298,7 +300,7 @@ impl State {
         t: &Target,
         mut body: Value,
         dry_run: bool,
-    ) -> Result<Value, ApiError> {
+    ) -> Result<Arc<Value>, ApiError> {
         if !t.status {
             check_type(&t.info, &mut body, false)?;
         }
@@ -311,7 +313,7 @@ impl State {
         kind: PatchKind,
         body: &[u8],
         q: &Query,
-    ) -> Result<(u16, Value), ApiError> {
+    ) -> Result<(u16, Arc<Value>), ApiError> {
         let parse_err = |e: &dyn std::fmt::Display| {
             ApiError::bad_request(format!("failed to parse patch: {e}"))
         };
@@ -330,7 +332,8 @@ impl State {
                 "application/strategic-merge-patch+json is not supported for custom resources",
             ));
         }
-        let (_, mut doc) = self.current(t)?;
+        let (_, cur) = self.current(t)?;
+        let mut doc = (*cur).clone();
         match kind {
             PatchKind::Json => {
                 let ops: json_patch::Patch =
@@ -356,7 +359,7 @@ impl State {
         t: &Target,
         mut applied: Value,
         q: &Query,
-    ) -> Result<(u16, Value), ApiError> {
+    ) -> Result<(u16, Arc<Value>), ApiError> {
         let manager = q.field_manager.clone().ok_or_else(|| {
             ApiError::bad_request("PATCH requests of type apply require a fieldManager")
         })?;
@@ -371,7 +374,10 @@ impl State {
         let owned = patch::owned_fields(&applied, section, t.info.status_subresource);
         let res = res_key(&t.info);
         let key = obj_key(t.namespace.as_deref(), &name);
-        let Some(entry) = self.get(&res, &key).cloned() else {
+        let Some((cur, mut records)) = self
+            .get(&res, &key)
+            .map(|e| (e.obj.clone(), e.applied.clone()))
+        else {
             if t.status {
                 return Err(ApiError::not_found(&t.info, &name));
             }
@@ -385,9 +391,10 @@ impl State {
                 return Ok((201, created));
             }
             let applied = BTreeMap::from([(manager, patch::record_with(None, section, &owned))]);
-            return self.created(t, &key, created, applied).map(|o| (201, o));
+            return self
+                .created(t, &key, Arc::unwrap_or_clone(created), applied)
+                .map(|o| (201, o));
         };
-        let mut records = entry.applied.clone();
         for (other, record) in records.iter_mut().filter(|(m, _)| **m != manager) {
             let clashes = patch::conflicts(&owned, &patch::section_of(record, section));
             if clashes.is_empty() {
@@ -413,10 +420,10 @@ impl State {
             }
         }
         let prev = records.get(&manager).map(|r| patch::section_of(r, section));
-        let mut doc = (*entry.obj).clone();
+        let mut doc = (*cur).clone();
         patch::apply(&mut doc, prev.as_ref(), &owned);
         // A resourceVersion in the apply body is an optimistic-lock precondition.
-        let current_rv = rv_of(&entry.obj).unwrap_or_default().to_owned();
+        let current_rv = rv_of(&cur).unwrap_or_default().to_owned();
         let wanted_rv = rv_of(&applied).unwrap_or(&current_rv).to_owned();
         meta::meta_mut(&mut doc).insert("resourceVersion".into(), wanted_rv.into());
         let record = patch::record_with(records.get(&manager), section, &owned);
@@ -434,7 +441,7 @@ impl State {
         candidate: Value,
         applied: Option<BTreeMap<String, Value>>,
         dry_run: bool,
-    ) -> Result<Value, ApiError> {
+    ) -> Result<Arc<Value>, ApiError> {
         let (key, cur) = self.current(t)?;
         let name = key.1.clone();
         let res = res_key(&t.info);
@@ -442,7 +449,7 @@ impl State {
             return Err(ApiError::stale(&t.info, &name));
         }
         let mut new = if t.status {
-            let mut n = cur.clone();
+            let mut n = (*cur).clone();
             match (n.as_object_mut(), candidate.get("status")) {
                 (Some(root), Some(s)) => root.insert("status".into(), s.clone()),
                 (Some(root), None) => root.remove("status"),
@@ -461,14 +468,10 @@ impl State {
                     None => root.remove("status"),
                 };
             }
-            let cur_meta = cur
-                .get("metadata")
-                .and_then(Value::as_object)
-                .cloned()
-                .unwrap_or_default();
+            let cur_meta = cur.get("metadata").and_then(Value::as_object);
             let m = meta::meta_mut(&mut n);
             for k in SERVER_OWNED {
-                match cur_meta.get(k) {
+                match cur_meta.and_then(|cm| cm.get(k)) {
                     Some(v) => m.insert(k.into(), v.clone()),
                     None => m.remove(k),
                 };
@@ -494,12 +497,12 @@ impl State {
                 .unwrap_or(0);
             meta::meta_mut(&mut new).insert("generation".into(), (generation + 1).into());
         }
-        if new == cur || dry_run {
+        if new == *cur || dry_run {
             // Nothing changed: no new resourceVersion, no watch event.
             if !dry_run && let Some(applied) = applied {
                 self.set_applied(&res, &key, applied);
             }
-            return Ok(new);
+            return Ok(Arc::new(new));
         }
         let applied = applied.unwrap_or_else(|| {
             self.get(&res, &key)
@@ -513,12 +516,12 @@ impl State {
                 .remove(&res, &key, Some(new))
                 .expect("object checked above");
             self.after_removed(&res, &gone);
-            return Ok((*gone).clone());
+            return Ok(gone);
         }
         let stored = self.put(&res, &key, new, applied);
         self.on_crd_change(&t.info, Some(&stored));
         self.collect_if_orphaned(&res, &key);
-        Ok((*stored).clone())
+        Ok(stored)
     }
 
     /// Keeps the registry in step with CustomResourceDefinition objects, so

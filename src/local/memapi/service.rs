@@ -119,9 +119,9 @@ fn handle(
         status: target.status,
     })?;
     let meta_only = accept.contains("as=PartialObjectMetadata");
-    let out = |v: Value| {
+    let out = |v: Arc<Value>| {
         if meta_only {
-            super::watch::partial_metadata(&v)
+            Arc::new(super::watch::partial_metadata(&v))
         } else {
             v
         }
@@ -130,12 +130,9 @@ fn handle(
         serde_json::from_slice(body)
             .map_err(|e| ApiError::bad_request(format!("failed to decode request body: {e}")))
     };
-    match verb {
-        Verb::Get => Ok(json_response(200, &out(state.get_object(&target)?))),
-        Verb::List => Ok(json_response(
-            200,
-            &state.list_objects(&target, &q, meta_only)?,
-        )),
+    let (code, reply): (u16, Arc<Value>) = match verb {
+        Verb::Get => (200, out(state.get_object(&target)?)),
+        Verb::List => (200, Arc::new(state.list_objects(&target, &q, meta_only)?)),
         Verb::Watch => {
             let start = state.start_watch(&target, &q, meta_only)?;
             drop(state);
@@ -143,20 +140,14 @@ fn handle(
                 .timeout_seconds
                 .map(Duration::from_secs)
                 .unwrap_or(DEFAULT_WATCH_TIMEOUT);
-            Ok(watch_response(shared.clone(), start, timeout))
+            return Ok(watch_response(shared.clone(), start, timeout));
         }
-        Verb::Create => Ok(json_response(
-            201,
-            &out(state.create(&target, parse_body()?, q.dry_run)?),
-        )),
-        Verb::Update => Ok(json_response(
-            200,
-            &out(state.replace(&target, parse_body()?, q.dry_run)?),
-        )),
+        Verb::Create => (201, out(state.create(&target, parse_body()?, q.dry_run)?)),
+        Verb::Update => (200, out(state.replace(&target, parse_body()?, q.dry_run)?)),
         Verb::Patch => {
             let kind = PatchKind::from_content_type(header_str(parts, header::CONTENT_TYPE))?;
             let (code, obj) = state.patch(&target, kind, body, &q)?;
-            Ok(json_response(code, &out(obj)))
+            (code, out(obj))
         }
         Verb::Delete => {
             let opts = if body.is_empty() {
@@ -168,13 +159,18 @@ fn handle(
                 || opts
                     .get("dryRun")
                     .is_some_and(|d| d.as_array().is_some_and(|a| !a.is_empty()));
-            let res = state.delete(&target, &opts, dry_run)?;
-            Ok(json_response(200, &res))
+            (200, Arc::new(state.delete(&target, &opts, dry_run)?))
         }
-        Verb::DeleteCollection => Err(ApiError::method_not_allowed(
-            "deletecollection is not supported",
-        )),
-    }
+        Verb::DeleteCollection => {
+            return Err(ApiError::method_not_allowed(
+                "deletecollection is not supported",
+            ));
+        }
+    };
+    // Serialised after the lock is released: the stored objects are shared
+    // (`Arc`), so other requests need not wait for this one's JSON.
+    drop(state);
+    Ok(json_response(code, &reply))
 }
 
 fn verb_of(method: &Method, t: &Target, q: &Query) -> Result<Verb, ApiError> {

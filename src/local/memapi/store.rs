@@ -7,8 +7,9 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::ops::Bound;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
+use bytes::Bytes;
 use serde_json::Value;
 
 use super::faults::Hooks;
@@ -53,6 +54,11 @@ pub(crate) struct Change {
     /// The object before a modification, so a watch with a selector can turn
     /// "stopped matching" into DELETED and "started matching" into ADDED.
     pub(crate) prev: Option<Arc<Value>>,
+    /// `obj` as watch events carry it (whole / metadata-only), serialised
+    /// once by the first watch that sends it and shared by every other one:
+    /// a change costs one serialisation, not one per open watch.
+    pub(crate) json: OnceLock<Bytes>,
+    pub(crate) meta_json: OnceLock<Bytes>,
 }
 
 /// A live watch as the store sees it (`watch::Watcher` is the one kind):
@@ -252,15 +258,21 @@ impl State {
     }
 
     fn record(&mut self, res: &ResKey, ty: EventType, obj: Arc<Value>, prev: Option<Arc<Value>>) {
-        let change = Arc::new(Change {
+        let mut change = Change {
             rv: self.rv,
             res: res.clone(),
             ty,
             obj,
             prev,
-        });
+            json: OnceLock::new(),
+            meta_json: OnceLock::new(),
+        };
         self.watchers.retain(|w| w.offer(&change));
-        self.history.push_back(change);
+        // The history keeps the object, not its serialised copies (a replay
+        // serialises again): memory stays one object per kept change.
+        change.json.take();
+        change.meta_json.take();
+        self.history.push_back(Arc::new(change));
         while self.history.len() > self.history_limit {
             if let Some(old) = self.history.pop_front() {
                 self.history_floor = old.rv;

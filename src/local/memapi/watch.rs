@@ -6,7 +6,9 @@
 //! after the given resourceVersion (410 Gone when that history was dropped),
 //! then receives every committed change live. Changes are pushed into the
 //! watcher's channel while the state lock is held, so order equals commit
-//! order. Periodic BOOKMARKs are queued the same way.
+//! order; a change is serialised once per form (whole object, metadata
+//! only) however many watches get it. Periodic BOOKMARKs are queued the
+//! same way.
 
 use std::sync::Arc;
 
@@ -50,16 +52,19 @@ impl Watcher {
             && self.fields.matches(obj)
     }
 
+    /// Queues one event for `obj` (initial events, errors).
     fn send(&self, ty: &str, obj: &Value) -> bool {
-        let obj = if self.meta_only {
-            partial_metadata(obj)
+        let json = if self.meta_only {
+            to_json(&partial_metadata(obj))
         } else {
-            obj.clone()
+            to_json(obj)
         };
-        let mut line = serde_json::to_vec(&json!({"type": ty, "object": obj}))
-            .expect("json values always serialise");
-        line.push(b'\n');
-        self.tx.send(Bytes::from(line)).is_ok()
+        self.send_line(ty, &json)
+    }
+
+    /// Queues one event line for an object already serialised.
+    fn send_line(&self, ty: &str, obj_json: &[u8]) -> bool {
+        self.tx.send(event_line(ty, obj_json)).is_ok()
     }
 
     /// Forwards a change if this watch sees it; `false` once the client has
@@ -81,7 +86,7 @@ impl Watcher {
             EventType::Deleted if now || before => "DELETED",
             _ => return true,
         };
-        self.send(ty, &c.obj)
+        self.send_line(ty, c.object_json(self.meta_only))
     }
 
     pub(crate) fn is_open(&self) -> bool {
@@ -116,6 +121,38 @@ impl Subscriber for Watcher {
 
     fn bookmark(&self, rv: u64, initial_end: bool) -> bool {
         Watcher::bookmark(self, rv, initial_end)
+    }
+}
+
+fn to_json(v: &Value) -> Vec<u8> {
+    serde_json::to_vec(v).expect("json values always serialise")
+}
+
+/// One line of a watch stream: `{"type":"ADDED","object":{...}}`. The type
+/// comes first, so a client decoding the adjacently tagged event knows the
+/// variant before the object and need not buffer it.
+fn event_line(ty: &str, obj_json: &[u8]) -> Bytes {
+    const HEAD: &[u8] = br#"{"type":""#;
+    const MID: &[u8] = br#"","object":"#;
+    let mut line = Vec::with_capacity(HEAD.len() + ty.len() + MID.len() + obj_json.len() + 2);
+    line.extend_from_slice(HEAD);
+    line.extend_from_slice(ty.as_bytes());
+    line.extend_from_slice(MID);
+    line.extend_from_slice(obj_json);
+    line.extend_from_slice(b"}\n");
+    Bytes::from(line)
+}
+
+impl Change {
+    /// The changed object as this kind of watch sends it, serialised on
+    /// first use and shared by every watch after.
+    fn object_json(&self, meta_only: bool) -> &[u8] {
+        if meta_only {
+            self.meta_json
+                .get_or_init(|| to_json(&partial_metadata(&self.obj)).into())
+        } else {
+            self.json.get_or_init(|| to_json(&self.obj).into())
+        }
     }
 }
 
@@ -212,5 +249,69 @@ impl State {
     /// Ends every open watch (clients re-watch from their last version).
     pub(crate) fn close_watches(&mut self) {
         self.watchers.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::OnceLock;
+
+    fn watcher(meta_only: bool) -> (Watcher, mpsc::UnboundedReceiver<Bytes>) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let w = Watcher {
+            id: 1,
+            res: (String::new(), "configmaps".into()),
+            kind: "ConfigMap".into(),
+            api_version: "v1".into(),
+            namespace: None,
+            labels: LabelSelector::parse("").unwrap(),
+            fields: FieldSelector::parse("").unwrap(),
+            meta_only,
+            tx,
+        };
+        (w, rx)
+    }
+
+    fn line(rx: &mut mpsc::UnboundedReceiver<Bytes>) -> Value {
+        let b = rx.try_recv().expect("an event line");
+        assert!(b.ends_with(b"\n"), "one event per line");
+        assert!(
+            b.starts_with(br#"{"type":""#),
+            "the type comes before the object"
+        );
+        serde_json::from_slice(&b).expect("a JSON event")
+    }
+
+    #[test]
+    fn a_change_is_sent_to_each_watch_in_its_own_form() {
+        let obj = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "a", "namespace": "ns", "resourceVersion": "7"},
+            "data": {"k": "v"}});
+        let change = Change {
+            rv: 7,
+            res: (String::new(), "configmaps".into()),
+            ty: EventType::Modified,
+            obj: Arc::new(obj.clone()),
+            prev: Some(Arc::new(obj.clone())),
+            json: OnceLock::new(),
+            meta_json: OnceLock::new(),
+        };
+        let (full1, mut rx1) = watcher(false);
+        let (full2, mut rx2) = watcher(false);
+        let (meta, mut rx3) = watcher(true);
+        for w in [&full1, &meta, &full2] {
+            assert!(w.offer(&change));
+        }
+        let want = json!({"type": "MODIFIED", "object": obj});
+        assert_eq!(line(&mut rx1), want);
+        assert_eq!(line(&mut rx2), want);
+        assert_eq!(
+            line(&mut rx3),
+            json!({"type": "MODIFIED", "object": partial_metadata(&obj)})
+        );
+        // The same from a plain send (initial events, replays).
+        full1.send("ADDED", &obj);
+        assert_eq!(line(&mut rx1), json!({"type": "ADDED", "object": obj}));
     }
 }
