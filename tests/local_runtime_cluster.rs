@@ -27,9 +27,16 @@ use kube::Api;
 use kube::api::PostParams;
 use support::{Harness, NS, version_bind, wait_for};
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn bind_cluster_runs_on_local_pods_and_reconfigs_once_per_config() {
-    let h = Harness::start(|_| {}).await;
+/// The real controllers on `executor`, and the BindCluster `c` (two pods,
+/// a catalog with transfer key `xfer`) with both pods Ready: the way to
+/// stop the controllers, and their task.
+async fn cluster_of_two(
+    h: &Harness,
+    executor: Arc<dyn PodExecutor>,
+) -> (
+    tokio::sync::oneshot::Sender<()>,
+    tokio::task::JoinHandle<()>,
+) {
     h.api.register_custom::<BindCluster>();
     h.api.register_custom::<BindTSIGKey>();
     h.api.register_custom::<bind_operator::api::BindZone>();
@@ -37,7 +44,7 @@ async fn bind_cluster_runs_on_local_pods_and_reconfigs_once_per_config() {
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let manager = tokio::spawn(controller::run(
         h.client.clone(),
-        Arc::new(h.runtime.executor()),
+        executor,
         Arc::new(h.runtime.network()),
         async move {
             let _ = stopped.await;
@@ -69,6 +76,13 @@ async fn bind_cluster_runs_on_local_pods_and_reconfigs_once_per_config() {
 
     h.ready_pod("c-0").await;
     h.ready_pod("c-1").await;
+    (stop, manager)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bind_cluster_runs_on_local_pods_and_reconfigs_once_per_config() {
+    let h = Harness::start(|_| {}).await;
+    let (stop, manager) = cluster_of_two(&h, Arc::new(h.runtime.executor())).await;
     let applied = wait_for("ConfigApplied True on both pods", || async {
         let c: BindCluster = h.api.get(Some(NS), "c")?;
         let status = c.status?;
@@ -144,10 +158,6 @@ async fn a_new_clusters_setup_is_one_exec_per_pod_and_a_stale_mount_is_not_recon
     // A changed ConfigMap reaches the running pods this long after the
     // change, so the reconfig step meets a mount that has not caught up.
     let h = Harness::start(|c| c.propagation_delay = Duration::from_secs(4)).await;
-    h.api.register_custom::<BindCluster>();
-    h.api.register_custom::<BindTSIGKey>();
-    h.api.register_custom::<bind_operator::api::BindZone>();
-    h.api.register_custom::<bind_operator::api::DNSRecord>();
     let execs: Execs = Arc::default();
     let log = execs.clone();
     let observed = ObservedExecutor::new(
@@ -166,41 +176,7 @@ async fn a_new_clusters_setup_is_one_exec_per_pod_and_a_stale_mount_is_not_recon
         },
     );
     let observed: Arc<dyn PodExecutor> = Arc::new(observed);
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let manager = tokio::spawn(controller::run(
-        h.client.clone(),
-        observed,
-        Arc::new(h.runtime.network()),
-        async move {
-            let _ = stopped.await;
-        },
-    ));
-
-    let mut key = BindTSIGKey::new("xfer", BindTSIGKeySpec::default());
-    key.metadata.namespace = Some(NS.into());
-    Api::<BindTSIGKey>::namespaced(h.client.clone(), NS)
-        .create(&PostParams::default(), &key)
-        .await
-        .unwrap();
-    let mut cluster = BindCluster::new(
-        "c",
-        BindClusterSpec {
-            replicas: 2,
-            catalog: Some(CatalogSpec {
-                zone_name: None,
-                transfer_key_ref: Some("xfer".into()),
-            }),
-            ..Default::default()
-        },
-    );
-    cluster.metadata.namespace = Some(NS.into());
-    Api::<BindCluster>::namespaced(h.client.clone(), NS)
-        .create(&PostParams::default(), &cluster)
-        .await
-        .unwrap();
-
-    h.ready_pod("c-0").await;
-    h.ready_pod("c-1").await;
+    let (stop, manager) = cluster_of_two(&h, observed).await;
     let secondary = format!("127.0.0.1 port {}", h.dns_port("c-1"));
     let notify_file = h.runtime.dirs(NS, "c-0").data.join("notify-targets.conf");
     let first = wait_for("config applied on both pods and NOTIFY set", || async {

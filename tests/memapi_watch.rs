@@ -72,6 +72,19 @@ fn describe(e: &WatchEvent<ConfigMap>) -> String {
     }
 }
 
+/// The collection's resourceVersion, to watch from.
+async fn collection_version<K>(api: &Api<K>) -> String
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    api.list(&ListParams::default())
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap()
+}
+
 #[tokio::test]
 async fn list_filters_by_every_label_operator() {
     let (_api, client) = setup();
@@ -150,13 +163,7 @@ async fn list_pages_with_limit_and_continue() {
 async fn watch_from_a_version_streams_added_modified_deleted() {
     let (_api, client) = setup();
     let cms = seed(&client, &[cm("before", &[])]).await;
-    let rv = cms
-        .list(&ListParams::default())
-        .await
-        .unwrap()
-        .metadata
-        .resource_version
-        .unwrap();
+    let rv = collection_version(&cms).await;
     let wp = WatchParams::default().disable_bookmarks();
     let mut events: Events = cms.watch(&wp, &rv).await.unwrap().boxed();
     cms.create(&PostParams::default(), &cm("a", &[]))
@@ -242,13 +249,7 @@ async fn bookmarks_arrive_only_when_asked() {
 async fn watch_with_selector_sees_objects_enter_and_leave() {
     let (_api, client) = setup();
     let cms = seed(&client, &[cm("a", &[("sel", "no")])]).await;
-    let rv = cms
-        .list(&ListParams::default())
-        .await
-        .unwrap()
-        .metadata
-        .resource_version
-        .unwrap();
+    let rv = collection_version(&cms).await;
     let wp = WatchParams::default().disable_bookmarks().labels("sel=yes");
     let mut events: Events = cms.watch(&wp, &rv).await.unwrap().boxed();
     let label = |v: &str| Patch::Merge(json!({"metadata": {"labels": {"sel": v}}}));
@@ -421,13 +422,7 @@ async fn every_watch_gets_each_change_in_its_own_form() {
     let (_api, client) = setup();
     let cms = seed(&client, &[cm("a", &[("k", "v")])]).await;
     let metas: Api<PartialObjectMeta<ConfigMap>> = Api::namespaced(client.clone(), "ns1");
-    let rv = cms
-        .list(&ListParams::default())
-        .await
-        .unwrap()
-        .metadata
-        .resource_version
-        .unwrap();
+    let rv = collection_version(&cms).await;
     let wp = WatchParams::default().disable_bookmarks();
     let mut first: Events = cms.watch(&wp, &rv).await.unwrap().boxed();
     let mut second: Events = cms.watch(&wp, &rv).await.unwrap().boxed();
