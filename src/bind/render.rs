@@ -6,7 +6,7 @@
 //! Rendered text holds no pod IP and no per-pod port. The only
 //! environment-dependent input is [`ClusterConfig::primary_endpoint`], where
 //! secondaries reach the primary (the primary Service's ClusterIP:53 in a
-//! cluster, 127.0.0.1:<primary port> locally). Listening details come from
+//! cluster, `127.0.0.1:<primary port>` locally). Listening details come from
 //! files the entrypoint writes; the primary's NOTIFY targets from
 //! `notify-targets.conf`, which the operator writes at run time.
 //!

@@ -8,7 +8,7 @@
 //!   and finalizer changes: the zone's own status and applied annotation
 //!   writes must not wake it again.
 //! - DNSRecord spec, deletion and finalizer changes wake the record's zone,
-//!   coalesced per zone ([`coalesce`]: after a quiet moment, or a bounded
+//!   coalesced per zone (`coalesce`: after a quiet moment, or a bounded
 //!   wait): the zone is the unit of write, so 1,000 new DNSRecords make one
 //!   or two zone flushes, not 1,000.
 //! - DNSRecord spec and deletion changes, and any change of a record

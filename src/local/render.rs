@@ -161,7 +161,7 @@ pub fn describe(o: &ObjectStatus) -> String {
     }
 }
 
-/// Message squeezed onto one line and cut to [`MAX_MESSAGE_CHARS`].
+/// Message squeezed onto one line and cut to `MAX_MESSAGE_CHARS`.
 pub fn one_line(message: &str) -> String {
     let flat = message.split_whitespace().collect::<Vec<_>>().join(" ");
     if flat.chars().count() <= MAX_MESSAGE_CHARS {

@@ -13,7 +13,7 @@
 //!
 //! # Idle costs nothing
 //! Nothing here polls: the directory is read when the file system reports
-//! a change ([`DirWatch`]), objects are read from the in-memory store or
+//! a change ([`DirWatch`](crate::local::manifest_dir::DirWatch)), objects are read from the in-memory store or
 //! from watches (never LISTed per report), pods arrive on a channel, and a
 //! timer runs only while something is due (a report, a retry, a serving
 //! check, the `--once` settle time).

@@ -2,7 +2,7 @@
 //! Sets up logging, turns the flags and the environment into an
 //! [`OperatorConfig`], builds the client (in-cluster service account, or
 //! KUBECONFIG / ~/.kube/config) and hands the controllers, with the
-//! pods/exec executor and the cluster network, to [`operator::serve`],
+//! pods/exec executor and the cluster network, to [`operator::serve`](fn@crate::operator::serve),
 //! which owns leader election, `/healthz`, `/readyz`, `/metrics` and the
 //! shutdown on SIGTERM/SIGINT.
 //!

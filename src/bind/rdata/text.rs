@@ -68,7 +68,7 @@ pub fn ipv6_text(ip: &Ipv6Addr) -> String {
     out
 }
 
-/// Hex in upper case, in [`HEX_CHUNK`]-digit chunks separated by spaces.
+/// Hex in upper case, in `HEX_CHUNK`-digit chunks separated by spaces.
 pub fn hex_text(bytes: &[u8]) -> String {
     let hex = hex::encode_upper(bytes);
     let chunks: Vec<&str> = hex

@@ -94,7 +94,7 @@ pub const SNAPSHOT_TRUST: Duration = Duration::from_secs(10);
 pub const RECHECK_AFTER_WRITE: Duration = Duration::from_secs(5);
 
 /// How long a pod's first queued zone operation waits for others to join
-/// its round ([`batch`]); later ones join while a round runs.
+/// its round ([`server::batch`]); later ones join while a round runs.
 pub const BATCH_GATHER: Duration = Duration::from_millis(25);
 
 /// Timing knobs; tests shorten them.
@@ -108,7 +108,7 @@ pub struct Settings {
     pub retry_max: Duration,
     pub recheck_after_write: Duration,
     pub snapshot_trust: Duration,
-    /// Group commit of zone operations per pod ([`batch`]) with this
+    /// Group commit of zone operations per pod ([`server::batch`]) with this
     /// gathering wait; `None`: every operation is its own exec (the
     /// in-memory BIND fake of the controller tests plays those only).
     pub batch_gather: Option<Duration>,

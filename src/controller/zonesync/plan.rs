@@ -5,7 +5,7 @@
 //! `spec.records` entry).
 //!
 //! Conflicts (one RRset claimed twice, a CNAME beside other data, an RRset
-//! hidden by a delegation) are decided by [`decide`]: the claimant the
+//! hidden by a delegation) are decided by `decide`: the claimant the
 //! servers already serve keeps the name, claimants new together are all
 //! refused; names and creation times never pick a winner.
 //!
@@ -206,7 +206,7 @@ fn serves(r: &ValidRecord, key: &RrKey) -> bool {
 
 /// Computes the zone's desired owned contents. `records` are the DNSRecords
 /// whose zoneRef names this zone (any order), validated against it.
-/// Conflicts are decided by [`decide`]: the claimant already serving keeps
+/// Conflicts are decided by `decide`: the claimant already serving keeps
 /// a name; new claimants that clash are all refused.
 pub fn plan<R: Borrow<ValidRecord>>(z: &ZoneInputs<'_>, records: &[R]) -> Desired {
     let mut inline_errors = Vec::new();

@@ -1,6 +1,6 @@
 //! Zone operations on one BIND pod, each one exec of a command the BIND
 //! layer builds (or, on a batched [`Target`], one request joining the pod's
-//! next round of [`super::batch`]): read SOA serials (one `dig` for many zones), `zonestatus`,
+//! next round of [`batch`]): read SOA serials (one `dig` for many zones), `zonestatus`,
 //! create a primary zone, add a secondary
 //! zone, change a zone's clause, configure a zone again keeping its files
 //! (a `dnssec-policy` on BIND 9.20), read its DNSKEYs, delete a zone with
@@ -177,7 +177,7 @@ impl<'a> Target<'a> {
         }
     }
 
-    /// A target whose operations go through `batcher` (see [`super::batch`]).
+    /// A target whose operations go through `batcher` (see [`batch`]).
     /// Whether zone writes join the pod's rounds (where a new zone is
     /// created with its records; see [`Self::create_primary`]).
     pub fn batched_writes(&self) -> bool {

@@ -165,7 +165,7 @@ struct PodState {
 pub struct Checker<'a> {
     /// A count that moves whenever a writer may have changed a zone (exec
     /// calls made); a pod is probed again only when it moved, when the pod
-    /// was still catching up, or after [`IDLE_LOOK`], so checking costs the
+    /// was still catching up, or after `IDLE_LOOK`, so checking costs the
     /// machine little while the system under test works.
     pub activity: &'a (dyn Fn() -> u64 + Sync),
     /// The transfer key as a BIND key file (for `dig -k`).

@@ -1,7 +1,7 @@
 //! One scenario's environment: a fresh in-memory API with our kinds, the
 //! local runtime (StatefulSet controller and kubelet, real named), the real
 //! controllers on their own runtime ([`OperatorSide`]) behind a
-//! [`counting`](super::exec_log::counting) executor, and the objects every scenario starts from: a
+//! [`counting`](super::exec_log::counting()) executor, and the objects every scenario starts from: a
 //! Secret with two random TSIG keys, BindTSIGKeys for them (transfer and
 //! update), a BindCluster with a catalog ([`BenchEnv::seed_cluster`]) and
 //! `zones` BindZones ([`BenchEnv::zone_objects`]). [`BenchEnv::bring_up`]

@@ -90,7 +90,7 @@ impl ExecLog {
     }
 }
 
-/// Which tool a command runs (see [`TOOLS`]).
+/// Which tool a command runs (see `TOOLS`).
 pub fn tool_of(cmd: &Command) -> &'static str {
     cmd.argv
         .iter()

@@ -34,7 +34,7 @@
 //! - Users: run as root, it runs each pod's processes (named and every
 //!   exec'd command) as the pod's runAsUser / runAsGroup with its fsGroup,
 //!   and gives the volumes to the fsGroup as kubelet does
-//!   ([`identity`]); run as anyone else, everything runs as that user.
+//!   (`identity`); run as anyone else, everything runs as that user.
 //! - Termination messages: with `terminationMessagePolicy:
 //!   FallbackToLogsOnError`, a named that exits with an error leaves the
 //!   tail of its log in `lastState.terminated.message`, as kubelet does.

@@ -44,7 +44,7 @@
 //! error (named-checkconf's message for its stanza, rndc's stderr, or its
 //! message's response code); the rest of the round lands. A stanza
 //! named-checkconf refuses is dropped and the round's zone run again
-//! without it (at most [`CHECKCONF_RUNS`] runs). Only a failure of the
+//! without it (at most `CHECKCONF_RUNS` runs). Only a failure of the
 //! exec itself (the pod gone) fails the whole round, as it would fail each
 //! request alone.
 //!
@@ -93,7 +93,7 @@ use super::{CatalogJoin, Created, ServerError, ZONES_PER_DIG};
 pub const UNBATCHED_AT_ONCE: usize = 8;
 
 /// Most gathering waits before a round runs whatever it has (see
-/// [`Batcher::gathered`]): a steady stream of requests still gets a round
+/// `Batcher::gathered`): a steady stream of requests still gets a round
 /// every `GATHER_ROUNDS` x gather.
 pub const GATHER_ROUNDS: usize = 10;
 
