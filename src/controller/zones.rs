@@ -111,10 +111,7 @@ fn record_self_trigger(
         let moved = spec_changed(r).into_inner();
         let new = !has_record_finalizer(r);
         if new && r.metadata.deletion_timestamp.is_none() {
-            let zone = r.namespace().and_then(|ns| {
-                zctx.zones
-                    .get(&ObjectRef::new(&r.spec.zone_ref).within(&ns))
-            });
+            let zone = dnsrecord::zone_of(&zctx, r);
             super::zonesync::note_if_first_sync(&zctx, zone.as_deref());
         }
         future::ready(moved || new)

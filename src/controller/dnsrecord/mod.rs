@@ -45,7 +45,7 @@ impl Categorized for Error {
 }
 
 /// The record's zone from the cache.
-fn zone_of(ctx: &ZoneContext, r: &DNSRecord) -> Option<Arc<BindZone>> {
+pub(crate) fn zone_of(ctx: &ZoneContext, r: &DNSRecord) -> Option<Arc<BindZone>> {
     let ns = r.namespace()?;
     ctx.zones.get(&ObjectRef::new(&r.spec.zone_ref).within(&ns))
 }

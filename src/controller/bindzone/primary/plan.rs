@@ -165,7 +165,8 @@ pub(super) fn awaiting_records(
         .and_then(|since| FIRST_SYNC_QUIET.checked_sub(since))
         .filter(|left| !left.is_zero());
     match arriving {
-        // Never past the zone's own bound.
+        // Never past the zone's own bound; a little past the quiet's end,
+        // so the wake finds it over.
         Some(left) if age < FIRST_SYNC_WAIT => Some(Failure::Deferred(
             left.min(FIRST_SYNC_WAIT - age) + std::time::Duration::from_millis(10),
         )),
