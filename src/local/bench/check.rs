@@ -2,22 +2,27 @@
 //! knows which A record each name must hold ([`Expected`]); [`Checker`]
 //! polls each pod until every zone it serves holds every expected record:
 //!
-//! - a cheap probe first, one `dig` per pod (over the network, as a user
-//!   would ask): every unfinished zone's SOA serial plus one A query for a
-//!   record the zone was last seen missing. Only when the probe answers and
-//!   the serial moved is the zone transferred. A pod is probed only when a
-//!   writer did something since (or it is still catching up), so the check
-//!   takes little CPU from what it measures;
+//! - a cheap probe first, `dig` runs of 100 zones each, one after another
+//!   (over the network, as a user would ask): every unfinished zone's SOA
+//!   serial plus one A query for a record the zone was last seen missing.
+//!   Only when the probe answers and the serial moved is the zone
+//!   transferred. A pod is probed only when a writer did something since
+//!   (or it is still catching up), so the check takes little CPU from what
+//!   it measures; each pod is looked at on its own schedule, and a look
+//!   transfers a bounded share of the zones due, so a pod's next probe is
+//!   never seconds away;
 //! - then a TSIG-signed AXFR of the zone, compared name by name with the
 //!   expected set; the zones due on a pod are transferred many per `dig`
 //!   run (one AXFR query each, the key applies to every one), so a
 //!   thousand zones cost a handful of processes on the cores the operator
 //!   runs on. A zone counts only when its transfer ran from SOA to SOA and
-//!   held every expected record. A complete zone is complete since the
-//!   probe when the transfer carries the probed serial (the contents were
-//!   the same then), else since its transfer started (bounded by the dig
-//!   run's start for its first zone, by its end for a later one); so the
-//!   check's own run time does not count.
+//!   held every expected record. A complete zone is complete since the end
+//!   of the probe run that first answered with the transferred serial (a
+//!   serial names one content: every change moves it), else since its
+//!   transfer started (bounded by the dig run's start for its first zone,
+//!   by its end for a later one); so the check's own transfers do not
+//!   count, only the probes' cadence. `BENCH_CHECK_TRACE=1` prints each
+//!   look (when it probed, what it found, what it transferred).
 //!
 //! After a scenario, [`Checker::sample`] asks random names directly.
 //!
@@ -43,6 +48,11 @@ use crate::local::runtime::PodRole;
 pub const MAX_RECORDS: usize = 1 << 24;
 /// Queries per probe `dig` (one SOA and one A per unfinished zone).
 const MAX_PROBE_QUERIES: usize = 400;
+/// Transfer `dig` runs per look at one pod, at most.
+const MAX_TRANSFER_RUNS: usize = 2 * TRANSFER_CONCURRENCY;
+/// Zones per probe `dig` run (a SOA and an A query each): each run stamps
+/// the zones it saw when it ends, so a short run stamps them closely.
+const PROBE_ZONES: usize = 100;
 /// Longest a pod with unfinished zones goes unprobed.
 const IDLE_LOOK: Duration = Duration::from_secs(1);
 /// Transfer `dig` processes in flight at once per pod.
@@ -144,6 +154,9 @@ struct ZoneLook {
     probe: Option<usize>,
     /// The serial of the last transfer.
     serial: Option<u32>,
+    /// The latest serial a probe saw, and when (since `t0`) a probe first
+    /// answered with it: the end of that probe's `dig` run.
+    seen: Option<(u32, Duration)>,
     done: Option<Duration>,
     missing: usize,
 }
@@ -351,19 +364,39 @@ impl Checker<'_> {
         let mut serials = BTreeMap::new();
         let mut probes = 0;
         st.activity = Some((self.activity)());
-        let probed = Instant::now();
-        st.last_probe = Some(probed);
-        for chunk in open.chunks(MAX_PROBE_QUERIES / 2) {
-            let mut queries = Vec::new();
-            for &z in chunk {
-                queries.push((self.expected.zones[z].fqdn(), "SOA"));
-                if let Some(i) = looks[z].probe {
-                    queries.push((self.expected.records[i].fqdn.clone(), "A"));
+        let looked = Instant::now();
+        st.last_probe = Some(looked);
+        let chunks: Vec<Vec<(String, &str)>> = open
+            .chunks(PROBE_ZONES)
+            .map(|chunk| {
+                let mut queries = Vec::new();
+                for &z in chunk {
+                    queries.push((self.expected.zones[z].fqdn(), "SOA"));
+                    if let Some(i) = looks[z].probe {
+                        queries.push((self.expected.records[i].fqdn.clone(), "A"));
+                    }
+                }
+                queries
+            })
+            .collect();
+        // One run after another, each stamping its own zones when it ends
+        // (side by side, every run ended as late as the slowest).
+        for (queries, zones) in chunks.iter().zip(open.chunks(PROBE_ZONES)) {
+            let out = query(&p.layout.tools.dig, p.dns, queries).await;
+            let ended = Instant::now();
+            probes += 1;
+            let found = parse_dig_soa(&out);
+            // A serial names one content of the zone (every change moves
+            // it), so a zone later transferred complete at this serial was
+            // complete when this probe's run ended.
+            for &z in zones {
+                if let Some(&serial) = found.get(&self.expected.zones[z])
+                    && looks[z].seen.is_none_or(|(s, _)| s != serial)
+                {
+                    looks[z].seen = Some((serial, ended.saturating_duration_since(t0)));
                 }
             }
-            let out = query(&p.layout.tools.dig, p.dns, &queries).await;
-            probes += 1;
-            serials.extend(parse_dig_soa(&out));
+            serials.extend(found);
             answered.extend(a_answers(&out));
         }
         // Zones worth a transfer: the probe record answers and the serial
@@ -382,8 +415,17 @@ impl Checker<'_> {
                 (probe_ok && look.serial != Some(serial)).then_some((z, serial))
             })
             .collect();
-        let transfers = due.len() as u64;
-        let runs: Vec<_> = futures::stream::iter(self.transfer_chunks(due))
+        // A bounded share per look, so the next probe (which stamps the
+        // zones that complete meanwhile) is never seconds away; the rest
+        // go next look.
+        let chunks: Vec<_> = self
+            .transfer_chunks(due)
+            .into_iter()
+            .take(MAX_TRANSFER_RUNS)
+            .collect();
+        let transfers = chunks.iter().map(Vec::len).sum::<usize>() as u64;
+        let probed = Instant::now();
+        let runs: Vec<_> = futures::stream::iter(chunks)
             .map(|chunk| async move {
                 let started = Instant::now();
                 let zones: Vec<usize> = chunk.iter().map(|(z, _)| *z).collect();
@@ -394,7 +436,7 @@ impl Checker<'_> {
             .collect()
             .await;
         for (chunk, started, ended, results) in runs {
-            for (k, ((z, probed_serial), result)) in chunk.into_iter().zip(results).enumerate() {
+            for (k, ((z, _), result)) in chunk.into_iter().zip(results).enumerate() {
                 let Some((serial, missing)) = result else {
                     continue;
                 };
@@ -403,23 +445,34 @@ impl Checker<'_> {
                 look.missing = missing.len();
                 match missing.first() {
                     None => {
-                        // Complete since the probe when the transfer carries
-                        // the probed serial (same contents then), else since
-                        // its transfer started: the dig's start for its first
-                        // zone, its end for a later one (the run does not say
-                        // when that one's transfer began).
-                        let since = if serial == probed_serial {
-                            probed
-                        } else if k == 0 {
-                            started
-                        } else {
-                            ended
-                        };
-                        look.done = Some(since.saturating_duration_since(t0));
+                        // Complete since a probe first answered with the
+                        // transferred serial (same contents then), else
+                        // since its transfer started: the dig's start for
+                        // its first zone, its end for a later one (the run
+                        // does not say when that one's transfer began).
+                        look.done = Some(match look.seen {
+                            Some((s, at)) if s == serial => at,
+                            _ if k == 0 => started.saturating_duration_since(t0),
+                            _ => ended.saturating_duration_since(t0),
+                        });
                     }
                     Some(&i) => look.probe = Some(i),
                 }
             }
+        }
+        if std::env::var_os("BENCH_CHECK_TRACE").is_some() {
+            // What each look cost and found, to judge the check's own lag.
+            let since = |i: Instant| i.saturating_duration_since(t0).as_secs_f64();
+            eprintln!(
+                "check {} look {:.3} probed {:.3} serials {} transferred {} ended {:.3} complete {}",
+                p.pod.name,
+                since(looked),
+                since(probed),
+                serials.len(),
+                transfers,
+                since(Instant::now()),
+                looks.iter().filter(|l| l.done.is_some()).count()
+            );
         }
         st.moving = transfers > 0 || serials.iter().any(|(z, s)| st.serials.get(z) != Some(s));
         st.serials.extend(serials);
@@ -445,7 +498,9 @@ impl Checker<'_> {
     }
 
     /// Polls every `poll` until each pod serves every expected record or
-    /// `deadline` passes; times are since `t0`.
+    /// `deadline` passes; times are since `t0`. Each pod is looked at on
+    /// its own schedule: a slow look at one pod never delays the next look
+    /// at another (which stamps the zones that completed there meanwhile).
     pub async fn wait(&self, t0: Instant, deadline: Instant, poll: Duration) -> Vec<PodProgress> {
         let fresh = PodState {
             zones: (0..self.expected.zones.len())
@@ -454,6 +509,7 @@ impl Checker<'_> {
                     ZoneLook {
                         probe: last,
                         serial: None,
+                        seen: None,
                         // A zone with no records is complete from the start.
                         done: last.is_none().then_some(Duration::ZERO),
                         missing: 0,
@@ -465,68 +521,54 @@ impl Checker<'_> {
             serials: BTreeMap::new(),
             moving: false,
         };
-        let mut states: Vec<PodState> = vec![fresh; self.pods.len()];
-        let mut progress: Vec<PodProgress> = self
-            .pods
-            .iter()
-            .map(|p| PodProgress {
-                pod: p.pod.name.clone(),
-                role: match p.role {
-                    PodRole::Primary => "primary".into(),
-                    PodRole::Secondary => "secondary".into(),
-                },
-                ..Default::default()
-            })
-            .collect();
-        loop {
-            let round = Instant::now();
-            let primary = self
-                .pods
-                .iter()
-                .position(|p| p.role == PodRole::Primary)
-                .map(|i| states[i].serials.clone())
-                .unwrap_or_default();
-            let due: Vec<bool> = self
-                .pods
-                .iter()
-                .zip(&states)
-                .map(|(p, st)| self.due(st, p.role, &primary))
-                .collect();
-            // Pods are looked at side by side: one slow pod must not delay
-            // the timestamp of another.
-            let counts =
-                futures::future::join_all(self.pods.iter().zip(states.iter_mut()).zip(due).map(
-                    |((p, st), due)| async move {
-                        if due {
-                            self.look(p, st, t0).await
-                        } else {
-                            (0, 0)
-                        }
+        // The primary's latest serials, which tell a secondary it is behind.
+        let primary_serials: std::sync::Mutex<BTreeMap<ZoneName, u32>> = Default::default();
+        let primary_serials = &primary_serials;
+        futures::future::join_all(self.pods.iter().map(|p| {
+            let mut st = fresh.clone();
+            async move {
+                let mut pr = PodProgress {
+                    pod: p.pod.name.clone(),
+                    role: match p.role {
+                        PodRole::Primary => "primary".into(),
+                        PodRole::Secondary => "secondary".into(),
                     },
-                ))
-                .await;
-            for (pr, (probes, transfers)) in progress.iter_mut().zip(counts) {
-                pr.probes += probes;
-                pr.transfers += transfers;
+                    ..Default::default()
+                };
+                loop {
+                    let round = Instant::now();
+                    let primary = primary_serials
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .clone();
+                    if self.due(&st, p.role, &primary) {
+                        let (probes, transfers) = self.look(p, &mut st, t0).await;
+                        pr.probes += probes;
+                        pr.transfers += transfers;
+                        if p.role == PodRole::Primary {
+                            *primary_serials.lock().unwrap_or_else(|e| e.into_inner()) =
+                                st.serials.clone();
+                        }
+                    }
+                    let done: Vec<Duration> = st.zones.iter().filter_map(|l| l.done).collect();
+                    pr.zones_complete = done.len();
+                    pr.missing = st
+                        .zones
+                        .iter()
+                        .filter(|l| l.done.is_none())
+                        .map(|l| if l.serial.is_some() { l.missing } else { 1 })
+                        .sum();
+                    pr.first_zone_secs = done.iter().min().map(|d| secs(*d));
+                    pr.all_secs = (done.len() == st.zones.len())
+                        .then(|| done.iter().max().map(|d| secs(*d)).unwrap_or(0.0));
+                    if pr.all_secs.is_some() || Instant::now() >= deadline {
+                        return pr;
+                    }
+                    tokio::time::sleep_until((round + poll).into()).await;
+                }
             }
-            for (pr, st) in progress.iter_mut().zip(&states) {
-                let done: Vec<Duration> = st.zones.iter().filter_map(|l| l.done).collect();
-                pr.zones_complete = done.len();
-                pr.missing = st
-                    .zones
-                    .iter()
-                    .filter(|l| l.done.is_none())
-                    .map(|l| if l.serial.is_some() { l.missing } else { 1 })
-                    .sum();
-                pr.first_zone_secs = done.iter().min().map(|d| secs(*d));
-                pr.all_secs = (done.len() == st.zones.len())
-                    .then(|| done.iter().max().map(|d| secs(*d)).unwrap_or(0.0));
-            }
-            if progress.iter().all(|p| p.all_secs.is_some()) || Instant::now() >= deadline {
-                return progress;
-            }
-            tokio::time::sleep_until((round + poll).into()).await;
-        }
+        }))
+        .await
     }
 
     /// Asks every pod for `n` random records directly; (asked, answered
