@@ -157,6 +157,7 @@ pub(super) fn awaiting_records(
     );
     let settling = ctx.state.seen_for(&zkey) < FIRST_SYNC_SETTLE;
     if (waiting || settling) && age < FIRST_SYNC_WAIT {
+        tracing::debug!(namespace = %zkey.0, zone = %zkey.1, waiting, settling, "first sync: zone waits for its records");
         return Some(Failure::Deferred(FIRST_SYNC_RECHECK));
     }
     let arriving = ctx
@@ -167,9 +168,11 @@ pub(super) fn awaiting_records(
     match arriving {
         // Never past the zone's own bound; a little past the quiet's end,
         // so the wake finds it over.
-        Some(left) if age < FIRST_SYNC_WAIT => Some(Failure::Deferred(
-            left.min(FIRST_SYNC_WAIT - age) + std::time::Duration::from_millis(10),
-        )),
+        Some(left) if age < FIRST_SYNC_WAIT => {
+            let wait = left.min(FIRST_SYNC_WAIT - age) + std::time::Duration::from_millis(10);
+            tracing::debug!(namespace = %zkey.0, zone = %zkey.1, wait_ms = wait.as_millis() as u64, "first sync: records still arriving");
+            Some(Failure::Deferred(wait))
+        }
         _ => None,
     }
 }
