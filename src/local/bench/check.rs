@@ -8,9 +8,11 @@
 //!   Only when the probe answers and the serial moved is the zone
 //!   transferred. A pod is probed only when a writer did something since
 //!   (or it is still catching up), so the check takes little CPU from what
-//!   it measures; each pod is looked at on its own schedule, and a look
-//!   transfers a bounded share of the zones due, so a pod's next probe is
-//!   never seconds away;
+//!   it measures; the end of a writer's exec is looked at within a few ms
+//!   when the pod's last look is a poll interval old (at most one look per
+//!   interval either way); each pod is looked at on its own schedule, and
+//!   a look transfers a bounded share of the zones due, so a pod's next
+//!   probe is never seconds away;
 //! - then a TSIG-signed AXFR of the zone, compared name by name with the
 //!   expected set; the zones due on a pod are transferred many per `dig`
 //!   run (one AXFR query each, the key applies to every one), so a
@@ -53,6 +55,8 @@ const MAX_TRANSFER_RUNS: usize = 2 * TRANSFER_CONCURRENCY;
 /// Zones per probe `dig` run (a SOA and an A query each): each run stamps
 /// the zones it saw when it ends, so a short run stamps them closely.
 const PROBE_ZONES: usize = 100;
+/// How often a waiting pod's loop asks whether a writer finished an exec.
+const WAKE_STEP: Duration = Duration::from_millis(5);
 /// Longest a pod with unfinished zones goes unprobed.
 const IDLE_LOOK: Duration = Duration::from_secs(1);
 /// Transfer `dig` processes in flight at once per pod.
@@ -497,6 +501,25 @@ impl Checker<'_> {
         activity != (self.activity)() || st.moving || behind || last.elapsed() >= IDLE_LOOK
     }
 
+    /// Sleeps until `next`, or until a writer's exec ended since the pod's
+    /// last look, once that look is `poll` old: the end of a write is
+    /// looked at within [`WAKE_STEP`] instead of up to `poll` later (which
+    /// was a tenth of a 0.5 s scenario), and a busy writer still gets at
+    /// most one look per `poll`, as before.
+    async fn until_due(&self, st: &PodState, next: Instant, poll: Duration) {
+        loop {
+            let now = Instant::now();
+            if now >= next {
+                return;
+            }
+            let wrote = st.activity.is_some_and(|a| a != (self.activity)());
+            if wrote && st.last_probe.is_none_or(|t| now >= t + poll) {
+                return;
+            }
+            tokio::time::sleep(WAKE_STEP.min(next - now)).await;
+        }
+    }
+
     /// Polls every `poll` until each pod serves every expected record or
     /// `deadline` passes; times are since `t0`. Each pod is looked at on
     /// its own schedule: a slow look at one pod never delays the next look
@@ -564,7 +587,7 @@ impl Checker<'_> {
                     if pr.all_secs.is_some() || Instant::now() >= deadline {
                         return pr;
                     }
-                    tokio::time::sleep_until((round + poll).into()).await;
+                    self.until_due(&st, round + poll, poll).await;
                 }
             }
         }))
