@@ -2,8 +2,9 @@
 //! CRD admits, with the awkward spellings users write (escapes, quoted and
 //! multi-string TXT, CAA, SRV, NAPTR, SSHFP/TLSA/DS hex, HTTPS/SVCB
 //! parameter lists, LOC, mixed-case names, AAAA forms, odd TTLs), goes
-//! through the production path: `RrsetChange::parse_replace` (what the zone
-//! plan validates with) -> `zonesync::diff` against the served zone ->
+//! through the production path: `render::validate::dns_record` (what the
+//! zone plan validates a DNSRecord with) -> `zonesync::diff` against the
+//! served zone ->
 //! `nsupdate::build_script` -> nsupdate on 127.0.0.1 -> `dig AXFR` ->
 //! `parse::parse_axfr` -> `Served::from_axfr` -> `diff` again, which must
 //! be empty: nothing to send, the serial stays. Before canonical rdata an
@@ -14,15 +15,18 @@ use crate::support_bind as harness;
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use bind_operator::api::dnsrecord::{DNSRecord, DNSRecordSpec};
 use bind_operator::bind::commands::{self, local_server};
-use bind_operator::bind::nsupdate::{RrsetChange, build_script};
+use bind_operator::bind::nsupdate::build_script;
 use bind_operator::bind::parse;
 use bind_operator::bind::render::render_cluster;
 use bind_operator::bind::zone::{Soa, ZoneSkeleton};
 use bind_operator::bind::{DomainName, Rdata, RecordType, TsigAlgorithm, Ttl, ZoneName};
 use bind_operator::controller::zonesync::diff::{Served, diff};
 use bind_operator::controller::zonesync::plan::{ApexWanted, Desired, Owner, WantedRrset};
+use bind_operator::render::validate;
 use harness::{Pod, run, run_ok};
+use kube::api::ObjectMeta;
 
 const H20: &str = "abcdef0123456789abcdef0123456789abcdef01";
 const H32: &str = "abcdef0123456789ABCDEF0123456789abcdef0123456789abcdef0123456789";
@@ -208,7 +212,8 @@ fn every_admitted_type_round_trips_through_named_without_a_rewrite() {
     run_ok(&commands::write_zone_file(l, &pz.file(), &skel.render()));
     run_ok(&commands::addzone(l, &zone, None, &pz.clause()));
 
-    // The desired set, validated the way the zone plan validates records.
+    // The desired set: each RRset a DNSRecord, validated by the function the
+    // zone plan validates DNSRecords with.
     let mut desired = Desired {
         rrsets: BTreeMap::new(),
         apex_ns: ApexWanted {
@@ -227,24 +232,35 @@ fn every_admitted_type_round_trips_through_named_without_a_rewrite() {
         .collect();
     let mut covered = BTreeSet::new();
     for (owner, t, ttl, values) in records() {
-        let change = RrsetChange::parse_replace(&zone, owner, t, ttl, default_ttl, &values)
-            .unwrap_or_else(|e| panic!("{owner} {t}: {e}"));
-        let RrsetChange::Replace {
-            name,
-            rtype,
-            ttl,
-            values,
-        } = change
-        else {
-            unreachable!()
+        let object = format!("r-{}-{t}", owner.to_ascii_lowercase()).replace(['.', '@'], "x");
+        let record = DNSRecord {
+            metadata: ObjectMeta {
+                name: Some(object.clone()),
+                namespace: Some("default".into()),
+                ..Default::default()
+            },
+            spec: DNSRecordSpec {
+                zone_ref: "rt".into(),
+                name: owner.into(),
+                type_: *bind_operator::api::dnsrecord::RecordType::ALL
+                    .iter()
+                    .find(|r| r.as_str() == t)
+                    .unwrap_or_else(|| panic!("{t} is not an admitted type")),
+                ttl: ttl.map(|t| u32::try_from(t).expect("a TTL the CRD admits")),
+                values,
+            },
+            status: None,
         };
-        covered.insert(rtype.as_str());
+        let set = validate::dns_record(&record, &zone, default_ttl, true)
+            .set
+            .unwrap_or_else(|e| panic!("{owner} {t}: {}", e.message));
+        covered.insert(set.rtype.as_str());
         desired.rrsets.insert(
-            (name, rtype),
+            set.key(),
             WantedRrset {
-                ttl,
-                values: values.into_iter().collect(),
-                owner: Owner::Record(format!("r-{owner}-{t}")),
+                ttl: set.ttl,
+                values: set.values,
+                owner: Owner::Record(object),
             },
         );
     }

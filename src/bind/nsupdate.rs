@@ -42,8 +42,12 @@ pub enum RrsetChange {
 }
 
 impl RrsetChange {
-    /// Validates a user's record set (`name` may be `@`, relative or
-    /// absolute; `ttl` falls back to `default_ttl`).
+    /// Validates a record set written by hand (`name` may be `@`, relative
+    /// or absolute; `ttl` falls back to `default_ttl`): the rdata and owner
+    /// checks a DNSRecord gets, without its field paths or the batch
+    /// checks. Users' records go through `render::validate::dns_record`
+    /// and `inline_record` instead; this is for tests and tools that build
+    /// a change directly.
     pub fn parse_replace(
         zone: &ZoneName,
         name: &str,
