@@ -42,9 +42,11 @@ pub const PRIMARY_NOTIFY_RATE: u64 = 1000;
 /// Concurrent transfers a secondary runs against one primary. Kept well
 /// below [`PRIMARY_TRANSFERS_OUT`] so even ten secondaries onboarding at once
 /// never hit the primary's quota (which stalls transfers for ~a minute).
-/// Not 10: onboarding 1,000 catalog members was faster with it, but in 3
-/// of 6 runs one member's first refresh went unanswered and named retried
-/// it only ~5.5 s later; with 5, none in 4 runs.
+/// 10 onboarded 1,000 catalog members faster but was not kept: 3 of 6 runs
+/// had one member transferred ~5.5 s late. That tail turned out to show
+/// with 5 too (about a third of runs: named on the secondary drops one
+/// member's SOA answer and retries 5 s later, seen in a packet capture),
+/// so 10 against 5 is still to be measured with it in mind.
 pub const SECONDARY_TRANSFERS_PER_NS: u64 = 5;
 /// Concurrent incoming transfers on a secondary.
 pub const SECONDARY_TRANSFERS_IN: u64 = 20;

@@ -35,7 +35,7 @@
 
 use std::alloc::{GlobalAlloc, Layout};
 
-use mimalloc::MiMalloc as System;
+use mimalloc::MiMalloc;
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 
@@ -131,7 +131,8 @@ fn count(side: u8, delta: i64) {
     }
 }
 
-/// The system allocator with a side tag in front of every allocation.
+/// mimalloc (the operator's allocator, see `main.rs`) with a side tag in
+/// front of every allocation.
 pub struct TaggingAllocator;
 
 /// The padded layout (header + payload) and the header's size.
@@ -175,13 +176,13 @@ unsafe fn tagged(layout: Layout, raw: impl FnOnce(Layout) -> *mut u8) -> *mut u8
 // it back at `ptr - 1` stays inside the block we allocated.
 unsafe impl GlobalAlloc for TaggingAllocator {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: System.alloc with a non-zero-sized layout.
-        unsafe { tagged(layout, |outer| System.alloc(outer)) }
+        // SAFETY: MiMalloc.alloc with a non-zero-sized layout.
+        unsafe { tagged(layout, |outer| MiMalloc.alloc(outer)) }
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: System.alloc_zeroed with a non-zero-sized layout.
-        unsafe { tagged(layout, |outer| System.alloc_zeroed(outer)) }
+        // SAFETY: MiMalloc.alloc_zeroed with a non-zero-sized layout.
+        unsafe { tagged(layout, |outer| MiMalloc.alloc_zeroed(outer)) }
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
@@ -191,7 +192,7 @@ unsafe impl GlobalAlloc for TaggingAllocator {
         // SAFETY: ptr came from alloc with this layout (GlobalAlloc contract).
         unsafe {
             sub(ptr.sub(1).read(), layout.size());
-            System.dealloc(ptr.sub(header), outer);
+            MiMalloc.dealloc(ptr.sub(header), outer);
         }
     }
 
@@ -202,11 +203,11 @@ unsafe impl GlobalAlloc for TaggingAllocator {
         let Some(new_outer_size) = new_size.checked_add(header) else {
             return std::ptr::null_mut();
         };
-        // SAFETY: ptr came from alloc with `layout`; System.realloc keeps
+        // SAFETY: ptr came from alloc with `layout`; MiMalloc.realloc keeps
         // the block's alignment and copies the header with the payload.
         unsafe {
             let old_side = ptr.sub(1).read();
-            let base = System.realloc(ptr.sub(header), old_outer, new_outer_size);
+            let base = MiMalloc.realloc(ptr.sub(header), old_outer, new_outer_size);
             if base.is_null() {
                 return base;
             }

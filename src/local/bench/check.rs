@@ -48,8 +48,8 @@ use crate::local::runtime::PodRole;
 
 /// Most records a scenario may have (each gets its own 10.x.y.z address).
 pub const MAX_RECORDS: usize = 1 << 24;
-/// Queries per probe `dig` (one SOA and one A per unfinished zone).
-const MAX_PROBE_QUERIES: usize = 400;
+/// Queries per `dig` when sampling names after a scenario.
+const MAX_SAMPLE_QUERIES: usize = 400;
 /// Transfer `dig` runs per look at one pod, at most.
 const MAX_TRANSFER_RUNS: usize = 2 * TRANSFER_CONCURRENCY;
 /// Zones per probe `dig` run (a SOA and an A query each): each run stamps
@@ -338,19 +338,19 @@ impl Checker<'_> {
     /// `due` cut into the zone lists of transfer `dig` runs: at most
     /// [`ZONES_PER_TRANSFER`] zones and [`RECORDS_PER_TRANSFER`] expected
     /// records each (a bigger zone alone).
-    fn transfer_chunks(&self, due: Vec<(usize, u32)>) -> Vec<Vec<(usize, u32)>> {
-        let mut chunks: Vec<Vec<(usize, u32)>> = Vec::new();
+    fn transfer_chunks(&self, due: Vec<usize>) -> Vec<Vec<usize>> {
+        let mut chunks: Vec<Vec<usize>> = Vec::new();
         let mut records = 0;
-        for (z, serial) in due {
+        for z in due {
             let n = self.expected.of_zone(z).len();
             match chunks.last_mut() {
                 Some(c) if c.len() < ZONES_PER_TRANSFER && records + n <= RECORDS_PER_TRANSFER => {
                     records += n;
-                    c.push((z, serial));
+                    c.push(z);
                 }
                 _ => {
                     records = n;
-                    chunks.push(vec![(z, serial)]);
+                    chunks.push(vec![z]);
                 }
             }
         }
@@ -405,7 +405,7 @@ impl Checker<'_> {
         }
         // Zones worth a transfer: the probe record answers and the serial
         // moved since the last transfer.
-        let due: Vec<(usize, u32)> = open
+        let due: Vec<usize> = open
             .into_iter()
             .filter_map(|z| {
                 let serial = *serials.get(&self.expected.zones[z])?;
@@ -416,7 +416,7 @@ impl Checker<'_> {
                         .get(&r.fqdn)
                         .is_some_and(|v| v.contains(&r.ip.to_string()))
                 });
-                (probe_ok && look.serial != Some(serial)).then_some((z, serial))
+                (probe_ok && look.serial != Some(serial)).then_some(z)
             })
             .collect();
         // A bounded share per look, so the next probe (which stamps the
@@ -432,15 +432,14 @@ impl Checker<'_> {
         let runs: Vec<_> = futures::stream::iter(chunks)
             .map(|chunk| async move {
                 let started = Instant::now();
-                let zones: Vec<usize> = chunk.iter().map(|(z, _)| *z).collect();
-                let results = self.transfer(p, &zones).await;
+                let results = self.transfer(p, &chunk).await;
                 (chunk, started, Instant::now(), results)
             })
             .buffer_unordered(TRANSFER_CONCURRENCY)
             .collect()
             .await;
         for (chunk, started, ended, results) in runs {
-            for (k, ((z, _), result)) in chunk.into_iter().zip(results).enumerate() {
+            for (k, (z, result)) in chunk.into_iter().zip(results).enumerate() {
                 let Some((serial, missing)) = result else {
                     continue;
                 };
@@ -605,7 +604,7 @@ impl Checker<'_> {
         let queries: Vec<(String, &str)> = picks.iter().map(|r| (r.fqdn.clone(), "A")).collect();
         let (mut asked, mut ok) = (0, 0);
         for p in &self.pods {
-            for chunk in queries.chunks(MAX_PROBE_QUERIES) {
+            for chunk in queries.chunks(MAX_SAMPLE_QUERIES) {
                 let answers = a_answers(&query(&p.layout.tools.dig, p.dns, chunk).await);
                 asked += chunk.len();
                 ok += chunk
@@ -721,8 +720,11 @@ mod tests {
             expected: &e,
             pods: Vec::new(),
         };
-        let due: Vec<(usize, u32)> = (0..250).map(|z| (z, 1)).collect();
-        let sizes: Vec<usize> = c.transfer_chunks(due).iter().map(Vec::len).collect();
+        let sizes: Vec<usize> = c
+            .transfer_chunks((0..250).collect())
+            .iter()
+            .map(Vec::len)
+            .collect();
         assert_eq!(sizes, [ZONES_PER_TRANSFER, ZONES_PER_TRANSFER, 50]);
         let big = Expected::new(zones(3), 3 * 15_000);
         let c = Checker {
@@ -730,7 +732,7 @@ mod tests {
             ..c
         };
         let sizes: Vec<usize> = c
-            .transfer_chunks(vec![(0, 1), (1, 1), (2, 1)])
+            .transfer_chunks(vec![0, 1, 2])
             .iter()
             .map(Vec::len)
             .collect();
