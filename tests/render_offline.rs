@@ -305,15 +305,15 @@ fn secrets_from_dir_takes_real_material_and_default_writes_none() {
 #[test]
 fn readme_and_help_name_every_kind_and_format() {
     use bind_operator::local::manifests::ManifestKind;
-    let readme = read(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"));
+    let readme = read(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/local-mode.md"));
     let row = readme
         .lines()
         .find(|l| l.starts_with("| `-f DIR` |"))
-        .expect("README documents -f DIR");
+        .expect("docs/local-mode.md documents -f DIR");
     for kind in ManifestKind::ALL {
         assert!(
             row.contains(kind.as_str()),
-            "README's -f DIR row omits {kind}: {row}"
+            "docs/local-mode.md's -f DIR row omits {kind}: {row}"
         );
     }
     for command in ["render", "local"] {
