@@ -6,6 +6,11 @@
 //! shell (pipes, several steps), the script is fixed text here and values
 //! are passed as positional arguments (`sh -c SCRIPT sh ARG...`). Key
 //! material travels only on stdin, and [`Command`]'s `Debug` hides stdin.
+//!
+//! Each script is a file in `scripts/` (`include_str!`), with a header
+//! saying what it does and what it must never do. They run under the
+//! image's `/bin/sh` (BusyBox in ISC's Alpine image): POSIX sh, BusyBox
+//! awk/sed, `shellcheck -s sh` clean (`.ci/run` checks both).
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -187,13 +192,7 @@ pub fn zonestatus(layout: &PodLayout, zone: &ZoneName, view: Option<&ViewName>) 
     rndc(layout, a)
 }
 
-const DELZONE_SCRIPT: &str = r#"rndc="$1" conf="$2" file="$3" keys="$4"
-shift 4
-"$rndc" -c "$conf" delzone "$@"
-rc=$?
-rm -f "$file" "$file.jnl" "$file.jbk" "$file.signed" "$file.signed.jnl" \
-    "$keys"*.key "$keys"*.private "$keys"*.state
-exit $rc"#;
+const DELZONE_SCRIPT: &str = include_str!("scripts/delzone.sh");
 
 /// `rndc delzone ZONE [IN VIEW]`, then removes every file named keeps for
 /// the zone: the zone file, its
@@ -224,10 +223,7 @@ pub fn delzone(
     Command::sh(DELZONE_SCRIPT, a)
 }
 
-const READD_SCRIPT: &str = r#"rndc="$1" conf="$2" clause="$3"
-shift 3
-"$rndc" -c "$conf" delzone "$@" || exit $?
-exec "$rndc" -c "$conf" addzone "$@" "$clause""#;
+const READD_SCRIPT: &str = include_str!("scripts/readd.sh");
 
 /// `rndc delzone ZONE [IN VIEW]` (files kept) then `rndc addzone` with
 /// `clause`, in one exec: what makes BIND 9.20 apply a `dnssec-policy`
@@ -249,12 +245,7 @@ pub fn readd_zone(
     Command::sh(READD_SCRIPT, a)
 }
 
-const WRITE_FILE_SCRIPT: &str = r#"set -e
-f="$1"
-mkdir -p "$(dirname "$f")"
-rm -f "$f.jnl" "$f.jbk" "$f.signed" "$f.signed.jnl"
-cat >"$f.tmp"
-mv -f "$f.tmp" "$f""#;
+const WRITE_FILE_SCRIPT: &str = include_str!("scripts/write_file.sh");
 
 /// Writes a zone file (text on stdin) to `file` relative to the data dir,
 /// atomically, removing any stale journal and inline-signing copies first
@@ -264,252 +255,7 @@ pub fn write_zone_file(layout: &PodLayout, file: &str, text: &str) -> Command {
     Command::sh(WRITE_FILE_SCRIPT, vec![layout.data_path(file)]).with_stdin(text.to_string())
 }
 
-const APPLY_ZONES_SCRIPT: &str = r#"rndc="$1" conf="$2" checkconf="$3"
-cd "$4" || exit 1
-out=$(mktemp -d) || exit 1
-trap 'rm -rf "$out"' EXIT
-build() {
-  l=$1
-  set -- "$2"/*.conf
-  if [ -e "$1" ]; then
-    printf '%s\n' "$@" | xargs cat >"$l.tmp" || return 1
-  else
-    : >"$l.tmp" || return 1
-  fi
-  mv -f "$l.tmp" "$l"
-}
-rebuild() {
-  build primary-zones.conf zones.d || return 1
-  for d in zones.d/*/; do
-    [ -d "$d" ] || continue
-    v=${d#zones.d/}
-    v=${v%/}
-    build "primary-zones.$v.conf" "zones.d/$v" || return 1
-  done
-}
-listing() {
-  printf '@@list primary-zones.conf\n'
-  printf '%s\n' zones.d/*.conf
-  for d in zones.d/*/; do
-    [ -d "$d" ] || continue
-    v=${d#zones.d/}
-    v=${v%/}
-    printf '@@list primary-zones.%s.conf\n' "$v"
-    printf '%s\n' "zones.d/$v"/*.conf
-  done
-}
-rollback() {
-  k=0
-  while [ "$k" -lt "$n" ]; do
-    k=$((k + 1))
-    eval "r=\$res_$k s=\$sf_$k f=\$file_$k"
-    case $r in
-      NEW|NEWBARE) rm -f "$s" "$f" ;;
-      MIGRATE) rm -f "$s" ;;
-      CHANGED|REMOVED) mv -f "$s.prev" "$s" ;;
-    esac
-  done
-  rebuild
-}
-fail_changed() {
-  k=0
-  while [ "$k" -lt "$n" ]; do
-    k=$((k + 1))
-    eval "r=\$res_$k o=\$op_$k"
-    case $r/$o in
-      NEW/*|NEWBARE/*|MIGRATE/*|MIGRATED/*|CHANGED/*|REMOVED/*|*/force) eval "res_$k=FAIL err_$k=\$1" ;;
-    esac
-  done
-}
-included=
-grep -q '^[[:space:]]*include "primary-zones[.A-Za-z0-9_-]*conf";' named.conf </dev/null && included=1
-# One awk pass splits stdin (a shell `read` costs a syscall per byte): each
-# zone's values and stanza to meta, the zone texts to one file.
-awk -v meta="$out/meta" -v texts="$out/texts" -v bare="$out/bare" '
-BEGIN { printf "" > bare }
-/^@@(zone|stanza) [0-9]+$/ { f = meta; next }
-/^@@(text|bare) [0-9]+$/ { f = texts; print > f; if ($1 == "@@bare") print $2 > bare; next }
-f != "" { print > f }' || exit 1
-check=
-while IFS= read -r k; do eval "bare_$k=1" check=1; done <"$out/bare"
-n=0 changed= force= migrate=
-while IFS= read -r op && IFS= read -r zone && IFS= read -r view &&
-    IFS= read -r sf && IFS= read -r file && IFS= read -r keys &&
-    IFS= read -r stanza; do
-  n=$((n + 1))
-  res= err=
-  [ -n "$included" ] || op=wait
-  case $op in
-    put|force)
-      [ "$op" = put ] || force=1
-      if [ -e "$sf" ]; then
-        old=
-        IFS= read -r old <"$sf" || :
-        if [ "$old" = "$stanza" ]; then
-          res=LISTED
-        elif printf '%s\n' "$old" >"$sf.prev" && printf '%s\n' "$stanza" >"$sf"; then
-          res=CHANGED changed=1
-        else
-          res=FAIL err="cannot write $sf"
-        fi
-      else
-        fresh=yes
-        for s in "" .jnl .jbk .signed .signed.jnl; do
-          [ ! -e "$file$s" ] || fresh=
-        done
-        for d in "${sf%/*}" "${file%/*}"; do
-          [ -d "$d" ] || mkdir -p "$d" </dev/null || res=FAIL err="cannot create $d"
-        done
-        if [ -z "$res" ]; then
-          if [ -n "$fresh" ]; then
-            res=NEW
-            printf '%s\n%s\n' "$n" "$file" >&4
-          else
-            res=MIGRATE migrate=1
-            printf '%s\n%s\n' "$n" "$out/$n.text" >&4
-          fi
-          if printf '%s\n' "$stanza" >"$sf"; then changed=1; else res=FAIL err="cannot write $sf"; fi
-        fi
-      fi ;;
-    del)
-      if [ ! -e "$sf" ]; then
-        res=UNLISTED
-      elif mv -f "$sf" "$sf.prev" </dev/null; then
-        res=REMOVED changed=1
-      else
-        res=FAIL err="cannot remove $sf"
-      fi ;;
-    wait) res=FAIL err="named.conf does not include the zone lists yet (its new version is not mounted yet)" ;;
-    *) res=FAIL err="unknown operation" ;;
-  esac
-  eval "op_$n=\$op zone_$n=\$zone view_$n=\$view sf_$n=\$sf file_$n=\$file keys_$n=\$keys res_$n=\$res err_$n=\$err"
-done <"$out/meta" 4>"$out/copy"
-# Writes the `@@SECTION K` sections of the texts whose K the map (K, then
-# the path, a line each) names, each to its path: one process for all zones.
-place() {
-  [ -s "$2" ] || return 0
-  awk -v want="@@$1" 'FNR == NR { if (FNR % 2) k = $0; else dest[k] = $0; next }
-    /^@@(text|bare) [0-9]+$/ { if (f != "") close(f); f = ""; if ($1 == want && ($2 in dest)) f = dest[$2]; next }
-    f != "" { print > f }' "$2" "$out/texts" </dev/null
-}
-if ! place text "$out/copy"; then
-  k=0
-  while [ "$k" -lt "$n" ]; do
-    k=$((k + 1))
-    eval "r=\$res_$k s=\$sf_$k f=\$file_$k"
-    case $r in
-      NEW) rm -f "$s" "$f" </dev/null; eval "res_$k=FAIL err_$k=\"cannot write \$f\"" ;;
-      MIGRATE) rm -f "$s" </dev/null; eval "res_$k=FAIL err_$k=\"cannot write the text of \$f\"" ;;
-    esac
-  done
-fi
-# New zones with a bare skeleton: loaded once by named-checkconf -z; a file
-# it refuses is replaced by the bare skeleton.
-if [ -n "$check" ]; then
-  k=0
-  while [ "$k" -lt "$n" ]; do
-    k=$((k + 1))
-    eval "r=\$res_$k z=\$zone_$k f=\$file_$k b=\$bare_$k"
-    [ "$r" = NEW ] && [ -n "$b" ] || continue
-    printf 'view "c%s" { zone "%s" { type primary; file "%s/%s"; check-integrity no; }; };\n' \
-        "$k" "$z" "$PWD" "$f"
-    printf '%s\n%s\n' "$k" "$PWD/$f" >&5
-  done >"$out/check.conf" 5>"$out/checked"
-  if ! "$checkconf" -z "$out/check.conf" >"$out/check.out" 2>&1 </dev/null; then
-    # Per refused file: its K and path to `refused` (for place), checkconf's
-    # lines about it to K.why.
-    awk -v dir="$out" -v pwd="$PWD" 'FNR == NR { if (FNR % 2) k = $0; else at[$0] = k; next }
-      { p = $0; sub(/^(dns_master_load|dns_rdata_fromtext): /, "", p)
-        if (index(p, "loading from master file ")) { sub(/.*loading from master file /, "", p); sub(/ failed: .*/, "", p); bad[p] = 1 }
-        else sub(/:[0-9]+: .*/, "", p)
-        if (p in at) why[p] = why[p] $0 "\n" }
-      END { for (p in bad) if (p in at) { printf "%s\n%s\n", at[p], substr(p, length(pwd) + 2); printf "%s", why[p] > (dir "/" at[p] ".why") } }' \
-        "$out/checked" "$out/check.out" >"$out/refused" </dev/null
-    if place bare "$out/refused"; then
-      while IFS= read -r k && IFS= read -r f; do
-        e=
-        while IFS= read -r l; do e="$e$l
-"; done <"$out/$k.why"
-        eval "res_$k=NEWBARE err_$k=\$e"
-      done <"$out/refused"
-    fi
-  fi
-fi
-if [ -n "$changed" ]; then
-  if ! rebuild; then
-    rollback
-    fail_changed "cannot write the zone lists"
-    changed= force=
-  elif ! msg=$("$checkconf" named.conf </dev/null 2>&1); then
-    printf '@@checkconf\n%s\n' "$msg"
-    listing
-    rollback
-    exit 3
-  fi
-fi
-if [ -n "$migrate" ]; then
-  relist=
-  k=0
-  while [ "$k" -lt "$n" ]; do
-    k=$((k + 1))
-    eval "r=\$res_$k"
-    [ "$r" = MIGRATE ] || continue
-    eval "z=\$zone_$k v=\$view_$k s=\$sf_$k f=\$file_$k"
-    if [ -n "$v" ]; then set -- "$z" IN "$v"; else set -- "$z"; fi
-    if e=$("$rndc" -c "$conf" delzone "$@" 2>&1 >/dev/null </dev/null); then
-      eval "res_$k=MIGRATED"
-    else
-      case "$e" in
-        *"not found"*|*"no matching zone"*)
-          rm -f "$f.jnl" "$f.jbk" "$f.signed" "$f.signed.jnl" </dev/null
-          if mv -f "$out/$k.text" "$f" </dev/null; then
-            eval "res_$k=NEW"
-          else
-            rm -f "$s" </dev/null
-            eval "res_$k=FAIL err_$k=\"cannot write \$f\""
-            relist=1
-          fi ;;
-        *)
-          rm -f "$s" </dev/null
-          eval "res_$k=FAIL err_$k=\$e"
-          relist=1 ;;
-      esac
-    fi
-  done
-  [ -z "$relist" ] || rebuild
-fi
-if [ -n "$changed$force" ] && ! e=$("$rndc" -c "$conf" reconfig 2>&1 >/dev/null </dev/null); then
-  rollback
-  fail_changed "$e"
-fi
-: >"$out/rm"
-k=0
-while [ "$k" -lt "$n" ]; do
-  k=$((k + 1))
-  eval "r=\$res_$k z=\$zone_$k v=\$view_$k s=\$sf_$k f=\$file_$k kp=\$keys_$k"
-  case $r in
-    CHANGED) printf '%s\n' "$s.prev" >>"$out/rm" ;;
-    UNLISTED)
-      if [ -n "$v" ]; then set -- "$z" IN "$v"; else set -- "$z"; fi
-      if e=$("$rndc" -c "$conf" delzone "$@" 2>&1 >/dev/null </dev/null); then
-        eval "res_$k=REMOVED"
-      else
-        case "$e" in
-          *"not found"*|*"no matching zone"*) eval "res_$k=REMOVED" ;;
-          *) eval "res_$k=FAIL err_$k=\$e" ;;
-        esac
-      fi ;;
-  esac
-  eval "r=\$res_$k"
-  case $r in
-    REMOVED)
-      rm -f "$s.prev" "$f" "$f.jnl" "$f.jbk" "$f.signed" "$f.signed.jnl" \
-          "$kp"*.key "$kp"*.private "$kp"*.state </dev/null ;;
-  esac
-  eval "e=\$err_$k"
-  printf '@@zone %s %s\n%s\n@@end\n' "$k" "$r" "$e"
-done
-[ ! -s "$out/rm" ] || xargs rm -f <"$out/rm""#;
+const APPLY_ZONES_SCRIPT: &str = include_str!("scripts/apply_zones.sh");
 
 /// A change to one primary zone in an [`apply_zones`] run.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -779,27 +525,7 @@ pub fn parse_apply_zones(stdout: &str) -> ApplyOutcome {
     out
 }
 
-const UPDATES_THEN_SOA_SCRIPT: &str = r#"n="$1"
-shift
-umask 077
-out=$(mktemp -d) || exit 1
-trap 'rm -rf "$out"' EXIT
-awk -v dir="$out" 'BEGIN { f = dir "/p0" }
-    $0 == "@@part" { close(f); i++; f = dir "/p" i; next }
-    { print > f }' || exit 1
-for p in "$out"/p*; do
-  "$n" -v "$p" >"$p.out" 2>"$p.err" </dev/null &
-done
-wait
-for p in "$out"/p*[0-9]; do
-  cat "$p.out"
-  echo "@@stderr"
-  cat "$p.err"
-  echo "@@end-part"
-done
-echo "@@nsupdate"
-[ "$#" -gt 0 ] || exit 0
-"$@""#;
+const UPDATES_THEN_SOA_SCRIPT: &str = include_str!("scripts/updates_then_soa.sh");
 
 /// Separates the parts of a [`nsupdate_then_soa`] script on stdin.
 const PART_SEPARATOR: &str = "@@part\n";
@@ -819,9 +545,10 @@ pub const NSUPDATES_AT_ONCE: usize = 4;
 /// `read_back` (when not empty) so every zone's serial after the run comes
 /// with it. nsupdate goes on after a refused message (measured, 9.18), so
 /// one zone's failure leaves the others' messages applied;
-/// [`super::nsupdate::parse_answers`] tells which landed. The scripts (key
-/// material) go through files only in a private temporary directory,
-/// removed when the run ends.
+/// [`super::nsupdate::parse_answers`] tells which landed. The parts wait
+/// in a private temporary directory (removed when the run ends) with their
+/// `key` lines taken out: the key material stays in the shell's memory and
+/// reaches each nsupdate through a pipe, never a file.
 pub fn nsupdate_then_soa(
     layout: &PodLayout,
     parts: &[NsupdateScript],
@@ -853,23 +580,7 @@ pub fn render_notify_targets(targets: &[Endpoint], transfer_key: &KeyName) -> St
     w.finish()
 }
 
-const WRITE_NOTIFY_SCRIPT: &str = r#"rndc="$1" conf="$2"
-shift 2
-changed=
-while [ $# -gt 1 ]; do
-    have=$(cat "$1" 2>/dev/null; echo .)
-    if [ "$have" != "$2." ]; then
-        { printf '%s' "$2" >"$1.tmp" && mv -f "$1.tmp" "$1"; } || exit 1
-        changed=1
-    fi
-    shift 2
-done
-if [ -z "$changed" ]; then
-    echo @@notify-unchanged
-    exit 0
-fi
-"$rndc" -c "$conf" reconfig || exit $?
-echo @@notify-changed"#;
+const WRITE_NOTIFY_SCRIPT: &str = include_str!("scripts/write_notify.sh");
 
 /// What [`write_notify_targets`] prints when every list already was the
 /// wanted one (nothing written, no reconfig).
@@ -949,22 +660,17 @@ pub fn read_view_notify_targets(layout: &PodLayout, views: &[(ViewName, KeyName)
     Command::new(a)
 }
 
-/// Creates (empty) every NOTIFY list and zone list file the named.conf in
-/// the working directory includes that is missing (the entrypoint's loops).
-/// A macro so both scripts below share the text.
-macro_rules! ensure_includes_script {
+/// `ensure_includes`, the function both scripts below start with.
+macro_rules! ensure_includes_fn {
     () => {
-        r#"for f in $(sed -n 's/^[[:space:]]*include "\(notify-targets\.[A-Za-z0-9_.-]*\.conf\)";$/\1/p' named.conf); do
-    [ -e "$f" ] || echo 'also-notify { };' >"$f" || exit 1
-done
-for f in $(sed -n 's/^[[:space:]]*include "\(primary-zones\.[A-Za-z0-9_.-]*\.conf\)";$/\1/p' named.conf); do
-    [ -e "$f" ] || : >"$f" || exit 1
-done
-"#
+        include_str!("scripts/ensure_includes.sh")
     };
 }
 
-const ENSURE_NOTIFY_SCRIPT: &str = concat!("cd \"$1\" || exit 1\n", ensure_includes_script!());
+const ENSURE_NOTIFY_SCRIPT: &str = concat!(
+    ensure_includes_fn!(),
+    include_str!("scripts/ensure_notify.sh")
+);
 
 /// Creates (empty) every NOTIFY list and zone list file named.conf
 /// includes that is missing, as the entrypoint does at start: a view added
@@ -1003,21 +709,8 @@ pub fn read_mounted_config(layout: &PodLayout) -> Command {
 }
 
 const RECONFIG_WHEN_MOUNTED_SCRIPT: &str = concat!(
-    r#"cd "$1" || exit 1
-named="$2" keys="$3" ensure="$4"
-shift 4
-want=$(cat; echo .) || exit 1
-have=$(cat "$named" "$keys" && echo .) || exit 1
-if [ "$have" != "$want" ]; then
-    echo @@not-mounted
-    exit 0
-fi
-if [ -n "$ensure" ]; then
-"#,
-    ensure_includes_script!(),
-    r#"fi
-"$@" || { rc=$?; echo @@reconfig-failed; exit $rc; }
-echo @@reconfigured"#
+    ensure_includes_fn!(),
+    include_str!("scripts/reconfig_when_mounted.sh")
 );
 
 /// What [`reconfig_when_mounted`] found and did, from its output.
@@ -1092,9 +785,7 @@ pub fn config_hash(named_conf: &str, keys_conf: &str) -> String {
     hex::encode(h.finalize())
 }
 
-const CHECKCONF_SCRIPT: &str = r#"cd "$1" || exit 1
-shift
-exec "$@""#;
+const CHECKCONF_SCRIPT: &str = include_str!("scripts/checkconf.sh");
 
 /// `named-checkconf [-z] named.conf`, run in the data directory so relative
 /// includes resolve as they do for named. Errors are on stdout; parse with
@@ -1180,14 +871,11 @@ pub fn dig_soa_many(layout: &PodLayout, zones: &[ZoneName]) -> Command {
     Command::new(a).with_stdin(stdin)
 }
 
-const DIG_KEYFILE_SCRIPT: &str = r#"umask 077
-k=$(mktemp) || exit 1
-trap 'rm -f "$k"' EXIT
-cat >"$k"
-"$@" -k "$k""#;
+const DIG_KEYFILE_SCRIPT: &str = include_str!("scripts/dig_key_on_stdin.sh");
 
-/// `dig AXFR` signed with `key` (from a temp key file fed on stdin, so the
-/// secret is in no argv); parse with [`super::parse::parse_axfr`].
+/// `dig AXFR` signed with `key` (dig reads the key clause from
+/// `/dev/stdin`, so the secret is in no argv and no file); parse with
+/// [`super::parse::parse_axfr`].
 pub fn dig_axfr(layout: &PodLayout, zone: &ZoneName, key: &TsigKey) -> Command {
     let mut a = dig_base(layout);
     a.extend([
