@@ -26,23 +26,8 @@ self=$(realpath "$0")
 cd "$(dirname "$self")/.."
 repo=$(pwd -P)
 
-# The BIND-facing modules: every one that starts named (through the local
-# runtime, the e2e binary, the bench or the bind harness) or runs a BIND tool
-# itself. Running each module once with logging wrappers for the BIND tools
-# first in PATH found exactly the modules the scan below picks (15 of 46);
-# the others use the in-memory API and fake executors only. The scan keeps a
-# new module in the lane without anyone editing this list; the fixed names are
-# a floor in case the support modules are renamed.
-bind_facing() {
-    local f m
-    printf '%s\n' bind_golden:: bind_named:: controller_zone_named:: e2e_ local_runtime_
-    for f in tests/*.rs; do
-        m=$(basename "$f" .rs)
-        case $m in suite | e2e_* | local_runtime_*) continue ;; esac
-        grep -qE '\bsupport_(local|e2e|bind)\b|local::bench|LocalRuntime|Command::new\("(dig|named|named-checkconf|rndc|nsupdate|delv)"\)' "$f" &&
-            echo "$m::"
-    done
-}
+# The BIND-facing modules (see .ci/bind-facing.sh).
+bind_facing() { "$repo/.ci/bind-facing.sh"; }
 
 root=${BIND920_ROOT:-/var/tmp/bind920-trixie}
 want=9.20

@@ -228,7 +228,21 @@ async fn zone_qualified_apex_ns_is_refused_and_records_wait_for_their_zone() {
         "{}",
         message(&apex)
     );
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // A record created after it lands: the zone's writes went out after
+    // the refusal, and none carried it.
+    env.create(record(
+        "after",
+        "late",
+        "after",
+        RecordType::A,
+        &["192.0.2.7"],
+    ))
+    .await;
+    env.record_phase("after", Phase::Ready).await;
+    assert_eq!(
+        fake.values(PRIMARY, "late.test", "after.late.test", "A"),
+        ["192.0.2.7".to_string()].into()
+    );
     assert!(!sent(&fake).contains("ns9.example.org."));
     assert_eq!(
         fake.values(PRIMARY, "late.test", "late.test", "NS"),

@@ -190,10 +190,10 @@ async fn watches_carry_every_change_to_its_cluster() {
         (exec.reconfigs("c-0") == 3 && exec.reconfigs("c-1") == 3).then_some(())
     })
     .await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    crate::support_clock::idle_for(Duration::from_millis(300)).await;
     let calls = exec.calls();
     api.reset_counts();
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    crate::support_clock::idle_for(Duration::from_millis(500)).await;
     assert_eq!(exec.calls(), calls, "a converged cluster ran commands");
     assert_eq!(api.writes(), 0, "a converged cluster wrote");
 

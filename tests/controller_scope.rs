@@ -80,7 +80,7 @@ async fn watch_namespaces_keeps_the_controllers_out_of_other_namespaces() {
     })
     .await;
     // Meanwhile nothing happened in the namespace that is not watched.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    crate::support_clock::idle_for(Duration::from_millis(300)).await;
     let other: BindCluster = api.get(Some(OTHER), "c").unwrap();
     assert!(other.status.is_none(), "an unwatched cluster got a status");
     assert!(

@@ -59,7 +59,18 @@ async fn secondary_zone_is_added_on_every_pod_and_never_joins_the_catalog() {
     // zone to come back with it.
     env.set_pod(SECONDARY, false, 0).await;
     env.delete::<BindZone>("mirror").await;
-    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    env.wait::<BindZone, _>("the delete blocked on the down pod", "mirror", |_| {
+        env.mem
+            .list::<k8s_openapi::api::events::v1::Event>()
+            .into_iter()
+            .filter(|e| e.reason.as_deref() == Some("PodsNotReady"))
+            .find(|e| {
+                e.note
+                    .as_deref()
+                    .is_some_and(|n| n.contains("partner.example"))
+            })
+    })
+    .await;
     let held = env
         .get::<BindZone>("mirror")
         .await

@@ -79,8 +79,22 @@ fn option_change_is_one_reconfig_per_pod_without_restart() {
                 .iter()
                 .any(|o| o.kind == "BindCluster" && o.reason == "Ready")
     });
-    // Anything a second reconfig would do happens within this.
-    std::thread::sleep(Duration::from_secs(2));
+    // Anything a second reconfig would do happens before a record edited
+    // now is served by every pod (a record goes by UPDATE and transfer, no
+    // reconfig).
+    let text = f
+        .read("dnsrecords.yaml")
+        .replace("192.0.2.11", "192.0.2.12");
+    f.write("dnsrecords.yaml", &text);
+    for p in &pods {
+        support::wait_answer(
+            p.dns.port(),
+            "www.example.com",
+            "A",
+            &["192.0.2.10".into(), "192.0.2.12".into()],
+            &local,
+        );
+    }
     for (p, base) in pods.iter().zip(&baseline) {
         assert_eq!(
             reconfigs(&local.state, "default", &p.name),

@@ -158,10 +158,10 @@ async fn controller_runs_finalizer_apply_status_update_and_cascade() {
     // Steady state: the status write wakes the controller once more; that
     // reconcile's applies are no-ops (no new resourceVersion, no event), so
     // nothing wakes it again.
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    crate::support_clock::idle_for(Duration::from_millis(100)).await;
     api.reset_counts();
     let rv = api.resource_version();
-    tokio::time::sleep(Duration::from_millis(150)).await;
+    crate::support_clock::idle_for(Duration::from_millis(150)).await;
     assert_eq!(api.writes(), 0, "no reconcile loop on a converged object");
     assert_eq!(api.resource_version(), rv);
 

@@ -29,6 +29,17 @@ fn holder(mem: &MemApi) -> Option<String> {
     lease(mem).spec.and_then(|s| s.holder_identity)
 }
 
+/// Waits until `b` stands by for `holder` (it read the lease a holds).
+async fn standing_by(b: &LeaderElector, holder: &str) {
+    let want = Role::Standby {
+        holder: Some(holder.into()),
+    };
+    crate::support_clock::until("the standby", || async {
+        (*b.role().borrow() == want).then_some(())
+    })
+    .await;
+}
+
 fn transitions(mem: &MemApi) -> i32 {
     lease(mem).spec.and_then(|s| s.lease_transitions).unwrap()
 }
@@ -51,8 +62,11 @@ async fn one_candidate_acquires_and_records_itself() {
     assert_eq!(acquired, renewed);
 
     // Renewals move renewTime and keep acquireTime.
-    tokio::time::sleep(Duration::from_millis(350)).await;
-    let spec = lease(&mem).spec.unwrap();
+    let spec = crate::support_clock::until("a renewal", || async {
+        let spec = lease(&mem).spec?;
+        (spec.renew_time.as_ref()?.0 > renewed).then_some(spec)
+    })
+    .await;
     assert_eq!(spec.acquire_time.unwrap().0, acquired);
     assert!(spec.renew_time.unwrap().0 > renewed, "the leader renews");
     assert_eq!(spec.lease_transitions, Some(0));
@@ -72,7 +86,7 @@ async fn a_second_candidate_waits_while_the_first_renews() {
 
     // Well past two lease durations: a valid, renewed lease is never taken.
     let before = mem.resource_version();
-    tokio::time::sleep(Duration::from_millis(2500)).await;
+    crate::support_clock::idle_for(Duration::from_millis(2500)).await;
     assert!(!b_task.is_finished(), "b took a lease a kept renewing");
     assert!(leadership.is_leader());
     assert_eq!(holder(&mem).as_deref(), Some("op-a"));
@@ -101,7 +115,7 @@ async fn the_second_takes_over_after_the_first_stops_renewing() {
         let b = b.clone();
         async move { b.acquire().await }
     });
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    standing_by(&b, "op-a").await;
     assert!(!b_task.is_finished());
 
     // Dropping without release is a crash: the record stays, unrenewed.
@@ -261,7 +275,7 @@ async fn a_conflicting_renewal_keeps_the_leader_and_the_standby_waiting() {
         let b = b.clone();
         async move { b.acquire().await }
     });
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    standing_by(&b, "op-a").await;
 
     // Two renewals in a row conflict: fewer than the renew deadline allows.
     mem.fail_next(
@@ -270,7 +284,7 @@ async fn a_conflicting_renewal_keeps_the_leader_and_the_standby_waiting() {
             .times(2)
             .status(409, "Conflict"),
     );
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    crate::support_clock::idle_for(Duration::from_millis(1500)).await;
     assert_eq!(mem.pending_faults(), 0, "the injected conflicts were hit");
     assert!(leadership.is_leader(), "a conflict is not a loss");
     assert!(!b_task.is_finished(), "b took a lease a still renews");
@@ -289,7 +303,7 @@ async fn release_on_shutdown_lets_the_other_acquire_immediately() {
         let b = b.clone();
         async move { b.acquire().await }
     });
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    standing_by(&b, "op-a").await;
     assert!(!b_task.is_finished());
 
     let released = Instant::now();
@@ -331,7 +345,11 @@ async fn failing_to_renew_before_the_deadline_loses_leadership() {
     let mem = MemApi::new();
     let a = candidate(&mem, "op-a");
     let leadership = within("acquire", a.acquire()).await;
-    tokio::time::sleep(Duration::from_millis(150)).await;
+    let acquired = mem.resource_version();
+    crate::support_clock::until("a renewal", || async {
+        (mem.resource_version() > acquired).then_some(())
+    })
+    .await;
 
     mem.fail_next(Fault::new(Verb::Update, "leases").times(1000));
     let failing = Instant::now();
@@ -346,7 +364,7 @@ async fn failing_to_renew_before_the_deadline_loses_leadership() {
     mem.clear_faults();
 
     // Lost is final: the renew loop does not come back.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    crate::support_clock::idle_for(Duration::from_millis(300)).await;
     assert!(!leadership.is_leader());
 }
 

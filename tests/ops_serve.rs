@@ -170,7 +170,7 @@ async fn a_standby_is_ready_but_idle_and_takes_over_on_release() {
         assert!(Instant::now() < deadline, "standby never became ready");
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    crate::support_clock::idle_for(Duration::from_millis(1500)).await;
     assert_eq!(b_probe.started(), 0, "the standby ran controllers");
     assert_eq!(leader_gauge(b_addr).await, 0.0);
     assert_eq!(leader_gauge(a_addr).await, 1.0);
@@ -277,7 +277,7 @@ async fn shutdown_while_standing_by_returns_without_running_anything() {
         },
         b_probe.controllers(),
     ));
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    crate::support_clock::idle_for(Duration::from_millis(300)).await;
     b_stop.send(()).unwrap();
     within("b to return", b_run).await.unwrap().unwrap();
     assert_eq!(b_probe.started(), 0);

@@ -15,6 +15,8 @@ static ALLOC: bind_operator::local::bench::alloc::TaggingAllocator =
 mod support_arch;
 #[path = "support/bind/mod.rs"]
 mod support_bind;
+#[path = "support/clock/mod.rs"]
+mod support_clock;
 #[path = "support/controller/mod.rs"]
 mod support_controller;
 #[path = "support/e2e/mod.rs"]
@@ -90,6 +92,7 @@ mod memapi_watch;
 mod ops_health;
 mod ops_leader;
 mod ops_serve;
+mod pod_secrets;
 mod realapi_admission;
 mod realapi_crds;
 mod realapi_local;

@@ -873,9 +873,9 @@ pub fn dig_soa_many(layout: &PodLayout, zones: &[ZoneName]) -> Command {
 
 const DIG_KEYFILE_SCRIPT: &str = include_str!("scripts/dig_key_on_stdin.sh");
 
-/// `dig AXFR` signed with `key` (dig reads the key clause from
-/// `/dev/stdin`, so the secret is in no argv and no file); parse with
-/// [`super::parse::parse_axfr`].
+/// `dig AXFR` signed with `key` (the key clause goes on stdin and reaches
+/// dig through a FIFO, so the secret is in no argv and no stored file);
+/// parse with [`super::parse::parse_axfr`].
 pub fn dig_axfr(layout: &PodLayout, zone: &ZoneName, key: &TsigKey) -> Command {
     let mut a = dig_base(layout);
     a.extend([
