@@ -18,6 +18,7 @@ CONF="${BIND_CONFIG_DIR:-/etc/bind/operator}"
 DNS_PORT="${BIND_DNS_PORT:-5353}"
 CONTROL_PORT="${BIND_CONTROL_PORT:-8953}"
 LISTEN="${BIND_LISTEN_ADDRESS:-any}"
+# shellcheck disable=SC3028 # HOSTNAME: set by the container runtime
 ORDINAL="${POD_ORDINAL:-${HOSTNAME##*-}}"
 
 fail() {
@@ -28,7 +29,7 @@ case "$DNS_PORT" in '' | *[!0-9]*) fail "BIND_DNS_PORT must be a port number" ;;
 case "$CONTROL_PORT" in '' | *[!0-9]*) fail "BIND_CONTROL_PORT must be a port number" ;; esac
 case "$ORDINAL" in '' | *[!0-9]*) fail "cannot tell the StatefulSet ordinal from POD_ORDINAL or HOSTNAME" ;; esac
 case "$LISTEN" in any) ;; '' | *[!0-9a-fA-F.:]*) fail "BIND_LISTEN_ADDRESS must be any or an IP address" ;; esac
-case "$DATA$CONF" in *'"'* | *'\'*) fail "BIND_DATA_DIR and BIND_CONFIG_DIR must not contain quotes or backslashes" ;; esac
+case "$DATA$CONF" in *'"'* | *\\*) fail "BIND_DATA_DIR and BIND_CONFIG_DIR must not contain quotes or backslashes" ;; esac
 
 if [ "$ORDINAL" -eq 0 ]; then ROLE=primary; else ROLE=secondary; fi
 
@@ -75,12 +76,14 @@ mv -f rndc.conf.tmp rndc.conf
 [ -e notify-targets.conf ] || echo 'also-notify { };' >notify-targets.conf
 # With views, each view of the primary includes its own list instead
 # (notify-targets.<view>.conf): start every one named.conf names.
+# shellcheck disable=SC2013 # the names are [A-Za-z0-9_.-]: no blank, no glob
 for f in $(sed -n 's/^[[:space:]]*include "\(notify-targets\.[A-Za-z0-9_.-]*\.conf\)";$/\1/p' named.conf); do
     [ -e "$f" ] || echo 'also-notify { };' >"$f"
 done
 # The primary's zone lists are runtime data too (the operator rebuilds them
 # from zones.d/): start empty, keep what a persistent volume holds.
 [ -e primary-zones.conf ] || : >primary-zones.conf
+# shellcheck disable=SC2013 # the names are [A-Za-z0-9_.-]: no blank, no glob
 for f in $(sed -n 's/^[[:space:]]*include "\(primary-zones\.[A-Za-z0-9_.-]*\.conf\)";$/\1/p' named.conf); do
     [ -e "$f" ] || : >"$f"
 done
