@@ -74,6 +74,7 @@ mod e2e_localcli;
 mod e2e_records;
 mod e2e_restart;
 mod e2e_tsig;
+mod e2e_type_changes;
 mod e2e_views;
 mod local_runtime_cluster;
 mod local_runtime_exec;
