@@ -76,6 +76,7 @@ mod e2e_restart;
 mod e2e_tsig;
 mod e2e_type_changes;
 mod e2e_views;
+mod e2e_zone_owner;
 mod local_runtime_cluster;
 mod local_runtime_exec;
 mod local_runtime_pods;

@@ -94,7 +94,20 @@ async fn primary_zone(ctx: &ZoneContext, r: &ZoneRead) -> Result<Action, Error> 
         Err(Failure::Deferred(wait)) => return Ok(Action::requeue(wait)),
         Err(f) => {
             settle_records(ctx, records, &out.desired, None).await?;
-            return not_converged(ctx, zone, &r.cfg, f).await;
+            // The records the plan accepted wait on the zone: when it
+            // cannot be written they say why (the rest say their own
+            // refusal, written just now).
+            let waiting: Vec<Arc<DNSRecord>> = records
+                .iter()
+                .filter(|r| {
+                    matches!(
+                        out.desired.verdicts.get(&r.name_any()),
+                        Some(Verdict::Accepted(_))
+                    )
+                })
+                .cloned()
+                .collect();
+            return not_converged(ctx, zone, &r.cfg, f, &waiting).await;
         }
     };
     settle_records(ctx, records, &out.desired, Some(c.served.as_ref())).await?;
@@ -121,13 +134,15 @@ async fn primary_zone(ctx: &ZoneContext, r: &ZoneRead) -> Result<Action, Error> 
 }
 
 /// A primary zone that did not converge: a plan that cannot be written, or
-/// a policy named refuses (neither heals by itself: wait for a change), or
-/// a failed step (reported, then retried with backoff).
+/// a policy named refuses (neither heals by itself: wait for a change, and
+/// `waiting`, the DNSRecords the plan accepted, say why), or a failed step
+/// (reported, then retried with backoff).
 async fn not_converged(
     ctx: &ZoneContext,
     zone: &BindZone,
     cfg: &PrimaryZoneConfig,
     failure: Failure,
+    waiting: &[Arc<DNSRecord>],
 ) -> Result<Action, Error> {
     let (reason, message) = match failure {
         Failure::Invalid { reason, message } => (reason, message),
@@ -147,7 +162,7 @@ async fn not_converged(
         message,
         permanent: true,
     };
-    blocked(ctx, zone, &[], b).await
+    blocked(ctx, zone, waiting, b).await
 }
 
 /// The zone's DNSSEC state: asked of the primary when it was asked anyway,
