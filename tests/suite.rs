@@ -68,6 +68,7 @@ mod controller_zone_named;
 mod controller_zone_repair;
 mod e2e_config;
 mod e2e_examples;
+mod e2e_foreign;
 mod e2e_hostile;
 mod e2e_kubeconfig;
 mod e2e_localcli;
