@@ -72,6 +72,7 @@ mod e2e_foreign;
 mod e2e_hostile;
 mod e2e_kubeconfig;
 mod e2e_localcli;
+mod e2e_once_invalid;
 mod e2e_records;
 mod e2e_restart;
 mod e2e_tsig;
