@@ -130,6 +130,9 @@ pub const REASON_RESERVED_ZONE_NAME: &str = "ReservedZoneName";
 /// Reason: the record set lies at or below a delegation (an NS RRset below
 /// the apex), so resolvers get a referral instead of it.
 pub const REASON_OCCLUDED: &str = "Occluded";
+/// Reason: data another client wrote (a CNAME at the name, a delegation
+/// above it) hides the record set from resolvers.
+pub const REASON_FOREIGN_CONFLICT: &str = "ForeignConflict";
 /// Reason: an NS record set below the apex would hide record sets that
 /// are already served under it.
 pub const REASON_DELEGATION_CONFLICT: &str = "DelegationConflict";
@@ -206,6 +209,7 @@ pub const CONDITION_REASONS: &[(&str, ReasonKind)] = &[
     (REASON_RESERVED_KEY_NAME, ReasonKind::Failed),
     (REASON_RESERVED_ZONE_NAME, ReasonKind::Failed),
     (REASON_OCCLUDED, ReasonKind::Failed),
+    (REASON_FOREIGN_CONFLICT, ReasonKind::Failed),
     (REASON_DELEGATION_CONFLICT, ReasonKind::Failed),
     (REASON_WEAK_KEY, ReasonKind::Done),
     (REASON_PUBLIC_SUFFIX, ReasonKind::Done),

@@ -1,9 +1,13 @@
 //! Builds one nsupdate script for a zone's batch of RRset changes. Pure, no
 //! I/O: the script is handed to [`super::commands::nsupdate`].
 //!
-//! Rules it enforces (see BIND_FACTS.md): an RRset replace is `update delete
-//! NAME TYPE` plus its adds inside one UPDATE message (atomic); the apex NS
-//! RRset converges per rdata, adds first, then deletes, in one message, after
+//! Rules it enforces (see BIND_FACTS.md and [`UpdateBatch`]): an RRset
+//! replace is `update delete NAME TYPE` plus its adds inside one UPDATE
+//! message (atomic); inside every message all deletes come before all adds
+//! (BIND silently ignores a CNAME added beside other data, and other data
+//! added beside a CNAME, so an A replacing a CNAME must follow the CNAME's
+//! delete); RRset removals go into the first messages; the apex NS RRset
+//! converges per rdata, adds first, then deletes, in one message, after
 //! every other change (so glue lands first); messages are cut before an
 //! estimated 64 KiB; no RRset may hold more than 100 rdata (BIND fails the
 //! whole message); CNAME next to another type at one name is refused.
@@ -105,6 +109,24 @@ pub struct ApexNs {
 }
 
 /// All pending changes of one zone.
+///
+/// How any encoder of a batch (this module's nsupdate script, or UPDATE
+/// messages on the wire) must order it, because BIND applies an UPDATE's
+/// records in order and *silently ignores* (still answering NOERROR) a
+/// CNAME added beside other data and other data added beside a CNAME:
+///
+/// 1. Changes that only remove an RRset ([`RrsetChange::Delete`]) go into
+///    the first message(s), so a type change (CNAME -> A, A -> CNAME, TXT
+///    -> CNAME) never lands its add before the old RRset is gone, even
+///    when a batch is cut into several messages.
+/// 2. Inside each message every delete (`Delete`, and the "delete RRset"
+///    half of each [`RrsetChange::Replace`]) precedes every add.
+/// 3. The apex NS ([`ApexNs`]) comes last in the last message, in its own
+///    order: the new NS rdata added first, then the old ones deleted per
+///    rdata (BIND never deletes a zone's last NS, and an NS needs its glue
+///    added before it).
+/// 4. A `Replace` is never split across messages (its delete and adds are
+///    atomic).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UpdateBatch {
     pub zone: ZoneName,
@@ -176,9 +198,13 @@ impl fmt::Debug for NsupdateScript {
     }
 }
 
-/// One atomic group of update lines with its estimated size.
+/// One atomic group of update lines with its estimated size: `deletes`
+/// go before every add of their message, `adds` after every delete (see
+/// [`UpdateBatch`]); `tail` lines keep their own order at the message's end.
 struct Unit {
-    lines: Vec<String>,
+    deletes: Vec<String>,
+    adds: Vec<String>,
+    tail: Vec<String>,
     size: usize,
 }
 
@@ -279,14 +305,15 @@ fn change_size(c: &RrsetChange) -> usize {
 
 fn change_unit(c: &RrsetChange) -> Unit {
     let name = c.name();
-    let mut lines = vec![format!("update delete {} {}", name.fqdn(), c.rtype())];
+    let deletes = vec![format!("update delete {} {}", name.fqdn(), c.rtype())];
+    let mut adds = Vec::new();
     if let RrsetChange::Replace {
         rtype, ttl, values, ..
     } = c
     {
         let distinct: BTreeSet<&Rdata> = values.iter().collect();
         for v in distinct {
-            lines.push(format!(
+            adds.push(format!(
                 "update add {} {} {} {}",
                 name.fqdn(),
                 ttl,
@@ -296,7 +323,9 @@ fn change_unit(c: &RrsetChange) -> Unit {
         }
     }
     Unit {
-        lines,
+        deletes,
+        adds,
+        tail: Vec::new(),
         size: change_size(c),
     }
 }
@@ -327,7 +356,12 @@ fn apex_unit(zone: &ZoneName, ns: &ApexNs) -> Option<Unit> {
         lines.push(format!("update delete {apex} NS {n}"));
         size += base + n.wire_len();
     }
-    Some(Unit { lines, size })
+    Some(Unit {
+        deletes: Vec::new(),
+        adds: Vec::new(),
+        tail: lines,
+        size,
+    })
 }
 
 /// The lines every script starts with: where to send, and the key to sign
@@ -425,7 +459,16 @@ pub fn build_script(
     key: &TsigKey,
 ) -> Result<Option<NsupdateScript>, BatchError> {
     check(batch)?;
-    let mut units: Vec<Unit> = batch.changes.iter().map(change_unit).collect();
+    // Removals first (stable: otherwise in batch order), see UpdateBatch.
+    let (removals, replaces): (Vec<&RrsetChange>, Vec<&RrsetChange>) = batch
+        .changes
+        .iter()
+        .partition(|c| matches!(c, RrsetChange::Delete { .. }));
+    let mut units: Vec<Unit> = removals
+        .into_iter()
+        .chain(replaces)
+        .map(change_unit)
+        .collect();
     if let Some(u) = batch
         .apex_ns
         .as_ref()
@@ -446,29 +489,35 @@ pub fn build_script(
         });
     }
 
-    let mut text = script_header(server, key);
-    let mut messages = 0;
+    // Cut into messages first, then write each: all its deletes, all its
+    // adds, then the apex NS lines in their own order.
+    let mut messages: Vec<Vec<&Unit>> = Vec::new();
     let mut used = 0;
-    let mut open = false;
     for u in &units {
-        if open && used + u.size > MESSAGE_BUDGET {
-            text.push_str("send\n");
-            messages += 1;
-            open = false;
-        }
-        if !open {
-            let _ = writeln!(text, "zone {}", batch.zone.fqdn());
-            used = 0;
-            open = true;
-        }
-        for l in &u.lines {
-            text.push_str(l);
-            text.push('\n');
+        match messages.last_mut() {
+            Some(open) if used + u.size <= MESSAGE_BUDGET => open.push(u),
+            _ => {
+                messages.push(vec![u]);
+                used = 0;
+            }
         }
         used += u.size;
     }
-    text.push_str("send\n");
-    messages += 1;
+    let mut text = script_header(server, key);
+    for message in &messages {
+        let _ = writeln!(text, "zone {}", batch.zone.fqdn());
+        let lines = message
+            .iter()
+            .flat_map(|u| &u.deletes)
+            .chain(message.iter().flat_map(|u| &u.adds))
+            .chain(message.iter().flat_map(|u| &u.tail));
+        for l in lines {
+            text.push_str(l);
+            text.push('\n');
+        }
+        text.push_str("send\n");
+    }
+    let messages = messages.len();
     Ok(Some(NsupdateScript {
         text,
         messages,
@@ -584,14 +633,83 @@ mod tests {
         assert_eq!(
             s.expose_stdin(),
             "server 127.0.0.1 53\nkey hmac-sha256:upd c2VjcmV0\nzone example.com.\n\
-             update delete ns3.example.com. A\nupdate add ns3.example.com. 300 A 192.0.2.3\n\
-             update delete example.com. TXT\nupdate add example.com. 300 TXT \"hello \\\"world\\\"\"\n\
              update delete old.example.com. CNAME\n\
+             update delete ns3.example.com. A\nupdate delete example.com. TXT\n\
+             update add ns3.example.com. 300 A 192.0.2.3\n\
+             update add example.com. 300 TXT \"hello \\\"world\\\"\"\n\
              update add example.com. 3600 NS ns3.example.com.\nupdate delete example.com. NS ns2.example.com.\n\
              send\n"
         );
         assert_eq!((s.messages, s.changes), (1, 4));
         assert!(!format!("{s:?}").contains("c2VjcmV0"));
+    }
+
+    /// The update lines of each message of `s`.
+    fn message_lines(s: &NsupdateScript) -> Vec<Vec<&str>> {
+        s.expose_stdin()
+            .split("send\n")
+            .filter(|m| m.contains("update "))
+            .map(|m| m.lines().filter(|l| l.starts_with("update ")).collect())
+            .collect()
+    }
+
+    /// BIND ignores (NOERROR) a CNAME added beside other data and other
+    /// data added beside a CNAME: every type change must delete first.
+    #[test]
+    fn type_changes_delete_before_they_add() {
+        // www CNAME -> A and api A -> CNAME in one edit (the plan lists
+        // the new RRsets first, the retired ones after).
+        let batch = UpdateBatch {
+            zone: zone(),
+            changes: vec![
+                replace("api", "CNAME", &["www"]),
+                replace("www", "A", &["192.0.2.1"]),
+                RrsetChange::Delete {
+                    name: n("api.example.com"),
+                    rtype: RecordType::A,
+                },
+                RrsetChange::Delete {
+                    name: n("www.example.com"),
+                    rtype: RecordType::Cname,
+                },
+            ],
+            apex_ns: None,
+        };
+        let s = build_script(&batch, ep(), &key()).unwrap().unwrap();
+        let msgs = message_lines(&s);
+        assert_eq!(msgs.len(), 1);
+        let first_add = msgs[0].iter().position(|l| l.starts_with("update add"));
+        let last_delete = msgs[0].iter().rposition(|l| l.starts_with("update delete"));
+        assert!(last_delete < first_add, "{:#?}", msgs[0]);
+        assert_eq!(msgs[0].len(), 6);
+    }
+
+    #[test]
+    fn removals_go_first_when_a_batch_needs_several_messages() {
+        let mut changes: Vec<RrsetChange> = (0..3000)
+            .map(|i| replace(&format!("host{i}"), "A", &["192.0.2.1", "192.0.2.2"]))
+            .collect();
+        // The CNAME's replacement comes late in the batch; its removal must
+        // not land in a later message than the A that replaces it.
+        changes.push(replace("late", "A", &["192.0.2.9"]));
+        changes.push(RrsetChange::Delete {
+            name: n("late.example.com"),
+            rtype: RecordType::Cname,
+        });
+        let batch = UpdateBatch {
+            zone: zone(),
+            changes,
+            apex_ns: None,
+        };
+        let s = build_script(&batch, ep(), &key()).unwrap().unwrap();
+        let msgs = message_lines(&s);
+        assert!(msgs.len() >= 2);
+        assert_eq!(msgs[0][0], "update delete late.example.com. CNAME");
+        for m in &msgs {
+            let first_add = m.iter().position(|l| l.starts_with("update add"));
+            let last_delete = m.iter().rposition(|l| l.starts_with("update delete"));
+            assert!(last_delete < first_add);
+        }
     }
 
     #[test]

@@ -221,6 +221,9 @@ fn is_hostname(name: &DomainName, wildcard: bool) -> bool {
     })
 }
 
+/// Why a name is refused where BIND's check-names wants a host name.
+const HOST_NAME_RULE: &str = "BIND's check-names wants a host name here (labels of letters, digits and '-', not starting or ending with '-')";
+
 fn bad(rtype: RecordType, value: &str, reason: &str) -> ValidationError {
     ValidationError::new(&format!("{rtype} value"), value, reason)
 }
@@ -295,7 +298,9 @@ impl Rdata {
                 let strings = if v.starts_with('"') {
                     parse_charstrings(v).map_err(|r| bad(rtype, value, r))?
                 } else {
-                    vec![v.as_bytes().to_vec()]
+                    // A bare value is one string, taken as written: its
+                    // leading and trailing spaces are part of the text.
+                    vec![value.as_bytes().to_vec()]
                 };
                 Rdata::Txt(split_long(strings))
             }
@@ -405,7 +410,6 @@ impl Rdata {
         rtype: RecordType,
         owner: &DomainName,
     ) -> Result<(), ValidationError> {
-        const HOST: &str = "BIND's check-names wants a host name here (labels of letters, digits and '-', not starting or ending with '-')";
         let host = |what: &str, name: &DomainName, wildcard: bool| {
             if is_hostname(name, wildcard) {
                 Ok(())
@@ -413,20 +417,11 @@ impl Rdata {
                 Err(ValidationError::new(
                     &format!("{rtype} {what}"),
                     name.as_str(),
-                    HOST,
+                    HOST_NAME_RULE,
                 ))
             }
         };
-        if matches!(rtype, RecordType::A | RecordType::Aaaa) {
-            host("owner", owner, true)?;
-        }
-        if rtype == RecordType::Ns && owner.is_wildcard() {
-            return Err(ValidationError::new(
-                "NS owner",
-                owner.as_str(),
-                "BIND does not serve a wildcard NS (an update drops it, a zone file holding one does not load)",
-            ));
-        }
+        Self::check_owner_name(rtype, owner)?;
         match self {
             Rdata::Svcb(s) if rtype == RecordType::Svcb => s
                 .check_dns_owner(owner)
@@ -436,6 +431,28 @@ impl Rdata {
             Rdata::Name(target) if rtype == RecordType::Ns => host("target", target, false),
             _ => Ok(()),
         }
+    }
+
+    /// The checks of [`Self::check_owner`] on the owner name alone, whatever
+    /// the values: an A/AAAA owner must be a host name (a wildcard allowed),
+    /// an NS owner no wildcard. Callers that know the owner's field report
+    /// these against it, not against a value.
+    pub fn check_owner_name(rtype: RecordType, owner: &DomainName) -> Result<(), ValidationError> {
+        if matches!(rtype, RecordType::A | RecordType::Aaaa) && !is_hostname(owner, true) {
+            return Err(ValidationError::new(
+                &format!("{rtype} owner"),
+                owner.as_str(),
+                HOST_NAME_RULE,
+            ));
+        }
+        if rtype == RecordType::Ns && owner.is_wildcard() {
+            return Err(ValidationError::new(
+                "NS owner",
+                owner.as_str(),
+                "BIND does not serve a wildcard NS (an update drops it, a zone file holding one does not load)",
+            ));
+        }
+        Ok(())
     }
 
     /// A conservative estimate of the rdata's wire length (never below it).

@@ -381,7 +381,20 @@ impl LocalSession {
         if !self.check_serving || !snapshot.converged {
             return snapshot;
         }
-        let mut waiting = serving::missing_pods(&self.objects.of(ManifestKind::BindCluster), pods);
+        // A cluster failed for good (an invalid spec) gets no pods: nothing
+        // to wait for, its row already says why.
+        let failed = |c: &&serde_json::Value| {
+            let s = |p: &str| c.pointer(p).and_then(|v| v.as_str()).unwrap_or_default();
+            snapshot.objects.iter().any(|o| {
+                o.kind == ManifestKind::BindCluster.as_str()
+                    && o.namespace == s("/metadata/namespace")
+                    && o.name == s("/metadata/name")
+                    && o.settled
+                    && !o.ready
+            })
+        };
+        let clusters = self.objects.of(ManifestKind::BindCluster);
+        let mut waiting = serving::missing_pods(clusters.iter().filter(|c| !failed(c)), pods);
         if waiting.is_empty() {
             let duties = serving::duties(&self.objects.of(ManifestKind::BindZone));
             waiting = serving::unserved(&duties, pods).await;

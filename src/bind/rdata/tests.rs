@@ -219,6 +219,17 @@ fn values_print_what_dig_prints_and_read_back_unchanged() {
 }
 
 #[test]
+fn a_bare_txt_keeps_its_leading_and_trailing_spaces() {
+    let r = Rdata::parse(RecordType::Txt, "  indented ", &z()).unwrap();
+    assert_eq!(r, Rdata::Txt(vec![b"  indented ".to_vec()]));
+    assert_eq!(r.to_string(), "\"  indented \"");
+    // A quoted value: the quotes say where the text is.
+    let q = Rdata::parse(RecordType::Txt, " \" x\" ", &z()).unwrap();
+    assert_eq!(q, Rdata::Txt(vec![b" x".to_vec()]));
+    assert!(Rdata::parse(RecordType::Txt, "   ", &z()).is_err());
+}
+
+#[test]
 fn long_txt_splits_into_255_byte_strings() {
     let long = "x".repeat(300);
     let r = Rdata::parse(RecordType::Txt, &long, &z()).unwrap();

@@ -14,10 +14,11 @@ use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
 
 use crate::api::{BindZone, DNSRecord, Phase, ZoneDnssecStatus};
+use crate::bind::ZoneName;
 use crate::bind::zone::SecondaryZone;
 use crate::controller::zonesync::ZoneContext;
-use crate::controller::zonesync::diff::Served;
-use crate::controller::zonesync::plan::{Desired, Verdict, has_record_finalizer};
+use crate::controller::zonesync::diff::{Foreign, Served};
+use crate::controller::zonesync::plan::{Desired, Verdict, has_record_finalizer, key_text};
 use crate::controller::zonesync::server::ServerError;
 use crate::controller::zonesync::writes::{
     RecordReport, ZoneReport, queue_record_reports, release_record_reports, write_applied,
@@ -31,8 +32,8 @@ use super::read::{self, Blocked, Inputs, ZoneRead};
 use super::{Error, dnssec, primary, secondary};
 
 use crate::api::{
-    REASON_CLUSTER_NOT_FOUND, REASON_SECONDARY_ZONE, REASON_SERVED, REASON_ZONE_FAILED,
-    is_terminal_failure,
+    REASON_CLUSTER_NOT_FOUND, REASON_FOREIGN_CONFLICT, REASON_SECONDARY_ZONE, REASON_SERVED,
+    REASON_ZONE_FAILED, is_terminal_failure,
 };
 use crate::controller::error::backoff;
 
@@ -93,11 +94,31 @@ async fn primary_zone(ctx: &ZoneContext, r: &ZoneRead) -> Result<Action, Error> 
         // Nothing written, nothing to report yet.
         Err(Failure::Deferred(wait)) => return Ok(Action::requeue(wait)),
         Err(f) => {
-            settle_records(ctx, records, &out.desired, None).await?;
-            return not_converged(ctx, zone, &r.cfg, f).await;
+            settle_records(ctx, &r.cfg.clause.zone, records, &out.desired, None).await?;
+            // The records the plan accepted wait on the zone: when it
+            // cannot be written they say why (the rest say their own
+            // refusal, written just now).
+            let waiting: Vec<Arc<DNSRecord>> = records
+                .iter()
+                .filter(|r| {
+                    matches!(
+                        out.desired.verdicts.get(&r.name_any()),
+                        Some(Verdict::Accepted(_))
+                    )
+                })
+                .cloned()
+                .collect();
+            return not_converged(ctx, zone, &r.cfg, f, &waiting).await;
         }
     };
-    settle_records(ctx, records, &out.desired, Some(c.served.as_ref())).await?;
+    settle_records(
+        ctx,
+        &r.cfg.clause.zone,
+        records,
+        &out.desired,
+        Some(c.served.as_ref()),
+    )
+    .await?;
     let dnssec_state = match signing_state(ctx, r, &c).await {
         Ok(d) => d,
         Err(e) => return failed(ctx, zone, e).await,
@@ -121,13 +142,15 @@ async fn primary_zone(ctx: &ZoneContext, r: &ZoneRead) -> Result<Action, Error> 
 }
 
 /// A primary zone that did not converge: a plan that cannot be written, or
-/// a policy named refuses (neither heals by itself: wait for a change), or
-/// a failed step (reported, then retried with backoff).
+/// a policy named refuses (neither heals by itself: wait for a change, and
+/// `waiting`, the DNSRecords the plan accepted, say why), or a failed step
+/// (reported, then retried with backoff).
 async fn not_converged(
     ctx: &ZoneContext,
     zone: &BindZone,
     cfg: &PrimaryZoneConfig,
     failure: Failure,
+    waiting: &[Arc<DNSRecord>],
 ) -> Result<Action, Error> {
     let (reason, message) = match failure {
         Failure::Invalid { reason, message } => (reason, message),
@@ -147,7 +170,7 @@ async fn not_converged(
         message,
         permanent: true,
     };
-    blocked(ctx, zone, &[], b).await
+    blocked(ctx, zone, waiting, b).await
 }
 
 /// The zone's DNSSEC state: asked of the primary when it was asked anyway,
@@ -324,16 +347,29 @@ fn zone_key(zone: &BindZone) -> (String, String) {
 /// finalizers of deleted DNSRecords: their RRsets were in the flush.
 async fn settle_records(
     ctx: &ZoneContext,
+    zone: &ZoneName,
     records: &[Arc<DNSRecord>],
     desired: &Desired,
     served: Option<&Served>,
 ) -> Result<(), Error> {
     let mut reports = Vec::new();
     let mut release = Vec::new();
+    let foreign = served.map(|s| Foreign::new(zone, s, desired));
+    let hidden = |key| foreign.as_ref().and_then(|f| f.blocker(key));
     for r in records {
         match desired.verdicts.get(&r.name_any()) {
             Some(Verdict::Accepted(key)) => {
                 let report = match served {
+                    // Ready means a resolver gets it: not while other data
+                    // hides it, whatever the primary holds for it.
+                    Some(_) if let Some(other) = hidden(key) => RecordReport::Error {
+                        reason: REASON_FOREIGN_CONFLICT,
+                        message: format!(
+                            "{other} is served at or above {} and not written by this operator (another client wrote it); resolvers get it instead of {}. Remove it and the record set is written",
+                            key.0.fqdn(),
+                            key_text(key)
+                        ),
+                    },
                     Some(s) if s.holds(key, desired) => RecordReport::Ready(key.clone()),
                     Some(_) => RecordReport::Pending {
                         reason: crate::api::REASON_NOT_SERVED,

@@ -185,6 +185,70 @@ impl Served {
     }
 }
 
+/// Data the operator does not own that hides an owned RRset from
+/// resolvers: a CNAME at its name (BIND ignores other data added beside a
+/// CNAME, and a CNAME added beside other data), other data at the name of
+/// an owned CNAME, or a delegation (NS below the apex) at or above its
+/// name. Built once per zone from what is served (an AXFR: foreign data
+/// only shows there).
+pub struct Foreign<'a> {
+    served: &'a Served,
+    desired: &'a Desired,
+    /// Served NS RRsets below the apex that the plan does not own.
+    cuts: Vec<&'a DomainName>,
+}
+
+impl<'a> Foreign<'a> {
+    pub fn new(zone: &ZoneName, served: &'a Served, desired: &'a Desired) -> Self {
+        let apex = zone.as_domain();
+        let cuts = served
+            .rrsets
+            .keys()
+            .filter(|(n, t)| t == "NS" && n != apex)
+            .filter(|(n, _)| {
+                let k = (n.clone(), RecordType::Ns);
+                !(desired.rrsets.contains_key(&k) || desired.retired.contains(&k))
+            })
+            .map(|(n, _)| n)
+            .collect();
+        Foreign {
+            served,
+            desired,
+            cuts,
+        }
+    }
+
+    /// The foreign RRset (`name TYPE`) that hides `key`, if any.
+    pub fn blocker(&self, key: &RrKey) -> Option<String> {
+        let (name, rtype) = key;
+        // Ours, kept or being removed (a type change retires the old one).
+        let owned = |t: RecordType| {
+            let k = (name.clone(), t);
+            self.desired.rrsets.contains_key(&k) || self.desired.retired.contains(&k)
+        };
+        let at_name = self
+            .served
+            .rrsets
+            .range((name.clone(), String::new())..)
+            .take_while(|((n, _), _)| n == name)
+            .filter_map(|((_, t), _)| t.parse::<RecordType>().ok());
+        let mut clash = at_name.filter(|t| match rtype {
+            RecordType::Cname => *t != RecordType::Cname && !owned(*t),
+            _ => *t == RecordType::Cname && !owned(RecordType::Cname),
+        });
+        if let Some(t) = clash.next() {
+            return Some(format!("{} {t}", name.fqdn()));
+        }
+        self.cuts
+            .iter()
+            .find(|cut| {
+                name.is_within(cut)
+                    && !(name == **cut && matches!(rtype, RecordType::Ns | RecordType::Ds))
+            })
+            .map(|cut| format!("{} NS", cut.fqdn()))
+    }
+}
+
 /// SOA rdata as dig prints it.
 fn soa_text(soa: &Soa, serial: u32) -> String {
     format!(
@@ -196,10 +260,15 @@ fn soa_text(soa: &Soa, serial: u32) -> String {
 /// The changes that make `served` hold `desired` (owned RRsets only).
 /// Empty changes and an unchanged apex make [`crate::bind::nsupdate::build_script`]
 /// return `None`.
+///
+/// An RRset hidden by foreign data ([`Foreign`]) is not written: BIND
+/// would drop it (answering NOERROR) or resolvers would not reach it; its
+/// owner is told instead, and it is written once the other data is gone.
 pub fn diff(zone: &ZoneName, desired: &Desired, served: &Served) -> UpdateBatch {
     let mut changes = Vec::new();
+    let foreign = Foreign::new(zone, served, desired);
     for (k, w) in &desired.rrsets {
-        if !served.holds(k, desired) {
+        if !served.holds(k, desired) && foreign.blocker(k).is_none() {
             changes.push(RrsetChange::Replace {
                 name: k.0.clone(),
                 rtype: k.1,

@@ -114,6 +114,8 @@ fn record_set(
             message: APEX_NS_MESSAGE.into(),
         });
     }
+    Rdata::check_owner_name(rtype, &name)
+        .map_err(|e| RecordError::invalid(e.at(&format!("{at}name"))))?;
     let ttl = parse_ttl(raw, default_ttl)?;
     let values = raw
         .values
@@ -426,5 +428,21 @@ mod tests {
             panic!("a refused record set")
         };
         assert!(e.message.starts_with("invalid values[0]"), "{}", e.message);
+    }
+
+    #[test]
+    fn a_bad_owner_is_reported_against_the_name_not_a_value() {
+        let entry = ZoneRecord {
+            name: "-bad".into(),
+            type_: api::RecordType::A,
+            ttl: None,
+            values: vec!["192.0.2.1".into()],
+        };
+        let InlineRecord::Rrset(Err(e)) = inline_record(&zone(), &entry, ttl(300)) else {
+            panic!("a refused record set")
+        };
+        assert_eq!(e.reason, REASON_INVALID_RECORD);
+        assert!(e.message.starts_with("invalid name"), "{}", e.message);
+        assert!(!e.message.contains("values["), "{}", e.message);
     }
 }

@@ -4,7 +4,8 @@
 
 use std::sync::Arc;
 
-use crate::controller::zonesync::diff::diff;
+use crate::bind::nsupdate::RrsetChange;
+use crate::controller::zonesync::diff::{Foreign, diff};
 use crate::controller::zonesync::server::ServerError;
 
 use super::{Job, Step, StepError, Written};
@@ -18,7 +19,18 @@ async fn rrsets(job: &Job<'_>, written: &mut Written) -> Result<(), ServerError>
     let target = &job.target;
     let (zname, view) = (job.zname(), job.view());
     let (soa, key) = (&job.cfg.soa, job.update_key());
-    let batch = diff(zname, &job.plan.desired, &written.served);
+    // Something hidden by foreign data in what is remembered: read again,
+    // the other client may have removed it since.
+    let desired = &job.plan.desired;
+    let foreign = Foreign::new(zname, &written.served, desired);
+    if desired
+        .rrsets
+        .keys()
+        .any(|k| !written.served.holds(k, desired) && foreign.blocker(k).is_some())
+    {
+        written.served = Arc::new(target.transfer(zname, key).await?);
+    }
+    let batch = diff(zname, desired, &written.served);
     let updated = target.update_and_read_serial(&batch, key, view).await?;
     // Copied (from the snapshot it shares) only when something changes.
     let needs_soa = written.served.soa_differs(zname.as_domain(), soa);
@@ -36,6 +48,16 @@ async fn rrsets(job: &Job<'_>, written: &mut Written) -> Result<(), ServerError>
             pod: target.pod.to_string(),
             reason: "the zone vanished right after the update".into(),
         })?;
+        // Read back what an update adding data left: BIND answers NOERROR
+        // to an add it drops (other data beside another client's CNAME),
+        // so only the served zone says whether the records are there.
+        if batch
+            .changes
+            .iter()
+            .any(|c| matches!(c, RrsetChange::Replace { .. }))
+        {
+            *served = target.transfer(zname, key).await?;
+        }
     }
     // spec.soa changed after the zone was made: names and timers follow.
     if served.soa_differs(zname.as_domain(), soa) {

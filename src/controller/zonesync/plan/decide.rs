@@ -22,6 +22,13 @@
 //!   RRsets is refused as `DelegationConflict`; a new delegation over new
 //!   RRsets refuses all parties.
 //!
+//! Above all of this, a zone's own `spec.records` win over any DNSRecord
+//! (they come from whoever owns the zone, and a DNSRecord must never take
+//! a zone's own data, its nameservers' glue for one, away): an inline entry
+//! ranks above a DNSRecord whether or not either is served, and the
+//! DNSRecord is refused naming the inline entry. Among claimants of one
+//! kind the incumbent rule above applies.
+//!
 //! Only where two incumbents meet (state left by an older operator) does a
 //! fixed order decide: creation time, then name, then entry order.
 //!
@@ -53,6 +60,37 @@ pub(super) struct Refusal {
     pub owner: Owner,
     pub reason: &'static str,
     pub message: String,
+}
+
+/// How strongly a claim holds its name: a zone's own entry over a
+/// DNSRecord, then the incumbent over a newcomer.
+type Standing = (bool, bool);
+
+fn standing(c: &Claim) -> Standing {
+    (matches!(c.owner, Owner::Inline(_)), c.incumbent)
+}
+
+/// Who wins between two sides of a conflict, by [`Standing`]: `Some(true)`
+/// the first, `Some(false)` the second, `None` a tie (broken by rank only
+/// between incumbents; the caller decides).
+fn stronger(a: Standing, b: Standing) -> Option<bool> {
+    match a.cmp(&b) {
+        std::cmp::Ordering::Greater => Some(true),
+        std::cmp::Ordering::Less => Some(false),
+        std::cmp::Ordering::Equal => None,
+    }
+}
+
+/// Why `winner` keeps `key` against another claimant.
+fn kept_by(key: &RrKey, winner: &Claim) -> String {
+    match &winner.owner {
+        Owner::Inline(_) => format!(
+            "{} is set by {}; a zone's own records win over a DNSRecord",
+            key_text(key),
+            winner.owner
+        ),
+        Owner::Record(_) => format!("{} is already served for {}", key_text(key), winner.owner),
+    }
 }
 
 fn refuse(owner: &Owner, reason: &'static str, message: String) -> Refusal {
@@ -92,15 +130,17 @@ fn same_rrset(claims: Vec<Claim>, refused: &mut Vec<Refusal>) -> Vec<Claim> {
             continue;
         }
         group.sort_by_key(|c| c.rank);
-        match group.iter().position(|c| c.incumbent) {
+        // The strongest standing wins: alone, or among incumbents by rank.
+        let best = group.iter().map(standing).max();
+        let top = group.iter().filter(|c| Some(standing(c)) == best).count();
+        let winner = group
+            .iter()
+            .position(|c| Some(standing(c)) == best && (top == 1 || c.incumbent));
+        match winner {
             Some(i) => {
-                let winner = group.swap_remove(i);
+                let winner = group.remove(i);
                 for c in &group {
-                    refused.push(refuse(
-                        &c.owner,
-                        REASON_CONFLICT,
-                        format!("{} is already served for {}", key_text(&key), winner.owner),
-                    ));
+                    refused.push(refuse(&c.owner, REASON_CONFLICT, kept_by(&key, &winner)));
                 }
                 out.push(winner);
             }
@@ -146,13 +186,12 @@ fn cname_beside_data(claims: Vec<Claim>, refused: &mut Vec<Refusal>) -> Vec<Clai
             .map(|c| c.set.rtype.as_str())
             .collect::<Vec<_>>()
             .join(", ");
-        let data_incumbent = data.iter().any(|c| c.incumbent);
+        let data_standing = data.iter().map(standing).max().unwrap_or_default();
         let data_first = data.iter().map(|c| c.rank).min() < Some(cname.rank);
-        let cname_wins = match (cname.incumbent, data_incumbent) {
-            (true, false) => Some(true),
-            (false, true) => Some(false),
-            (true, true) => Some(!data_first),
-            (false, false) => None,
+        let cname_wins = match stronger(standing(&cname), data_standing) {
+            Some(w) => Some(w),
+            None if cname.incumbent => Some(!data_first),
+            None => None,
         };
         match cname_wins {
             Some(true) => {
@@ -161,7 +200,7 @@ fn cname_beside_data(claims: Vec<Claim>, refused: &mut Vec<Refusal>) -> Vec<Clai
                         &c.owner,
                         REASON_CNAME_CONFLICT,
                         format!(
-                            "{} holds a CNAME served for {}; a CNAME cannot share its name with other data",
+                            "{} holds a CNAME for {}; a CNAME cannot share its name with other data",
                             name.fqdn(),
                             cname.owner
                         ),
@@ -174,7 +213,7 @@ fn cname_beside_data(claims: Vec<Claim>, refused: &mut Vec<Refusal>) -> Vec<Clai
                     &cname.owner,
                     REASON_CNAME_CONFLICT,
                     format!(
-                        "{} already serves {types} for {}; a CNAME cannot share its name with other data",
+                        "{} holds {types} for {}; a CNAME cannot share its name with other data",
                         name.fqdn(),
                         owners(data.iter())
                     ),
@@ -245,9 +284,20 @@ fn delegations(mut claims: Vec<Claim>, refused: &mut Vec<Refusal>) -> Vec<Claim>
             .map(|&i| key_text(&claims[i].set.key()))
             .collect::<Vec<_>>()
             .join(", ");
-        let hidden_incumbent = hidden.iter().any(|&i| claims[i].incumbent);
+        let hidden_standing = hidden
+            .iter()
+            .map(|&i| standing(&claims[i]))
+            .max()
+            .unwrap_or_default();
+        // Equal standing: an incumbent delegation keeps serving; new ones
+        // over new records refuse all parties.
+        let (ns_keeps, hidden_keep) = match stronger(standing(ns), hidden_standing) {
+            Some(true) => (true, false),
+            Some(false) => (false, true),
+            None => (ns.incumbent, false),
+        };
         let mut drop = Vec::new();
-        if ns.incumbent || !hidden_incumbent {
+        if !hidden_keep {
             for &i in &hidden {
                 refused.push(refuse(
                     &claims[i].owner,
@@ -262,7 +312,7 @@ fn delegations(mut claims: Vec<Claim>, refused: &mut Vec<Refusal>) -> Vec<Claim>
                 drop.push(i);
             }
         }
-        if !ns.incumbent {
+        if !ns_keeps {
             refused.push(refuse(
                 &ns.owner,
                 REASON_DELEGATION_CONFLICT,

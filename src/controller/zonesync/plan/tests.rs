@@ -188,37 +188,64 @@ fn the_serving_claimant_keeps_the_rrset_against_older_and_lower_named_ones() {
 }
 
 #[test]
-fn inline_and_dnsrecord_claiming_one_rrset_conflict() {
+fn a_zones_own_records_win_over_a_dnsrecord() {
     let mut f = Fixture::new();
+    // ns1's glue inline, as examples/ has it.
     f.inline.push(ZoneRecord {
-        name: "www".into(),
+        name: "ns1".into(),
         type_: ApiType::A,
         ttl: None,
-        values: vec!["192.0.2.9".into()],
+        values: vec!["192.0.2.53".into()],
     });
-    // New together: both refused, each naming the other.
-    let d = f.plan(vec![rec("r", 50, "www", ApiType::A, &["192.0.2.1"])]);
+    let ns1 = key("ns1.example.com", RecordType::A);
+    // New together (a fresh start): the inline entry is served, the
+    // DNSRecord refused naming it, and the zone keeps its glue.
+    let d = f.plan(vec![rec("r", 50, "ns1", ApiType::A, &["192.0.2.1"])]);
     let (reason, message) = rejected(&d, "r");
     assert_eq!(reason, REASON_CONFLICT);
     assert!(message.contains("spec.records[0]"), "{message}");
-    assert_eq!(d.inline_errors.len(), 1);
-    assert_eq!(d.inline_errors[0].0, REASON_CONFLICT);
-    assert!(
-        d.inline_errors[0].1.contains("DNSRecord r"),
-        "{:?}",
-        d.inline_errors
-    );
-    assert!(d.rrsets.is_empty());
-    // The inline entry served before (applied annotation): it keeps it.
-    f.applied_inline
-        .insert(key("www.example.com", RecordType::A));
-    let d = f.plan(vec![rec("r", 50, "www", ApiType::A, &["192.0.2.1"])]);
+    assert!(d.inline_errors.is_empty(), "{:?}", d.inline_errors);
+    assert_eq!(d.rrsets[&ns1].owner, Owner::Inline(0));
+    assert!(d.missing_glue.is_empty());
+    // The DNSRecord served the RRset first (the inline entry added
+    // later): the zone's entry still wins.
+    let d = f.plan(vec![serving(
+        rec("r", 50, "ns1", ApiType::A, &["192.0.2.1"]),
+        "ns1.example.com.",
+        ApiType::A,
+    )]);
     assert!(rejected(&d, "r").1.contains("spec.records[0]"));
-    assert!(d.inline_errors.is_empty());
-    assert_eq!(
-        d.rrsets[&key("www.example.com", RecordType::A)].owner,
-        Owner::Inline(0)
-    );
+    assert_eq!(d.rrsets[&ns1].owner, Owner::Inline(0));
+    // A CNAME or a delegation by a DNSRecord at ns1 loses too, new or
+    // served.
+    let d = f.plan(vec![
+        rec("c", 50, "ns1", ApiType::CNAME, &["x.example.org."]),
+        serving(
+            rec("d", 50, "ns1", ApiType::NS, &["ns.x.example.org."]),
+            "ns1.example.com.",
+            ApiType::NS,
+        ),
+    ]);
+    let (reason, message) = rejected(&d, "c");
+    assert_eq!(reason, REASON_CNAME_CONFLICT);
+    assert!(message.contains("spec.records[0]"), "{message}");
+    assert_eq!(rejected(&d, "d").0, REASON_DELEGATION_CONFLICT);
+    assert!(d.inline_errors.is_empty(), "{:?}", d.inline_errors);
+    assert_eq!(d.rrsets.keys().collect::<Vec<_>>(), [&ns1]);
+    // An inline delegation hides a DNSRecord below it.
+    f.inline.push(ZoneRecord {
+        name: "sub".into(),
+        type_: ApiType::NS,
+        ttl: None,
+        values: vec!["ns.x.example.org.".into()],
+    });
+    let d = f.plan(vec![serving(
+        rec("below", 50, "www.sub", ApiType::A, &["192.0.2.7"]),
+        "www.sub.example.com.",
+        ApiType::A,
+    )]);
+    assert_eq!(rejected(&d, "below").0, REASON_OCCLUDED);
+    assert!(d.inline_errors.is_empty(), "{:?}", d.inline_errors);
 }
 
 #[test]
