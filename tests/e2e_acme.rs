@@ -388,6 +388,7 @@ fn lego_issues_certificates_with_a_key_limited_to_challenge_txt() {
         .env("RFC2136_TSIG_SECRET_FILE", &secret_file)
         .env("RFC2136_PROPAGATION_TIMEOUT", "30")
         .env("RFC2136_POLLING_INTERVAL", "1")
+        .env("RFC2136_SEQUENCE_INTERVAL", "1")
         .env("LEGO_CA_CERTIFICATES", &pebble.ca)
         .args(["--accept-tos", "--email", "acme@example.com"])
         .args(["--server", &pebble.directory])
@@ -415,6 +416,68 @@ fn lego_issues_certificates_with_a_key_limited_to_challenge_txt() {
     // Cleaned up everywhere, and nothing of the challenge left on a pod.
     s.wait_no_txt("_acme-challenge.www.example.com.");
     s.wait_no_txt("_acme-challenge.example.com.");
+    drop(s.f);
+    assert!(s.local.stop().success());
+}
+
+#[test]
+fn certbot_issues_a_certificate_with_a_key_limited_to_challenge_txt() {
+    let test = "certbot_issues_a_certificate_with_a_key_limited_to_challenge_txt";
+    if !have(test, &["pebble", "certbot", "openssl"]) {
+        return;
+    }
+    let s = setup();
+    let tmp = tempfile::tempdir().unwrap();
+    let pebble = Pebble::start(tmp.path(), s.primary);
+    let credentials = tmp.path().join("rfc2136.ini");
+    write_private(
+        &credentials,
+        &format!(
+            "dns_rfc2136_server = 127.0.0.1\ndns_rfc2136_port = {}\ndns_rfc2136_name = {ACME_KEY}\ndns_rfc2136_secret = {}\ndns_rfc2136_algorithm = {CERTBOT_ALGORITHM}\n",
+            s.primary, s.material
+        ),
+    );
+    let certbot_dir = tmp.path().join("certbot");
+    let mut certbot = Command::new("certbot");
+    certbot
+        .env("REQUESTS_CA_BUNDLE", &pebble.ca)
+        .args([
+            "certonly",
+            "--non-interactive",
+            "--agree-tos",
+            "--no-eff-email",
+        ])
+        .args(["--email", "acme@example.com", "--server", &pebble.directory])
+        .arg("--config-dir")
+        .arg(certbot_dir.join("config"))
+        .arg("--work-dir")
+        .arg(certbot_dir.join("work"))
+        .arg("--logs-dir")
+        .arg(certbot_dir.join("logs"))
+        .args([
+            "--authenticator",
+            "dns-rfc2136",
+            "--dns-rfc2136-credentials",
+        ])
+        .arg(&credentials)
+        .args(["--dns-rfc2136-propagation-seconds", "1"])
+        .args(["-d", "api.example.com"]);
+    let started = Instant::now();
+    let (ok, out) = run(certbot);
+    let cert = certbot_dir.join("config/live/api.example.com/fullchain.pem");
+    assert!(
+        ok && cert.exists(),
+        "certbot did not get a certificate:\n{out}\npebble:\n{}\n{}",
+        pebble.log(),
+        s.local.diagnostics()
+    );
+    println!("certbot issued in {:?}", started.elapsed());
+    assert!(
+        cert_names(&cert).contains("DNS:api.example.com"),
+        "{}",
+        cert_names(&cert)
+    );
+    s.wait_no_txt("_acme-challenge.api.example.com.");
     drop(s.f);
     assert!(s.local.stop().success());
 }
