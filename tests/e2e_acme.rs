@@ -481,3 +481,65 @@ fn certbot_issues_a_certificate_with_a_key_limited_to_challenge_txt() {
     drop(s.f);
     assert!(s.local.stop().success());
 }
+
+/// The row of one object in status.json, if listed.
+fn row<'a>(s: &'a Snapshot, name: &str) -> Option<&'a bind_operator::local::report::ObjectStatus> {
+    s.objects.iter().find(|o| o.name == name)
+}
+
+#[test]
+fn a_bad_grant_fails_the_zone_and_changes_nothing_served() {
+    let s = setup();
+    let tmp = tempfile::tempdir().unwrap();
+    let www = vec!["192.0.2.10".to_string(), "192.0.2.11".to_string()];
+    support::wait_answer(s.primary, "www.example.com.", "A", &www, &s.local);
+    let good = s.f.read("bindzone.yaml");
+    for (bad, reason, needle) in [
+        (
+            good.replacen("  - keyRef: acme-dns01\n", "  - keyRef: no-such-key\n", 1),
+            "KeyNotFound",
+            "updatePolicy key no-such-key is not a BindTSIGKey the cluster loads",
+        ),
+        (
+            good.replacen(
+                "      name: _acme-challenge\n",
+                "      name: _acme-challenge.example.org.\n",
+                1,
+            ),
+            "InvalidSpec",
+            "spec.updatePolicy[0].name",
+        ),
+    ] {
+        assert_ne!(bad, good);
+        s.f.write("bindzone.yaml", &bad);
+        let snap = s.local.wait_status(reason, |snap| {
+            row(snap, "example-com")
+                .is_some_and(|o| !o.ready && o.reason == reason && o.message.contains(needle))
+        });
+        assert_eq!(row(&snap, "example-com").unwrap().phase, "Error");
+        // What was served before still is: the records, and the grants
+        // (the key may still write its challenge, and only that).
+        for port in s.ports() {
+            assert_eq!(dig(port, "www.example.com.", "A"), www, "port {port}");
+        }
+        s.nsupdate(
+            tmp.path(),
+            &["update add _acme-challenge.www.example.com. 60 TXT \"still-granted\""],
+        )
+        .unwrap();
+        s.nsupdate(
+            tmp.path(),
+            &["update delete _acme-challenge.www.example.com. TXT"],
+        )
+        .unwrap();
+        let e = s
+            .nsupdate(tmp.path(), &["update add other.example.com. 60 TXT \"x\""])
+            .unwrap_err();
+        assert!(e.contains("REFUSED"), "{e}");
+    }
+    s.f.write("bindzone.yaml", &good);
+    s.local.wait_status("example-com Ready again", |snap| {
+        row(snap, "example-com").is_some_and(|o| o.ready)
+    });
+    assert!(s.local.stop().success());
+}
