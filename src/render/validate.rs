@@ -1,7 +1,8 @@
 //! Validation from the CRD types into the BIND layer's strict types: which
 //! BindTSIGKeys a cluster loads, a BindTSIGKey plus its key material into a
 //! [`TsigKey`], a BindCluster into a [`ClusterConfig`], a BindZone into its
-//! zone clause, skeleton and typed `spec.records` entries ([`InlineRecord`]),
+//! zone clause (its `spec.updatePolicy` grants in the `grants` submodule),
+//! skeleton and typed `spec.records` entries ([`InlineRecord`]),
 //! a DNSRecord into the typed record set it asks for ([`ValidRecord`]; both
 //! in the `records` submodule), and a BindZone into where it lives on the
 //! servers ([`ZonePlacement`], what deleting it needs). Pure: no cluster
@@ -21,7 +22,6 @@ use std::net::IpAddr;
 
 use crate::api::{self, BindCluster, BindTSIGKey, BindZone, ZoneType};
 use crate::bind::dnssec::{AnchorFields, AnchorKind, TrustAnchor};
-use crate::bind::grant::{Grant, GrantMatch};
 use crate::bind::render::{ClusterConfig, DnssecValidation, ForwardZone, View};
 use crate::bind::types::parse_acl;
 use crate::bind::viewkey::view_key_name;
@@ -29,10 +29,11 @@ use crate::bind::zone::{
     ExternalPrimary, PolicyName, PrimaryZone, SecondaryZone, Soa, catalog_zone_for, parse_rname,
 };
 use crate::bind::{
-    DomainName, Endpoint, KeyName, RecordType, TsigAlgorithm, TsigKey, TsigSecret, Ttl,
-    ValidationError, ViewName, ZoneName,
+    DomainName, Endpoint, KeyName, TsigAlgorithm, TsigKey, TsigSecret, Ttl, ValidationError,
+    ViewName, ZoneName,
 };
 
+mod grants;
 mod records;
 
 pub use records::{InlineRecord, RecordError, RecordSet, ValidRecord, dns_record, inline_record};
@@ -435,7 +436,7 @@ pub fn zone_config(
         .update_policy
         .iter()
         .enumerate()
-        .map(|(i, g)| update_grant(&name, i, g, &zone_key).map_err(|e| e.into_config(&err)))
+        .map(|(i, g)| grants::update_grant(&name, i, g, &zone_key).map_err(|e| e.into_config(&err)))
         .collect::<Result<Vec<_>, ConfigError>>()?;
     let zone_transfer_key = match &view {
         Some(v) => view_key_name(transfer_key, v).map_err(|e| err(e.at("spec.view")))?,
@@ -458,73 +459,6 @@ pub fn zone_config(
         records,
         catalog: spec.catalog,
     })))
-}
-
-/// Why one `spec.updatePolicy` entry failed: its key is not loaded, or a
-/// value does not validate.
-enum GrantError {
-    Key(ConfigError),
-    Invalid(ValidationError),
-}
-
-impl GrantError {
-    fn into_config(self, err: &dyn Fn(ValidationError) -> ConfigError) -> ConfigError {
-        match self {
-            GrantError::Key(e) => e,
-            GrantError::Invalid(e) => err(e),
-        }
-    }
-}
-
-/// One `spec.updatePolicy` entry into a typed grant: its key must be one
-/// the cluster loads, its name must lie inside the zone (required unless
-/// `zonesub`), its types must be known.
-fn update_grant(
-    zone: &ZoneName,
-    i: usize,
-    g: &api::UpdateGrant,
-    zone_key: &dyn Fn(&'static str, &str) -> Result<TsigKey, ConfigError>,
-) -> Result<Grant, GrantError> {
-    let at = |f: &str| format!("spec.updatePolicy[{i}].{f}");
-    let key = zone_key("updatePolicy", &g.key_ref)
-        .map_err(GrantError::Key)?
-        .name;
-    let name = || -> Result<DomainName, ValidationError> {
-        let raw = g.name.as_deref().ok_or_else(|| {
-            ValidationError::new(
-                "grant name",
-                "",
-                "is required for match name, subdomain and wildcard",
-            )
-            .at(&at("name"))
-        })?;
-        DomainName::resolve(raw, zone).map_err(|e| e.at(&at("name")))
-    };
-    let rule = match g.match_ {
-        api::GrantMatch::Name => GrantMatch::Name(name().map_err(GrantError::Invalid)?),
-        api::GrantMatch::Subdomain => GrantMatch::Subdomain(name().map_err(GrantError::Invalid)?),
-        api::GrantMatch::Wildcard => GrantMatch::Wildcard(name().map_err(GrantError::Invalid)?),
-        api::GrantMatch::Zonesub => {
-            if let Some(n) = &g.name {
-                return Err(GrantError::Invalid(
-                    ValidationError::new("grant name", n, "is not allowed for match zonesub")
-                        .at(&at("name")),
-                ));
-            }
-            GrantMatch::Zonesub
-        }
-    };
-    let types = g
-        .types
-        .iter()
-        .enumerate()
-        .map(|(j, t)| {
-            t.as_str()
-                .parse::<RecordType>()
-                .map_err(|e| GrantError::Invalid(e.at(&at(&format!("types[{j}]")))))
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    Grant::new(zone, key, rule, types).map_err(|e| GrantError::Invalid(e.at(&at("name"))))
 }
 
 /// Where a BindZone's spec places the zone on its cluster's servers: what
