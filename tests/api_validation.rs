@@ -438,3 +438,52 @@ fn every_violation_is_reported_at_once() {
         "{err}"
     );
 }
+
+#[test]
+fn update_grants_need_a_name_unless_zonesub_and_only_on_primary_zones() {
+    let spec = |grants: Value| {
+        zone(
+            json!({"clusterRef": "c", "zoneName": "example.com", "updateKeyRef": "u",
+            "updatePolicy": grants}),
+        )
+    };
+    accepted(spec(json!([
+        {"keyRef": "acme", "match": "name", "name": "_acme-challenge.www", "types": ["TXT"]},
+        {"keyRef": "acme", "match": "wildcard", "name": "*.dyn"},
+        {"keyRef": "edns", "match": "subdomain", "name": "k8s.example.com."},
+        {"keyRef": "edns", "match": "zonesub"},
+    ])));
+    rejected(
+        spec(json!([{"keyRef": "acme", "match": "name", "types": ["TXT"]}])),
+        "updatePolicy[].name is required",
+    );
+    rejected(
+        spec(json!([{"keyRef": "acme", "match": "zonesub", "name": "www"}])),
+        "not allowed for match zonesub",
+    );
+    rejected(
+        spec(json!([{"keyRef": "acme", "match": "self", "name": "www"}])),
+        "spec.updatePolicy[0].match",
+    );
+    rejected(
+        spec(json!([{"keyRef": "acme", "match": "name", "name": "www", "types": ["ANY"]}])),
+        "spec.updatePolicy[0].types[0]",
+    );
+    // Nothing that could escape the quoted name in named.conf.
+    rejected(
+        spec(json!([{"keyRef": "acme", "match": "name", "name": "www\"; grant x zonesub ANY"}])),
+        "spec.updatePolicy[0].name",
+    );
+    let many: Vec<Value> = (0..33)
+        .map(|_| json!({"keyRef": "acme", "match": "zonesub"}))
+        .collect();
+    rejected(spec(Value::Array(many)), "spec.updatePolicy");
+    rejected(
+        zone(
+            json!({"clusterRef": "c", "zoneName": "partner.example", "type": "secondary",
+            "primaries": [{"address": "198.51.100.1"}],
+            "updatePolicy": [{"keyRef": "acme", "match": "zonesub"}]}),
+        ),
+        "spec.updatePolicy is only for primary zones",
+    );
+}

@@ -16,8 +16,8 @@ use std::collections::BTreeMap;
 
 use bind_operator::api::{
     BindCluster, BindClusterSpec, BindTSIGKey, BindTSIGKeySpec, BindZone, BindZoneSpec,
-    CatalogSpec, DNSRecord, DNSRecordSpec, ForwardZone, RecordType, SoaSpec, View, ZonePrimary,
-    ZoneRecord, ZoneType,
+    CatalogSpec, DNSRecord, DNSRecordSpec, ForwardZone, GrantMatch, RecordType, SoaSpec,
+    UpdateGrant, View, ZonePrimary, ZoneRecord, ZoneType,
 };
 use std::sync::Arc;
 
@@ -223,6 +223,7 @@ fn base_zone() -> BindZone {
             records: vec![],
             update_key_ref: Some("upd".into()),
             allow_transfer: vec![],
+            update_policy: vec![],
             dnssec_policy: None,
         },
         status: None,
@@ -307,6 +308,14 @@ fn hostile_zone_fields_are_rejected() {
         ("spec.soa.rname", |s, p| s.soa.rname = Some(p)),
         ("spec.allowTransfer", |s, p| s.allow_transfer = vec![p]),
         ("spec.dnssecPolicy", |s, p| s.dnssec_policy = Some(p)),
+        ("spec.updatePolicy[0].name", |s, p| {
+            s.update_policy = vec![UpdateGrant {
+                key_ref: "upd".into(),
+                match_: GrantMatch::Name,
+                name: Some(p),
+                types: vec![RecordType::TXT],
+            }]
+        }),
         ("spec.primaries[0].address", |s, p| {
             s.type_ = ZoneType::Secondary;
             s.primaries = vec![ZonePrimary {
@@ -578,4 +587,83 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
         }
     }
     out
+}
+
+fn grant(key: &str, m: GrantMatch, name: Option<&str>, types: &[RecordType]) -> UpdateGrant {
+    UpdateGrant {
+        key_ref: key.into(),
+        match_: m,
+        name: name.map(Into::into),
+        types: types.to_vec(),
+    }
+}
+
+#[test]
+fn update_grants_render_after_the_operators_own_and_bad_ones_fail_the_zone() {
+    let mut z = base_zone();
+    z.spec.update_policy = vec![
+        grant(
+            "xfer",
+            GrantMatch::Name,
+            Some("_acme-challenge.www"),
+            &[RecordType::TXT],
+        ),
+        grant(
+            "xfer",
+            GrantMatch::Wildcard,
+            Some("*.dyn.example.com."),
+            &[],
+        ),
+        grant(
+            "xfer",
+            GrantMatch::Subdomain,
+            Some("@"),
+            &[RecordType::A, RecordType::AAAA],
+        ),
+        grant("upd", GrantMatch::Zonesub, None, &[]),
+    ];
+    let clause = primary_config(&z).clause.clause();
+    assert!(
+        clause.contains(
+            "update-policy { grant \"upd\" zonesub ANY; grant \"xfer\" name \"_acme-challenge.www.example.com.\" TXT; grant \"xfer\" wildcard \"*.dyn.example.com.\" ANY; grant \"xfer\" subdomain \"example.com.\" A AAAA; grant \"upd\" zonesub ANY; };"
+        ),
+        "{clause}"
+    );
+
+    let bad = |g: UpdateGrant, needle: &str| {
+        let mut z = base_zone();
+        z.spec.update_policy = vec![grant("upd", GrantMatch::Zonesub, None, &[]), g];
+        let e = zone_err(&z).unwrap_or_else(|| panic!("{needle}: accepted"));
+        let msg = e.to_string();
+        assert!(msg.contains(needle), "{needle}: {msg}");
+        e
+    };
+    // Outside the zone: absolute elsewhere, or the parent.
+    bad(
+        grant("upd", GrantMatch::Name, Some("www.example.org."), &[]),
+        "invalid spec.updatePolicy[1].name: owner name \"www.example.org.\": is outside zone example.com",
+    );
+    bad(
+        grant("upd", GrantMatch::Subdomain, Some("com."), &[]),
+        "is outside zone",
+    );
+    bad(
+        grant("upd", GrantMatch::Name, None, &[]),
+        "invalid spec.updatePolicy[1].name: grant name \"\": is required",
+    );
+    bad(
+        grant("upd", GrantMatch::Zonesub, Some("www"), &[]),
+        "not allowed for match zonesub",
+    );
+    bad(
+        grant("upd", GrantMatch::Wildcard, Some("dyn"), &[]),
+        "must start with a '*' label",
+    );
+    // A key the cluster does not load: KeyNotFound (the reconciler's reason
+    // for ZoneKeyNotLoaded), naming the key.
+    let e = bad(
+        grant("acme", GrantMatch::Zonesub, None, &[]),
+        "updatePolicy key acme is not a BindTSIGKey the cluster loads",
+    );
+    assert!(matches!(e, ConfigError::ZoneKeyNotLoaded { .. }), "{e:?}");
 }

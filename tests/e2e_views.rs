@@ -4,7 +4,8 @@
 //! from the transfer key; computed here independently from the documented
 //! construction) steers a query into that view on the primary and on the
 //! secondary, a record change reaches the secondary's view, and a view
-//! added at run time is served on both.
+//! added at run time is served on both. A zone's `spec.updatePolicy`
+//! grant works inside its view for a key the view's matchClients selects.
 
 use crate::support_e2e as support;
 
@@ -223,6 +224,128 @@ fn views_answer_their_own_records_on_primary_and_secondary() {
     for key in [&internal, &external] {
         let secret = key.rsplit(':').next().unwrap();
         assert!(!shown.contains(secret), "a view key's secret was shown");
+    }
+    assert!(local.stop().success());
+}
+
+/// `dig +short <name> TXT` signed with `key`.
+fn dig_txt(port: u16, key: &str, name: &str) -> Vec<String> {
+    let out = Command::new("dig")
+        .args(["+short", "+norec", "+time=1", "+tries=1", "-p"])
+        .arg(port.to_string())
+        .args(["@127.0.0.1", "-y", key, name, "TXT"])
+        .output()
+        .expect("dig runs");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with(';'))
+        .map(str::to_string)
+        .collect()
+}
+
+/// nsupdate to 127.0.0.1:port signed with the key in `keyfile`.
+fn nsupdate_keyfile(port: u16, keyfile: &std::path::Path, line: &str) -> Result<(), String> {
+    use std::io::Write as _;
+    let mut child = Command::new("nsupdate")
+        .args(["-t", "3", "-k"])
+        .arg(keyfile)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("nsupdate runs");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(format!("server 127.0.0.1 {port}\n{line}\nsend\n").as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ))
+    }
+}
+
+#[test]
+fn a_grant_on_a_zone_in_a_view_lets_its_key_write_only_there() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let acme_raw = [0x3c_u8; 32];
+    let acme = format!(
+        "---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: acme-material\ntype: Opaque\ndata:\n  secret: {}\n---\napiVersion: bind.unkin.net/v1alpha1\nkind: BindTSIGKey\nmetadata:\n  name: acme-dns01\nspec:\n  clusterRef: example\n  algorithm: hmac-sha256\n  secretRef:\n    name: acme-material\n",
+        STANDARD.encode(STANDARD.encode(acme_raw))
+    );
+    let manifests = MANIFESTS
+        .replace(
+            "SECRET_B64",
+            &STANDARD.encode(STANDARD.encode(TRANSFER_RAW)),
+        )
+        // The ACME key's updates are steered into the internal view (by
+        // key; a view also needs its matchDestinations to fit, so none).
+        .replace(
+            "      matchClients: [10.0.0.0/8]\n      matchDestinations: [10.0.0.0/8]\n",
+            "      matchClients: [\"key acme-dns01\", 10.0.0.0/8]\n",
+        )
+        .replace(
+            "  view: internal\n  nameservers: [ns1.example.net.]\n  updateKeyRef: update-key\n",
+            "  view: internal\n  nameservers: [ns1.example.net.]\n  updateKeyRef: update-key\n  updatePolicy:\n    - keyRef: acme-dns01\n      match: name\n      name: _acme-challenge\n      types: [TXT]\n",
+        );
+    assert!(manifests.contains("updatePolicy") && manifests.contains("key acme-dns01"));
+    let f = Fixture::empty();
+    f.write("cluster.yaml", &format!("{manifests}{acme}"));
+    let local = f.start(&[]);
+    let snapshot = local.wait_all_ready();
+    let primary = support::primary(&snapshot, "example").dns.port();
+    let ports: Vec<u16> = pods_of(&snapshot, "example")
+        .iter()
+        .map(|p| p.dns.port())
+        .collect();
+    let keyfile = f.tmp.path().join("acme.key");
+    std::fs::write(&keyfile, "").unwrap();
+    std::fs::set_permissions(&keyfile, std::fs::Permissions::from_mode(0o600)).unwrap();
+    std::fs::write(
+        &keyfile,
+        format!(
+            "key \"acme-dns01\" {{ algorithm hmac-sha256; secret \"{}\"; }};\n",
+            STANDARD.encode(acme_raw)
+        ),
+    )
+    .unwrap();
+    let challenge = "_acme-challenge.example.com.";
+    nsupdate_keyfile(
+        primary,
+        &keyfile,
+        &format!("update add {challenge} 60 TXT \"token-in-view\""),
+    )
+    .unwrap_or_else(|e| panic!("{e}\n{}", local.diagnostics()));
+    let e = nsupdate_keyfile(
+        primary,
+        &keyfile,
+        "update add www.example.com. 60 TXT \"x\"",
+    )
+    .unwrap_err();
+    assert!(e.contains("REFUSED"), "{e}");
+    let (internal, external) = (view_key("internal"), view_key("external"));
+    for &port in &ports {
+        let deadline = Instant::now() + WAIT;
+        while dig_txt(port, &internal, challenge) != ["\"token-in-view\""] {
+            assert!(
+                Instant::now() < deadline,
+                "port {port}: the challenge never reached the internal view\n{}",
+                local.diagnostics()
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        assert!(
+            dig_txt(port, &external, challenge).is_empty(),
+            "port {port}"
+        );
     }
     assert!(local.stop().success());
 }

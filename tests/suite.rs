@@ -68,6 +68,7 @@ mod controller_zone_kinds;
 mod controller_zone_lifecycle;
 mod controller_zone_named;
 mod controller_zone_repair;
+mod e2e_acme;
 mod e2e_config;
 mod e2e_examples;
 mod e2e_foreign;

@@ -16,10 +16,11 @@ use super::dnsrecord::RecordType;
 use super::validation::{
     DNS_NAME_PATTERN, IP_PATTERN, K8S_NAME_PATTERN, MAX_DNS_NAME_LEN, MAX_INLINE_RECORDS,
     MAX_INLINE_VALUE_LEN, MAX_INLINE_VALUES, MAX_IP_LEN, MAX_K8S_NAME_LEN, MAX_NAMESERVERS,
-    MAX_VIEW_NAME_LEN, MSG_A_IS_IPV4, MSG_AAAA_IS_IPV6, MSG_CNAME_SINGLE, MSG_PRIMARY_ADDRESS_IP,
-    MSG_SECONDARY_PRIMARIES, MSG_ZONE_NAME_IMMUTABLE, OWNER_NAME_PATTERN, RULE_A_IS_IPV4,
-    RULE_AAAA_IS_IPV6, RULE_CNAME_SINGLE, RULE_IMMUTABLE, RULE_IS_IP, RULE_SECONDARY_PRIMARIES,
-    VALUE_PATTERN, VIEW_NAME_PATTERN,
+    MAX_UPDATE_GRANTS, MAX_VIEW_NAME_LEN, MSG_A_IS_IPV4, MSG_AAAA_IS_IPV6, MSG_CNAME_SINGLE,
+    MSG_GRANT_NAME, MSG_GRANTS_PRIMARY, MSG_PRIMARY_ADDRESS_IP, MSG_SECONDARY_PRIMARIES,
+    MSG_ZONE_NAME_IMMUTABLE, OWNER_NAME_PATTERN, RULE_A_IS_IPV4, RULE_AAAA_IS_IPV6,
+    RULE_CNAME_SINGLE, RULE_GRANT_NAME, RULE_GRANTS_PRIMARY, RULE_IMMUTABLE, RULE_IS_IP,
+    RULE_SECONDARY_PRIMARIES, VALUE_PATTERN, VIEW_NAME_PATTERN,
 };
 
 /// Zone default TTL when spec.defaultTTL is not set.
@@ -89,6 +90,7 @@ fn default_port() -> u16 {
     )
 )]
 #[x_kube(validation = Rule::new(RULE_SECONDARY_PRIMARIES).message(MSG_SECONDARY_PRIMARIES))]
+#[x_kube(validation = Rule::new(RULE_GRANTS_PRIMARY).message(MSG_GRANTS_PRIMARY))]
 #[serde(rename_all = "camelCase")]
 pub struct BindZoneSpec {
     /// Name of the BindCluster (same namespace) that serves this zone.
@@ -157,6 +159,18 @@ pub struct BindZoneSpec {
     #[schemars(length(min = 1, max = MAX_K8S_NAME_LEN), regex(pattern = K8S_NAME_PATTERN))]
     pub update_key_ref: Option<String>,
 
+    /// Rights for other tools' keys (cert-manager, external-dns, ACME
+    /// clients) to change parts of a primary zone by dynamic update, as
+    /// BIND `update-policy` grants written after the operator's own
+    /// `zonesub ANY` grant for updateKeyRef. Each grant names a BindTSIGKey
+    /// (same namespace, loaded by the zone's cluster), which names it
+    /// covers and which record types; e.g. only TXT at
+    /// `_acme-challenge.www` for a DNS-01 client. A key the cluster does
+    /// not load fails the zone (KeyNotFound) and changes nothing served.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = MAX_UPDATE_GRANTS))]
+    pub update_policy: Vec<UpdateGrant>,
+
     /// Extra address match list allowed to transfer the zone (BIND
     /// `allow-transfer`), in addition to the cluster's transfer key.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -203,6 +217,60 @@ impl ZoneType {
             ZoneType::Secondary => "secondary",
         }
     }
+}
+
+/// Which names an [`UpdateGrant`] covers (BIND's `update-policy` rule types).
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+#[schemars(transform = super::common::drop_type_description, extend("maxLength" = 9))]
+pub enum GrantMatch {
+    /// Exactly `name`.
+    Name,
+    /// `name` and every name below it.
+    Subdomain,
+    /// The names the wildcard `name` (`*.<...>`) matches.
+    Wildcard,
+    /// Every name in the zone (no `name`).
+    Zonesub,
+}
+
+impl GrantMatch {
+    /// The wire spelling (`name`, `subdomain`, `wildcard`, `zonesub`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GrantMatch::Name => "name",
+            GrantMatch::Subdomain => "subdomain",
+            GrantMatch::Wildcard => "wildcard",
+            GrantMatch::Zonesub => "zonesub",
+        }
+    }
+}
+
+/// One right of another tool's key to update the zone (a BIND
+/// `update-policy` grant).
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[x_kube(validation = Rule::new(RULE_GRANT_NAME).message(MSG_GRANT_NAME))]
+#[serde(rename_all = "camelCase")]
+pub struct UpdateGrant {
+    /// Name of the BindTSIGKey (same namespace) the grant is for; clients
+    /// sign their updates with its key.
+    #[schemars(length(min = 1, max = MAX_K8S_NAME_LEN), regex(pattern = K8S_NAME_PATTERN))]
+    pub key_ref: String,
+    /// Which names the key may change: `name` (exactly `name`),
+    /// `subdomain` (`name` and below), `wildcard` (what the wildcard
+    /// `name`, e.g. `*.dyn`, matches) or `zonesub` (the whole zone).
+    #[serde(rename = "match")]
+    pub match_: GrantMatch,
+    /// The name: `@` for the apex, relative to the zone (`_acme-challenge.www`)
+    /// or absolute with a trailing dot; it must lie inside the zone.
+    /// Required unless match is `zonesub`, which takes none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = MAX_DNS_NAME_LEN), regex(pattern = OWNER_NAME_PATTERN))]
+    pub name: Option<String>,
+    /// Record types the key may change there. Empty: any type.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 17))]
+    pub types: Vec<RecordType>,
 }
 
 /// An external primary of a secondary zone.

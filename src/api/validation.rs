@@ -133,6 +133,18 @@ pub const RULE_SECONDARY_PRIMARIES: &str = "(has(self.type) && self.type == 'sec
 /// Message for [`RULE_SECONDARY_PRIMARIES`].
 pub const MSG_SECONDARY_PRIMARIES: &str = "spec.primaries is required when spec.type is secondary and not allowed when spec.type is primary";
 
+/// Most `spec.updatePolicy` grants on one zone.
+pub const MAX_UPDATE_GRANTS: u32 = 32;
+/// CEL on an update grant: a name for every rule but `zonesub`, which takes none.
+pub const RULE_GRANT_NAME: &str = "self.match == 'zonesub' ? !has(self.name) : has(self.name)";
+/// Message for [`RULE_GRANT_NAME`].
+pub const MSG_GRANT_NAME: &str = "updatePolicy[].name is required for match name, subdomain and wildcard, and not allowed for match zonesub";
+/// CEL on a zone: update grants only on primary zones.
+pub const RULE_GRANTS_PRIMARY: &str = "!(has(self.type) && self.type == 'secondary') || !has(self.updatePolicy) || self.updatePolicy.size() == 0";
+/// Message for [`RULE_GRANTS_PRIMARY`].
+pub const MSG_GRANTS_PRIMARY: &str =
+    "spec.updatePolicy is only for primary zones (a secondary zone takes no dynamic updates)";
+
 // `dnssecValidation: yes` without trustAnchors is refused by the cluster
 // controller's validation (status InvalidSpec, nothing renders), not by CEL:
 // a rule on BindClusterSpec would put the whole spec (affinity,

@@ -12,6 +12,7 @@ pub mod conf;
 pub mod dnssec;
 pub mod entrypoint;
 pub mod error;
+pub mod grant;
 pub mod layout;
 pub mod name;
 pub mod nsupdate;

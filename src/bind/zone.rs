@@ -26,6 +26,7 @@ use sha2::{Digest, Sha256};
 
 use super::conf::{ConfWriter, Tok};
 use super::error::ValidationError;
+use super::grant::Grant;
 use super::layout::data;
 use super::name::{DomainName, ZoneName};
 use super::rdata::{Rdata, RecordType};
@@ -157,6 +158,9 @@ pub struct PrimaryZone {
     pub also_notify: Vec<Endpoint>,
     /// `dnssec-policy` name for inline signing.
     pub dnssec_policy: Option<PolicyName>,
+    /// Other tools' keys' rights (`spec.updatePolicy`), written after the
+    /// operator's own `zonesub ANY` grants.
+    pub grants: Vec<Grant>,
 }
 
 /// A `dnssec-policy` name: 1-63 of `[A-Za-z0-9_-]`.
@@ -225,6 +229,13 @@ impl PrimaryZone {
             if self.view.is_some() && self.transfer_key != self.update_key {
                 grants.push(grant(&self.transfer_key));
             }
+            let names: Vec<Option<String>> = self.grants.iter().map(Grant::name_text).collect();
+            grants.extend(
+                self.grants
+                    .iter()
+                    .zip(&names)
+                    .map(|(g, n)| g.tokens(n.as_deref())),
+            );
             w.inline_list(&[Tok::Kw("update-policy")], &grants);
             let mut acl = vec![AclElement::key(self.transfer_key.clone())];
             if self.update_key != self.transfer_key {
@@ -323,6 +334,7 @@ pub fn catalog_primary_zone(
         allow_transfer: Vec::new(),
         also_notify: Vec::new(),
         dnssec_policy: None,
+        grants: Vec::new(),
     }
 }
 
@@ -368,6 +380,7 @@ pub fn catalog_member_owner(catalog: &ZoneName, zone: &ZoneName) -> DomainName {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bind::grant::GrantMatch;
 
     fn z(s: &str) -> ZoneName {
         ZoneName::parse(s).unwrap()
@@ -383,10 +396,21 @@ mod tests {
             allow_transfer: vec![AclElement::parse("10.0.0.0/8").unwrap()],
             also_notify: vec![Endpoint::new("127.0.0.1".parse().unwrap(), 5301).unwrap()],
             dnssec_policy: Some(PolicyName::parse("default").unwrap()),
+            grants: vec![
+                Grant::new(
+                    &z("example.com"),
+                    KeyName::parse("acme").unwrap(),
+                    GrantMatch::Name(
+                        DomainName::parse_absolute("_acme-challenge.example.com.").unwrap(),
+                    ),
+                    vec![RecordType::Txt],
+                )
+                .unwrap(),
+            ],
         };
         assert_eq!(
             pz.clause(),
-            "{\n\ttype primary;\n\tfile \"zones/internal/example.com.db\";\n\tcheck-integrity no;\n\tupdate-policy { grant \"upd\" zonesub ANY; grant \"xfer\" zonesub ANY; };\n\tallow-transfer { key \"xfer\"; key \"upd\"; 10.0.0.0/8; };\n\talso-notify { 127.0.0.1 port 5301 key \"xfer\"; };\n\tdnssec-policy \"default\";\n};"
+            "{\n\ttype primary;\n\tfile \"zones/internal/example.com.db\";\n\tcheck-integrity no;\n\tupdate-policy { grant \"upd\" zonesub ANY; grant \"xfer\" zonesub ANY; grant \"acme\" name \"_acme-challenge.example.com.\" TXT; };\n\tallow-transfer { key \"xfer\"; key \"upd\"; 10.0.0.0/8; };\n\talso-notify { 127.0.0.1 port 5301 key \"xfer\"; };\n\tdnssec-policy \"default\";\n};"
         );
     }
 

@@ -1,7 +1,8 @@
 //! Validation from the CRD types into the BIND layer's strict types: which
 //! BindTSIGKeys a cluster loads, a BindTSIGKey plus its key material into a
 //! [`TsigKey`], a BindCluster into a [`ClusterConfig`], a BindZone into its
-//! zone clause, skeleton and typed `spec.records` entries ([`InlineRecord`]),
+//! zone clause (its `spec.updatePolicy` grants in the `grants` submodule),
+//! skeleton and typed `spec.records` entries ([`InlineRecord`]),
 //! a DNSRecord into the typed record set it asks for ([`ValidRecord`]; both
 //! in the `records` submodule), and a BindZone into where it lives on the
 //! servers ([`ZonePlacement`], what deleting it needs). Pure: no cluster
@@ -32,6 +33,7 @@ use crate::bind::{
     ViewName, ZoneName,
 };
 
+mod grants;
 mod records;
 
 pub use records::{InlineRecord, RecordError, RecordSet, ValidRecord, dns_record, inline_record};
@@ -430,6 +432,12 @@ pub fn zone_config(
         .as_deref()
         .map(|p| PolicyName::parse(p).map_err(|e| err(e.at("spec.dnssecPolicy"))))
         .transpose()?;
+    let grants = spec
+        .update_policy
+        .iter()
+        .enumerate()
+        .map(|(i, g)| grants::update_grant(&name, i, g, &zone_key).map_err(|e| e.into_config(&err)))
+        .collect::<Result<Vec<_>, ConfigError>>()?;
     let zone_transfer_key = match &view {
         Some(v) => view_key_name(transfer_key, v).map_err(|e| err(e.at("spec.view")))?,
         None => transfer_key.clone(),
@@ -443,6 +451,7 @@ pub fn zone_config(
             allow_transfer,
             also_notify: Vec::new(),
             dnssec_policy,
+            grants,
         },
         soa,
         default_ttl,

@@ -114,6 +114,9 @@ pub async fn inputs(ctx: &ZoneContext, zone: &BindZone) -> Result<Result<Inputs,
             .iter()
             .filter_map(|p| p.key_ref.as_deref()),
     );
+    // Keys `spec.updatePolicy` grants to: resolved like the others, so a
+    // grant to a key the cluster does not load fails validation by name.
+    refs.extend(zone.spec.update_policy.iter().map(|g| g.key_ref.as_str()));
     let keys = match keys::resolve(ctx, &cluster, &refs).await {
         Ok(k) => k,
         Err(e) if e.is_api() => return Err(Error::Keys(e)),

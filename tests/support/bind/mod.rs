@@ -176,6 +176,7 @@ pub fn plain_zone(name: &str, update: &TsigKey, xfer: &TsigKey) -> PrimaryZone {
         transfer_key: xfer.name.clone(),
         allow_transfer: vec![],
         also_notify: vec![],
+        grants: vec![],
         dnssec_policy: None,
     }
 }
