@@ -28,7 +28,7 @@
 //! dependency. Reads only caches and the pods' statistics channels; writes
 //! nothing to the cluster.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -37,10 +37,11 @@ use http_body_util::{BodyExt as _, Empty};
 use hyper_util::rt::TokioIo;
 use kube::ResourceExt as _;
 
+use crate::api::common::find_condition;
 use crate::bind::Endpoint;
 use crate::controller::context::Context;
 use crate::controller::pods;
-use crate::telemetry::bindstats::{BindStats, PodKey};
+use crate::telemetry::bindstats::{BindStats, CLUSTER_CONDITIONS, PodKey};
 
 /// How often every pod is read.
 pub const SCRAPE_INTERVAL: Duration = Duration::from_secs(15);
@@ -118,11 +119,22 @@ pub async fn read_stats(ep: Endpoint) -> Result<BindStats, ScrapeError> {
         .map_err(|_| ScrapeError::Timeout)?
 }
 
+/// Container restarts of a pod, summed over its containers.
+fn restarts(pod: &k8s_openapi::api::core::v1::Pod) -> u64 {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.container_statuses.as_ref())
+        .map(|cs| cs.iter().map(|c| c.restart_count.max(0) as u64).sum())
+        .unwrap_or_default()
+}
+
 /// One round: every pod of every BindCluster in the cache, read and
 /// recorded; pods and clusters that are gone drop out of the metrics.
 pub async fn scrape_once(ctx: &Context) {
+    let store = ctx.metrics.bind_stats();
     let mut targets = Vec::new();
     let mut clusters = BTreeSet::new();
+    let mut conditions = BTreeMap::new();
     for cluster in ctx.stores.clusters.state() {
         let namespace = cluster.namespace().unwrap_or_default();
         let name = cluster.name_any();
@@ -132,12 +144,23 @@ pub async fn scrape_once(ctx: &Context) {
                 cluster: name.clone(),
                 pod: pod.name_any(),
             };
+            store.set_restarts(key.clone(), restarts(&pod));
             targets.push((key, ctx.network.pod_stats_endpoint(&pod)));
         }
+        let found = cluster
+            .status
+            .as_ref()
+            .map(|s| s.conditions.as_slice())
+            .unwrap_or_default();
+        let is_true = |c: &str| find_condition(found, c).is_some_and(|c| c.status == "True");
+        conditions.insert(
+            (namespace.clone(), name.clone()),
+            CLUSTER_CONDITIONS.map(is_true),
+        );
         clusters.insert((namespace, name));
     }
+    store.set_clusters(conditions);
     let live: BTreeSet<PodKey> = targets.iter().map(|(k, _)| k.clone()).collect();
-    let store = ctx.metrics.bind_stats();
     futures::stream::iter(targets)
         .for_each_concurrent(SCRAPE_CONCURRENCY, |(key, ep)| async move {
             let stats = match ep {

@@ -18,6 +18,11 @@
 //!   the visible trace of failing SOA refreshes: named 9.18 keeps no
 //!   counter of failed refresh queries), `bind_memory_in_use_bytes`,
 //!   `bind_memory_total_use_bytes`, `bind_uptime_seconds`.
+//! - From the Kubernetes objects (the operator's cache, same round):
+//!   `bind_operator_pod_restarts_total{namespace,cluster,pod}` (container
+//!   restarts of a BIND pod) and
+//!   `bind_operator_cluster_condition{namespace,cluster,condition}` (1
+//!   while the BindCluster's `Ready` / `ConfigApplied` condition is True).
 //! - Label values are bounded by construction: `type` and `rcode` are
 //!   mapped onto fixed lists ([`QUERY_TYPES`], [`RCODES`]) with the rest
 //!   summed as `other`, so a client sending odd query types cannot grow
@@ -221,17 +226,36 @@ pub struct PodKey {
 pub struct PodSample {
     pub up: bool,
     pub stats: Option<BindStats>,
+    /// Container restarts, from the Pod's status.
+    pub restarts: u64,
 }
+
+/// The BindCluster conditions exported as `bind_operator_cluster_condition`.
+pub const CLUSTER_CONDITIONS: [&str; 2] = ["Ready", "ConfigApplied"];
+
+/// `(namespace, cluster)` -> whether each of [`CLUSTER_CONDITIONS`] is True.
+type ClusterConditions = BTreeMap<(String, String), [bool; 2]>;
 
 /// Every pod's last sample. Cheap to clone; clones share it.
 #[derive(Debug, Clone, Default)]
 pub struct BindStatsStore {
     pods: Arc<Mutex<BTreeMap<PodKey, PodSample>>>,
+    clusters: Arc<Mutex<ClusterConditions>>,
 }
 
 impl BindStatsStore {
     fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<PodKey, PodSample>> {
         self.pods.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Replaces every cluster's conditions (clusters not named drop out).
+    pub fn set_clusters(&self, clusters: ClusterConditions) {
+        *self.clusters.lock().unwrap_or_else(|p| p.into_inner()) = clusters;
+    }
+
+    /// Records a pod's container restarts (from its status).
+    pub fn set_restarts(&self, pod: PodKey, restarts: u64) {
+        self.lock().entry(pod).or_default().restarts = restarts;
     }
 
     /// Records one read of `pod`: `Some` on success, `None` when the
@@ -405,6 +429,38 @@ impl Collector for BindStatsStore {
             "bind_uptime_seconds",
             "Seconds since named started",
             gauge(|s| s.uptime_seconds),
+        )?;
+        family(
+            &mut encoder,
+            "bind_operator_pod_restarts",
+            "Container restarts of a BIND pod (from its Kubernetes status)",
+            pods.iter()
+                .map(|(k, s)| (with(k, &[]), ConstCounter::new(s.restarts)))
+                .collect(),
+        )?;
+        let clusters = self
+            .clusters
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        let mut conditions = Vec::new();
+        for ((ns, cluster), values) in &clusters {
+            for (condition, value) in CLUSTER_CONDITIONS.iter().zip(values) {
+                conditions.push((
+                    vec![
+                        ("namespace", ns.as_str()),
+                        ("cluster", cluster.as_str()),
+                        ("condition", *condition),
+                    ],
+                    ConstGauge::new(i64::from(*value)),
+                ));
+            }
+        }
+        family(
+            &mut encoder,
+            "bind_operator_cluster_condition",
+            "1 while the BindCluster's condition is True",
+            conditions,
         )?;
         Ok(())
     }

@@ -64,8 +64,8 @@ mv -f pod-controls.conf.tmp pod-controls.conf
 
 # named's statistics channel (JSON over HTTP), read by the operator: on the
 # pod's own address, counters and zone serials but no record data. In a
-# cluster the operator reaches it on the pod IP; deploy/'s NetworkPolicy
-# keeps everyone else out.
+# cluster the operator reaches it on the pod IP; a NetworkPolicy (see
+# docs/metrics.md) keeps everyone else out.
 if [ "$STATS_PORT" -eq 0 ]; then
     : >pod-statistics.conf.tmp
 else
