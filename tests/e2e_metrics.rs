@@ -313,7 +313,7 @@ fn dashboard_and_alerts_read_live_metrics_and_zone_behind_fires_and_clears() {
             let rules = http_get(prom.addr, "/api/v1/rules")?;
             rules.contains("BindZoneBehind").then_some(())
         },
-        &diag,
+        diag,
     );
     assert_eq!(prom.zone_behind_firing_for(&secondary), Some(false));
 
@@ -335,7 +335,7 @@ fn dashboard_and_alerts_read_live_metrics_and_zone_behind_fires_and_clears() {
             "BindZoneBehind firing for the stopped secondary",
             ALERT_WAIT,
             || prom.zone_behind_firing_for(&secondary)?.then_some(()),
-            &diag,
+            diag,
         )
     }));
     // Whatever happened, named runs again.
@@ -349,7 +349,7 @@ fn dashboard_and_alerts_read_live_metrics_and_zone_behind_fires_and_clears() {
         "BindZoneBehind cleared once the secondary runs again",
         ALERT_WAIT,
         || (!prom.zone_behind_firing_for(&secondary)?).then_some(()),
-        &diag,
+        diag,
     );
     eprintln!(
         "BindZoneBehind cleared {:?} after SIGCONT",

@@ -13,13 +13,14 @@
 //!   KB; `/json/v1/zones` ~150 KB at 1,000 zones), at most
 //!   [`SCRAPE_CONCURRENCY`] at once, each bounded by [`SCRAPE_TIMEOUT`]:
 //!   ~20 requests/s for 100 pods, a few MB/s of JSON at the very most.
-//! - One target: Prometheus scrapes the operator (a ServiceMonitor), not a
+//! - One target: Prometheus scrapes the operator (a PodMonitor), not a
 //!   hundred pods, and the per-zone serial gauges the operator computes
 //!   anyway ([`crate::telemetry::zonehealth`]) sit beside named's numbers.
 //! - Network: named's channel listens on the pod IP (in a pod, loopback is
-//!   the pod's own) and named's `allow` cannot name the operator's pod; the
-//!   chart's and kustomize component's NetworkPolicy admits the statistics
-//!   port from the operator's pods only, the DNS ports from anywhere.
+//!   the pod's own) and named's `allow` cannot name the operator's pod; a
+//!   NetworkPolicy (docs/metrics.md) admits the statistics port from the
+//!   operator's pods only, the DNS ports from anywhere.
+//!
 //! The price: the numbers are as fresh as the last scrape here (up to
 //! [`SCRAPE_INTERVAL`] old), and only the leader scrapes (a standby shows no
 //! `bind_*` series, so Prometheus never sees a pod twice).
@@ -180,15 +181,23 @@ pub async fn scrape_once(ctx: &Context) {
     ctx.metrics.zone_health().retain_clusters(&clusters);
 }
 
-/// Scrapes every [`SCRAPE_INTERVAL`] until `shutdown`.
+/// Scrapes every `interval` until `shutdown`, then drops every BIND and
+/// zone series (a replica that stops leading must not export stale ones).
 pub async fn run(ctx: Arc<Context>, interval: Duration, shutdown: impl Future<Output = ()>) {
-    ctx.stores.wait_until_ready().await;
     let mut shutdown = std::pin::pin!(shutdown);
+    tokio::select! {
+        () = &mut shutdown => return,
+        () = ctx.stores.wait_until_ready() => {}
+    }
     loop {
         scrape_once(&ctx).await;
         tokio::select! {
-            () = &mut shutdown => return,
+            () = &mut shutdown => break,
             () = tokio::time::sleep(interval) => {}
         }
     }
+    // Stopped (leadership lost): export nothing stale beside the new leader.
+    ctx.metrics.bind_stats().retain(&BTreeSet::new());
+    ctx.metrics.bind_stats().set_clusters(BTreeMap::new());
+    ctx.metrics.zone_health().retain_clusters(&BTreeSet::new());
 }
