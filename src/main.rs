@@ -130,6 +130,11 @@ enum Command {
         /// RUST_LOG wins when set.
         #[arg(long, value_name = "FILTER", default_value = "warn")]
         log_level: String,
+        /// Serve GET /metrics (the operator's and every local pod's named
+        /// statistics, as in a cluster) on this address, e.g.
+        /// 127.0.0.1:9090.
+        #[arg(long, value_name = "ADDR")]
+        metrics_addr: Option<std::net::SocketAddr>,
     },
     /// Measure how fast DNSRecords answer on a BindCluster's primary and
     /// secondary (in-memory API, real controllers, local named), against a
@@ -224,6 +229,7 @@ fn main() -> ExitCode {
             timeout,
             kubeconfig,
             log_level,
+            metrics_addr,
         } => {
             use bind_operator::local::command::{EXIT_FAILED, Options, run_blocking};
             let code = run_blocking(Options {
@@ -233,6 +239,7 @@ fn main() -> ExitCode {
                 once: once.then(|| std::time::Duration::from_secs(timeout)),
                 kubeconfig,
                 log_filter: log_level,
+                metrics_addr,
             })
             .unwrap_or_else(|e| {
                 eprintln!("bind-operator: {}", error_chain(&e));

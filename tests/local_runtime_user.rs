@@ -294,7 +294,7 @@ async fn a_pod_whose_named_refuses_its_config_is_named_in_the_cluster_status() {
         message.contains(&format!(
             "pod c-1: restarted {restarts} times, exit code 1: "
         )) && message.contains(
-            "named.conf:26: catalog zone 'c.dns-test.catalog.invalid' is not a primary or secondary zone"
+            "named.conf:27: catalog zone 'c.dns-test.catalog.invalid' is not a primary or secondary zone"
         ),
         "{message}"
     );

@@ -45,6 +45,7 @@ fn pod(name: &str, role: PodRole, port: u16) -> PodEndpoint {
     let ports = PodPorts {
         dns: port,
         control: port + 1000,
+        stats: port + 2000,
     };
     let mut p = PodEndpoint::new("default", name, "example", ordinal, ports, PathBuf::new());
     assert_eq!(p.role, role);

@@ -105,6 +105,7 @@ fn pods() -> (
         let ports = PodPorts {
             dns: port,
             control: port + 1000,
+            stats: port + 2000,
         };
         let mut p = PodEndpoint::new("default", name, "example", ordinal, ports, PathBuf::new());
         // Ready, as the fake controller's Ready BindCluster says: a cluster

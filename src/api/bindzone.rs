@@ -77,6 +77,7 @@ fn default_port() -> u16 {
     printcolumn(name = "Type", type_ = "string", json_path = ".spec.type"),
     printcolumn(name = "Phase", type_ = "string", json_path = ".status.phase"),
     printcolumn(name = "Serial", type_ = "integer", json_path = ".status.serial"),
+    printcolumn(name = "In Sync", type_ = "string", json_path = ".status.inSync"),
     printcolumn(
         name = "Records",
         type_ = "integer",
@@ -388,6 +389,11 @@ pub struct BindZoneStatus {
     /// serve the zone (yet).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub servers: BTreeMap<String, u32>,
+    /// `N/M`: N of the M pods in `servers` serve `serial` (every server is
+    /// in sync when N equals M); shown by `kubectl get bindzones`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 32))]
+    pub in_sync: Option<String>,
     /// DNSSEC as the primary serves the zone (zones with spec.dnssecPolicy,
     /// and a zone whose policy was removed until its keys are withdrawn).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -37,6 +37,10 @@ pub mod data {
     pub const POD_LISTEN: &str = "pod-listen.conf";
     /// Written by the entrypoint at start: the `controls` clause.
     pub const POD_CONTROLS: &str = "pod-controls.conf";
+    /// Written by the entrypoint at start: the `statistics-channels`
+    /// clause (named's JSON statistics, read by the operator), or nothing
+    /// when the pod's statistics port is 0.
+    pub const POD_STATISTICS: &str = "pod-statistics.conf";
     /// Written by the entrypoint at start (empty) and rewritten by the
     /// operator: the primary's options-level `also-notify` list.
     pub const NOTIFY_TARGETS: &str = "notify-targets.conf";
@@ -107,6 +111,10 @@ pub mod defaults {
     /// rndc control port (`BIND_CONTROL_PORT`), always on 127.0.0.1;
     /// unprivileged for the same reason as [`DNS_PORT`].
     pub const CONTROL_PORT: u16 = 8953;
+    /// named's statistics channel (`BIND_STATS_PORT`): HTTP with JSON,
+    /// on the pod's listen address, read by the operator (see
+    /// `crate::telemetry::bindstats`). Unprivileged like [`DNS_PORT`].
+    pub const STATS_PORT: u16 = 8053;
     /// The user and group named runs as unless the BindCluster says
     /// otherwise: `bind` in ISC's image. Numeric, so no passwd entry is
     /// needed.
@@ -117,6 +125,8 @@ pub mod defaults {
 pub mod env {
     pub const DNS_PORT: &str = "BIND_DNS_PORT";
     pub const CONTROL_PORT: &str = "BIND_CONTROL_PORT";
+    /// The statistics channel's port; `0` turns the channel off.
+    pub const STATS_PORT: &str = "BIND_STATS_PORT";
     /// `any` (default) or one address to listen on.
     pub const LISTEN_ADDRESS: &str = "BIND_LISTEN_ADDRESS";
     pub const DATA_DIR: &str = "BIND_DATA_DIR";
@@ -183,6 +193,8 @@ pub struct PodLayout {
     pub server_addr: IpAddr,
     pub dns_port: u16,
     pub control_port: u16,
+    /// named's statistics channel; 0: off.
+    pub stats_port: u16,
     pub tools: Tools,
 }
 
@@ -195,12 +207,14 @@ impl PodLayout {
             server_addr: IpAddr::V4(Ipv4Addr::LOCALHOST),
             dns_port: defaults::DNS_PORT,
             control_port: defaults::CONTROL_PORT,
+            stats_port: defaults::STATS_PORT,
             tools: Tools::from_path(),
         }
     }
 
     /// A layout for a named on 127.0.0.1 with its own dirs and ports (local
-    /// mode, tests), with tools located on this machine.
+    /// mode, tests), with tools located on this machine; no statistics
+    /// channel unless [`PodLayout::stats_port`] is set.
     pub fn local(data_dir: &Path, config_dir: &Path, dns_port: u16, control_port: u16) -> Self {
         PodLayout {
             data_dir: data_dir.to_path_buf(),
@@ -208,6 +222,7 @@ impl PodLayout {
             server_addr: IpAddr::V4(Ipv4Addr::LOCALHOST),
             dns_port,
             control_port,
+            stats_port: 0,
             tools: Tools::locate(),
         }
     }
@@ -237,6 +252,7 @@ impl PodLayout {
         vec![
             (env::DNS_PORT.into(), self.dns_port.to_string()),
             (env::CONTROL_PORT.into(), self.control_port.to_string()),
+            (env::STATS_PORT.into(), self.stats_port.to_string()),
             (env::LISTEN_ADDRESS.into(), listen.to_string()),
             (
                 env::DATA_DIR.into(),

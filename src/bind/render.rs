@@ -325,6 +325,7 @@ pub fn render_named_conf(cfg: &ClusterConfig, role: Role) -> Result<String, Rend
     w.stmt(&[Tok::Kw("include"), Tok::Str(data::KEYS_CONF)]);
     w.stmt(&[Tok::Kw("include"), Tok::Str(data::RNDC_KEY)]);
     w.stmt(&[Tok::Kw("include"), Tok::Str(data::POD_CONTROLS)]);
+    w.stmt(&[Tok::Kw("include"), Tok::Str(data::POD_STATISTICS)]);
     w.blank();
     let xfer_acl = [AclElement::key(cfg.transfer_key.clone())];
     // Inside view V, V's key replaces the transfer key (see super::viewkey).

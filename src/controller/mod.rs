@@ -46,6 +46,7 @@
 
 pub mod apply;
 pub mod bindcluster;
+pub mod bindscrape;
 pub mod bindtsigkey;
 pub mod bindzone;
 pub mod context;
@@ -142,6 +143,8 @@ pub async fn run_scoped(
         bindcluster::controller(ctx.clone(), shutdown.clone()).boxed(),
         // The BindZone and DNSRecord controllers.
         zones::run(ctx.clone(), zonesync::Settings::default(), shutdown.clone()).boxed(),
+        // named's statistics, per pod, into the metrics.
+        bindscrape::run(ctx.clone(), bindscrape::SCRAPE_INTERVAL, shutdown.clone()).boxed(),
     ];
     // One task: on every wake the watches go first, so a reconcile that
     // starts in this poll reads every change that has arrived (e.g. the

@@ -11,7 +11,7 @@ use k8s_openapi::api::core::v1::{Pod, Service};
 
 use super::exec::PodRef;
 use crate::bind::Endpoint;
-use crate::bind::layout::defaults::{DNS_PORT, SERVICE_DNS_PORT};
+use crate::bind::layout::defaults::{DNS_PORT, SERVICE_DNS_PORT, STATS_PORT};
 
 /// Why an address is not known yet (a Service without a ClusterIP, a pod
 /// without an IP). Transient: retried shortly.
@@ -36,6 +36,13 @@ pub trait Network: Send + Sync {
     /// Where a pod's named answers DNS from inside the cluster network (a
     /// NOTIFY target, a place to query). `None` while it has no address.
     fn pod_dns_endpoint(&self, pod: &Pod) -> Option<Endpoint>;
+
+    /// Where the operator reads a pod's named statistics channel (HTTP,
+    /// JSON). `None` while it has no address, or where the environment has
+    /// no channel (the default, for test networks).
+    fn pod_stats_endpoint(&self, _pod: &Pod) -> Option<Endpoint> {
+        None
+    }
 }
 
 /// The in-cluster network: the primary Service's ClusterIP on port 53 (a
@@ -74,6 +81,15 @@ impl Network for ClusterNetwork {
         let ip = pod.status.as_ref()?.pod_ip.as_deref()?.parse().ok()?;
         Some(Endpoint { ip, port: DNS_PORT })
     }
+
+    /// podIP with the container's statistics port.
+    fn pod_stats_endpoint(&self, pod: &Pod) -> Option<Endpoint> {
+        let ip = pod.status.as_ref()?.pod_ip.as_deref()?.parse().ok()?;
+        Some(Endpoint {
+            ip,
+            port: STATS_PORT,
+        })
+    }
 }
 
 #[cfg(test)]
@@ -107,6 +123,10 @@ mod tests {
         assert_eq!(
             ClusterNetwork.pod_dns_endpoint(&p).unwrap().to_string(),
             "10.244.1.7:5353"
+        );
+        assert_eq!(
+            ClusterNetwork.pod_stats_endpoint(&p).unwrap().to_string(),
+            "10.244.1.7:8053"
         );
         assert!(ClusterNetwork.pod_dns_endpoint(&Pod::default()).is_none());
     }

@@ -101,6 +101,8 @@ pub enum LocalError {
     AsyncRuntime(#[source] std::io::Error),
     #[error("failed to parse the log filter {filter:?}: {message}")]
     LogFilter { filter: String, message: String },
+    #[error("failed to serve metrics")]
+    Metrics(#[from] crate::operator::health::HealthError),
     #[error("failed to read kubeconfig {path}")]
     Kubeconfig {
         path: PathBuf,
@@ -134,6 +136,7 @@ pub struct LocalMode {
     pods: watch::Receiver<Vec<PodEndpoint>>,
     services: Services,
     state_dir: PathBuf,
+    metrics: crate::telemetry::Metrics,
 }
 
 /// What runs beside the session and must be stopped after it.
@@ -192,14 +195,19 @@ impl LocalMode {
         let (pods, feed) = feed_pods(runtime.clone());
 
         let stop_controllers = CancellationToken::new();
+        let metrics = crate::telemetry::Metrics::new();
         let controllers = Controllers::Ready(Box::new({
             let (exec, network) = (runtime.executor(), runtime.network());
             let stop = stop_controllers.clone();
+            let metrics = metrics.clone();
             move || {
-                tokio::spawn(crate::controller::run(
+                tokio::spawn(crate::controller::run_scoped(
                     client,
                     Arc::new(exec),
                     Arc::new(network),
+                    metrics,
+                    crate::telemetry::Readiness::new(),
+                    crate::controller::scope::Scope::cluster(),
                     stop.cancelled_owned(),
                 ))
             }
@@ -215,7 +223,13 @@ impl LocalMode {
                 stop_controllers,
             },
             state_dir: config.state_dir,
+            metrics,
         })
+    }
+
+    /// The controllers' metrics (what `--metrics-addr` serves).
+    pub fn metrics(&self) -> crate::telemetry::Metrics {
+        self.metrics.clone()
     }
 
     /// The runtime, to inspect or disturb pods (tests kill named through
@@ -347,6 +361,9 @@ pub struct Options {
     pub kubeconfig: Option<Option<PathBuf>>,
     /// tracing EnvFilter directives (logs go to stderr); RUST_LOG wins.
     pub log_filter: String,
+    /// Serve `/metrics` (and `/healthz`, `/readyz`) here, as the
+    /// operator does in a cluster.
+    pub metrics_addr: Option<std::net::SocketAddr>,
 }
 
 /// Runs `bind-operator local` on a fresh multi-threaded runtime; returns
@@ -420,6 +437,18 @@ pub async fn run(opts: Options) -> Result<u8, LocalError> {
         mode.state_dir().display(),
         mode.status_path().display(),
     );
+    let stop_metrics = CancellationToken::new();
+    if let Some(addr) = opts.metrics_addr {
+        let readiness = crate::telemetry::Readiness::new();
+        readiness.set_ready(true);
+        let server = crate::operator::HealthServer::bind(addr, readiness, mode.metrics()).await?;
+        println!(
+            "bind-operator local: metrics on http://{}/metrics",
+            server.local_addr()
+        );
+        tokio::spawn(server.serve(stop_metrics.clone()));
+    }
+    let _stop_metrics = stop_metrics.drop_guard();
     match opts.once {
         None => {
             mode.serve(shutdown).await;

@@ -11,10 +11,16 @@
 //! - Label values are bounded by construction: `controller` is the
 //!   [`Controller`] enum, `category` and `verb` are `&'static str` (an error
 //!   category or a command verb, never a name, a message or a Debug string).
+//! - Beside them, in the same exposition: the per-pod `bind_*` families
+//!   read from named ([`super::bindstats`], labels `namespace`, `cluster`,
+//!   `pod`) and the per-zone `bind_operator_zone_*` gauges
+//!   ([`super::zonehealth`], which add `zone`).
 //! - Rendered in the Prometheus text format 0.0.4.
 //!
-//! Touches no cluster and does no I/O. Must never take object names,
-//! zone names or secrets as label values.
+//! Touches no cluster and does no I/O. The counters above never take
+//! object names, zone names or secrets as label values; the BIND and zone
+//! families take the operator's own objects' names and zone names (bounded
+//! by what the user declared), never record names or secrets.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,6 +31,9 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
+
+use super::bindstats::BindStatsStore;
+use super::zonehealth::ZoneHealth;
 
 /// Prefix of every family name.
 pub const METRICS_PREFIX: &str = "bind_operator";
@@ -83,6 +92,10 @@ struct Inner {
     exec_calls: Family<VerbLabels, Counter>,
     exec_errors: Family<VerbLabels, Counter>,
     leader: Gauge,
+    /// The unprefixed `bind_*` families.
+    bind_registry: Registry,
+    bind: BindStatsStore,
+    zones: ZoneHealth,
 }
 
 /// Handle to the operator's metrics; clones share one registry.
@@ -152,6 +165,11 @@ impl Metrics {
             "1 while this replica holds the leader lease (or runs without leader election)",
             leader.clone(),
         );
+        let zones = ZoneHealth::default();
+        registry.register_collector(Box::new(zones.clone()));
+        let bind = BindStatsStore::default();
+        let mut bind_registry = Registry::default();
+        bind_registry.register_collector(Box::new(bind.clone()));
         for controller in Controller::ALL {
             let labels = ControllerLabels { controller };
             let _ = reconciliations.get_or_create(&labels);
@@ -166,6 +184,9 @@ impl Metrics {
                 exec_calls,
                 exec_errors,
                 leader,
+                bind_registry,
+                bind,
+                zones,
             }),
         }
     }
@@ -209,11 +230,23 @@ impl Metrics {
         self.inner.leader.set(i64::from(leader));
     }
 
-    /// The registry in the Prometheus text format ([`CONTENT_TYPE`]).
+    /// Where the BIND pods' statistics go (`bind_*` families).
+    pub fn bind_stats(&self) -> &BindStatsStore {
+        &self.inner.bind
+    }
+
+    /// Where the zone surveys go (`bind_operator_zone_*` families).
+    pub fn zone_health(&self) -> &ZoneHealth {
+        &self.inner.zones
+    }
+
+    /// Every family in the Prometheus text format ([`CONTENT_TYPE`]).
     pub fn encode(&self) -> String {
         let mut out = String::new();
-        prometheus_client::encoding::prometheus_text::encode(&mut out, &self.inner.registry)
-            .expect("writing to a String cannot fail");
+        for registry in [&self.inner.registry, &self.inner.bind_registry] {
+            prometheus_client::encoding::prometheus_text::encode(&mut out, registry)
+                .expect("writing to a String cannot fail");
+        }
         out
     }
 }

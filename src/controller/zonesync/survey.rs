@@ -145,5 +145,35 @@ pub async fn survey(
         pods: served,
     });
     memory.store_survey(s.clone());
+    record_health(ctx, cluster, pods, &s);
     s
+}
+
+/// Hands the survey to the zone health gauges
+/// ([`crate::telemetry::zonehealth`]): every pod of the cluster, answering
+/// or not, against the primary's serials.
+fn record_health(ctx: &ZoneContext, cluster: &BindCluster, pods: &[PodInfo], s: &Survey) {
+    use crate::telemetry::zonehealth::SurveyReading;
+    let Some(primary) = pods.iter().find(|p| p.ordinal == 0) else {
+        return;
+    };
+    let reading = SurveyReading {
+        namespace: cluster.namespace().unwrap_or_default(),
+        cluster: cluster.name_any(),
+        primary: primary.pod.name.clone(),
+        pods: pods.iter().map(|p| p.pod.name.clone()).collect(),
+        zones: s.asked.iter().map(|z| z.as_str().to_string()).collect(),
+        served: s
+            .pods
+            .iter()
+            .map(|(pod, zones)| {
+                let zones = zones
+                    .iter()
+                    .map(|(z, serial)| (z.as_str().to_string(), *serial))
+                    .collect();
+                (pod.clone(), zones)
+            })
+            .collect(),
+    };
+    ctx.base.metrics.zone_health().record(&reading, s.taken);
 }

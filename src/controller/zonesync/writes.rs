@@ -628,6 +628,16 @@ pub struct ZoneReport {
     pub dnssec: Option<Option<crate::api::ZoneDnssecStatus>>,
 }
 
+/// `N/M` servers at `serial` (`None` without servers or serial).
+pub fn in_sync(serial: Option<u32>, servers: &BTreeMap<String, u32>) -> Option<String> {
+    let serial = serial?;
+    if servers.is_empty() {
+        return None;
+    }
+    let at = servers.values().filter(|s| **s == serial).count();
+    Some(format!("{at}/{}", servers.len()))
+}
+
 /// The status `report` gives `zone`. Serial, count and servers keep their
 /// last values when the report does not know them.
 pub fn zone_status(zone: &BindZone, report: &ZoneReport) -> BindZoneStatus {
@@ -639,9 +649,11 @@ pub fn zone_status(zone: &BindZone, report: &ZoneReport) -> BindZoneStatus {
         serial: report.serial.or(old.serial),
         record_count: report.record_count.or(old.record_count),
         servers: report.servers.clone().unwrap_or(old.servers),
+        in_sync: None,
         dnssec: report.dnssec.clone().unwrap_or(old.dnssec),
         conditions: old.conditions,
     };
+    s.in_sync = in_sync(s.serial, &s.servers);
     set_condition(
         &mut s.conditions,
         new_condition(
@@ -886,5 +898,21 @@ mod tests {
             zone_pending_grace(&zone(Duration::from_millis(300), Some("Ready")), window),
             None
         );
+    }
+}
+
+#[cfg(test)]
+mod in_sync_tests {
+    use super::*;
+
+    #[test]
+    fn in_sync_counts_servers_at_the_serial() {
+        let servers = BTreeMap::from([("c-0".to_string(), 7), ("c-1".to_string(), 6)]);
+        assert_eq!(in_sync(Some(7), &servers).as_deref(), Some("1/2"));
+        assert_eq!(in_sync(Some(6), &servers).as_deref(), Some("1/2"));
+        let both = BTreeMap::from([("c-0".to_string(), 7), ("c-1".to_string(), 7)]);
+        assert_eq!(in_sync(Some(7), &both).as_deref(), Some("2/2"));
+        assert_eq!(in_sync(None, &both), None);
+        assert_eq!(in_sync(Some(7), &BTreeMap::new()), None);
     }
 }

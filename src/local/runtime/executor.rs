@@ -130,6 +130,7 @@ impl PodExecutor for LocalExecutor {
                     server_addr: std::net::Ipv4Addr::LOCALHOST.into(),
                     dns_port: 0,
                     control_port: 0,
+                    stats_port: 0,
                     tools: self.shared.tools.clone(),
                 }
             })

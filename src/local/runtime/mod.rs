@@ -213,6 +213,7 @@ impl Shared {
             server_addr: std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST),
             dns_port: ports.dns,
             control_port: ports.control,
+            stats_port: ports.stats,
             tools: self.tools.clone(),
         })
     }

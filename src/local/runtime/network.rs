@@ -77,4 +77,11 @@ impl Network for LocalNetwork {
         let name = pod.metadata.name.as_deref()?;
         self.pod_endpoint(ns, name).ok()
     }
+
+    /// `127.0.0.1:<the pod's statistics port>`.
+    fn pod_stats_endpoint(&self, pod: &Pod) -> Option<Endpoint> {
+        let ns = pod.metadata.namespace.as_deref()?;
+        let name = pod.metadata.name.as_deref()?;
+        Some(loopback(self.shared.ports.ports(ns, name).ok()?.stats))
+    }
 }

@@ -1,11 +1,11 @@
-//! Per-pod DNS and control ports on 127.0.0.1.
+//! Per-pod DNS, control and statistics ports on 127.0.0.1.
 //!
 //! Every local pod shares 127.0.0.1 (named only listens on configured
 //! addresses, and adding loopback aliases needs root), so each pod gets its
-//! own pair of ports. A pod keeps its pair for the runtime's whole life,
+//! own ports. A pod keeps its ports for the runtime's whole life,
 //! across container restarts and pod re-creation, just as a cluster pod
 //! keeps port 53: the primary's port is rendered into the secondaries'
-//! config, so it must never move. Pairs are handed out upwards from a base
+//! config, so it must never move. Ports are handed out upwards from a base
 //! port, skipping ports something else on the machine already holds.
 //!
 //! Touches no cluster; binds sockets only for the moment it takes to check
@@ -22,16 +22,18 @@ pub struct PodPorts {
     pub dns: u16,
     /// named's rndc control channel (TCP).
     pub control: u16,
+    /// named's statistics channel (HTTP), read by the operator's scraper.
+    pub stats: u16,
 }
 
 /// Failed to find free ports.
 #[derive(Debug, thiserror::Error)]
-#[error("failed to allocate ports: no free pair left between {base} and 65535")]
+#[error("failed to allocate ports: no free ports left between {base} and 65535")]
 pub struct PortsExhausted {
     pub base: u16,
 }
 
-/// Hands out stable port pairs keyed by `(namespace, pod name)`.
+/// Hands out stable per-pod ports keyed by `(namespace, pod name)`.
 #[derive(Debug)]
 pub struct PortAllocator {
     base: u16,
@@ -55,7 +57,7 @@ impl PortAllocator {
         }
     }
 
-    /// The pod's pair, allocating one on first use.
+    /// The pod's ports, allocating them on first use.
     pub fn ports(&self, namespace: &str, pod: &str) -> Result<PodPorts, PortsExhausted> {
         let mut inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
         let key = (namespace.to_string(), pod.to_string());
@@ -65,9 +67,16 @@ impl PortAllocator {
         while inner.next < u32::from(u16::MAX) {
             let dns = inner.next as u16;
             let control = dns + 1;
-            inner.next += 2;
-            if dns_port_free(dns) && tcp_port_free(control) {
-                let p = PodPorts { dns, control };
+            let Some(stats) = control.checked_add(1) else {
+                break;
+            };
+            inner.next += 3;
+            if dns_port_free(dns) && tcp_port_free(control) && tcp_port_free(stats) {
+                let p = PodPorts {
+                    dns,
+                    control,
+                    stats,
+                };
                 inner.assigned.insert(key, p);
                 return Ok(p);
             }
@@ -75,7 +84,7 @@ impl PortAllocator {
         Err(PortsExhausted { base: self.base })
     }
 
-    /// The pod's pair if one was allocated.
+    /// The pod's ports if allocated.
     pub fn get(&self, namespace: &str, pod: &str) -> Option<PodPorts> {
         let inner = self.inner.lock().unwrap_or_else(|p| p.into_inner());
         inner
@@ -110,8 +119,9 @@ mod tests {
         let p1 = a.ports("ns", "web-0").unwrap();
         assert_ne!(p1.dns, busy);
         assert_eq!(p1.control, p1.dns + 1);
+        assert_eq!(p1.stats, p1.dns + 2);
         let p2 = a.ports("ns", "web-1").unwrap();
-        assert!(p2.dns > p1.control);
+        assert!(p2.dns > p1.stats);
         assert_eq!(a.ports("ns", "web-0").unwrap(), p1);
         assert_eq!(a.get("other", "web-0"), None);
     }

@@ -239,6 +239,7 @@ mod tests {
         let ports = PodPorts {
             dns: 5300,
             control: 5301,
+            stats: 5302,
         };
         let e = PodEndpoint::new("ns", "dns-1", "dns", 1, ports, PathBuf::from("/l"));
         t.set(e.clone());

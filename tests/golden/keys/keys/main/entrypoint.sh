@@ -17,6 +17,7 @@ DATA="${BIND_DATA_DIR:-/var/lib/bind}"
 CONF="${BIND_CONFIG_DIR:-/etc/bind/operator}"
 DNS_PORT="${BIND_DNS_PORT:-5353}"
 CONTROL_PORT="${BIND_CONTROL_PORT:-8953}"
+STATS_PORT="${BIND_STATS_PORT:-8053}"
 LISTEN="${BIND_LISTEN_ADDRESS:-any}"
 # shellcheck disable=SC3028 # HOSTNAME: set by the container runtime
 ORDINAL="${POD_ORDINAL:-${HOSTNAME##*-}}"
@@ -27,6 +28,7 @@ fail() {
 }
 case "$DNS_PORT" in '' | *[!0-9]*) fail "BIND_DNS_PORT must be a port number" ;; esac
 case "$CONTROL_PORT" in '' | *[!0-9]*) fail "BIND_CONTROL_PORT must be a port number" ;; esac
+case "$STATS_PORT" in '' | *[!0-9]*) fail "BIND_STATS_PORT must be a port number (0: off)" ;; esac
 case "$ORDINAL" in '' | *[!0-9]*) fail "cannot tell the StatefulSet ordinal from POD_ORDINAL or HOSTNAME" ;; esac
 case "$LISTEN" in any) ;; '' | *[!0-9a-fA-F.:]*) fail "BIND_LISTEN_ADDRESS must be any or an IP address" ;; esac
 case "$DATA$CONF" in *'"'* | *\\*) fail "BIND_DATA_DIR and BIND_CONFIG_DIR must not contain quotes or backslashes" ;; esac
@@ -60,6 +62,26 @@ controls {
 };
 EOF
 mv -f pod-controls.conf.tmp pod-controls.conf
+
+# named's statistics channel (JSON over HTTP), read by the operator: on the
+# pod's own address, counters and zone serials but no record data. In a
+# cluster the operator reaches it on the pod IP; a NetworkPolicy (see
+# docs/metrics.md) keeps everyone else out.
+if [ "$STATS_PORT" -eq 0 ]; then
+    : >pod-statistics.conf.tmp
+else
+    if [ "$LISTEN" = any ]; then
+        STATS_ON='*' STATS_ALLOW=any
+    else
+        STATS_ON="$LISTEN" STATS_ALLOW="$LISTEN"
+    fi
+    cat >pod-statistics.conf.tmp <<EOF
+statistics-channels {
+	inet $STATS_ON port $STATS_PORT allow { $STATS_ALLOW; };
+};
+EOF
+fi
+mv -f pod-statistics.conf.tmp pod-statistics.conf
 
 cat >rndc.conf.tmp <<EOF
 include "$DATA/config/rndc.key";
