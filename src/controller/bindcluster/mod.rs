@@ -108,6 +108,10 @@ impl Categorized for Error {
             | Error::TransferSecretInvalid { .. } => false,
         }
     }
+
+    fn is_expected(&self) -> bool {
+        matches!(self, Error::Key(e) if e.is_expected())
+    }
 }
 
 impl From<RenderError> for Error {
