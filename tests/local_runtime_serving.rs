@@ -180,3 +180,67 @@ async fn a_scale_down_leaves_status_servers_at_once_and_never_counts_extra_pods(
     }
     env.finish().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_secondary_is_ready_and_counted_only_once_it_serves_the_zones() {
+    let env = Env::start(|_| {}).await;
+    env.cluster_with_zone(1).await;
+    env.servers_are(&["c-0"]).await;
+    let pod = env.h.pods().get("c-0").await.unwrap();
+    let gates = pod.spec.unwrap().readiness_gates.unwrap();
+    assert_eq!(gates[0].condition_type, "bind.unkin.net/zones-served");
+
+    env.clusters()
+        .patch(
+            "c",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"replicas": 2}})),
+        )
+        .await
+        .unwrap();
+    // From the moment c-1 is Ready (in the Services) or counted by the
+    // cluster, it answers for the zone.
+    let pods = env.h.pods();
+    let mut saw_waiting_gate = false;
+    let deadline = Instant::now() + support::WAIT;
+    loop {
+        assert!(Instant::now() < deadline, "c-1 never became Ready");
+        let counted = env
+            .clusters()
+            .get("c")
+            .await
+            .ok()
+            .and_then(|c| c.status)
+            .is_some_and(|s| s.ready_replicas >= 2);
+        let Ok(p) = pods.get("c-1").await else {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            continue;
+        };
+        let cond = |t: &str| {
+            p.status
+                .as_ref()
+                .and_then(|s| s.conditions.as_ref())
+                .and_then(|cs| cs.iter().find(|c| c.type_ == t))
+                .is_some_and(|c| c.status == "True")
+        };
+        if cond("ContainersReady") && !cond("Ready") {
+            saw_waiting_gate = true;
+        }
+        if cond("Ready") || counted {
+            let port = env.h.runtime.pod(NS, "c-1").unwrap().dns.port();
+            let soa = support::dig(port, &["example.com", "SOA"]).await;
+            assert!(
+                !soa.is_empty(),
+                "c-1 is Ready (counted: {counted}) but does not answer for example.com"
+            );
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(
+        saw_waiting_gate,
+        "c-1's named answered before it was Ready: the gate was seen waiting"
+    );
+    env.servers_are(&["c-0", "c-1"]).await;
+    env.finish().await;
+}

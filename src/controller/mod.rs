@@ -62,6 +62,7 @@ pub mod pods;
 pub mod scope;
 pub mod stores;
 pub mod zones;
+pub mod zones_served;
 pub mod zonesync;
 
 use std::future::Future;

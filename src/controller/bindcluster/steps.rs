@@ -145,7 +145,7 @@ pub async fn reconfigure(
         .iter()
         .map(|p| PodView {
             pod: PodRef::new(&ns, p.name_any()),
-            ready: pods::pod_ready(p),
+            ready: pods::containers_ready(p),
             primary: pod_ordinal(&name, &p.name_any()) == Some(0),
         })
         .collect();
@@ -215,7 +215,7 @@ pub async fn notify(
     else {
         return;
     };
-    if !pods::pod_ready(primary)
+    if !pods::containers_ready(primary)
         || outcome.applied.get(&primary.name_any()) != Some(&wanted(files).hash_for(true))
     {
         return;
