@@ -244,3 +244,86 @@ async fn a_new_secondary_is_ready_and_counted_only_once_it_serves_the_zones() {
     env.servers_are(&["c-0", "c-1"]).await;
     env.finish().await;
 }
+
+/// The kubelet rewrites projected files on its periodic sync (a minute);
+/// a change to the Pod makes it remount at once. With the runtime's delay
+/// at a kubelet's 60 s, a cluster config change still reaches every pod
+/// within seconds (the operator annotates the pods whose mount is behind),
+/// and the cluster stays Ready while the old config serves.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_config_change_is_applied_on_every_pod_within_seconds_despite_a_60s_kubelet_sync() {
+    let env = Env::start(|c| c.propagation_delay = Duration::from_secs(60)).await;
+    env.cluster_with_zone(2).await;
+    env.servers_are(&["c-0", "c-1"]).await;
+    let applied = |c: &BindCluster| {
+        let s = c.status.as_ref()?;
+        let ok = find_condition(&s.conditions, "ConfigApplied")?.status == "True";
+        ok.then(|| s.applied_config.clone())
+    };
+    let before = wait_for("config applied", || async {
+        let c = env.clusters().get("c").await.ok()?;
+        let a = applied(&c)?;
+        (a.len() == 2).then_some(a)
+    })
+    .await;
+
+    let readiness = Arc::new(Mutex::new(Vec::<String>::new()));
+    let seen = readiness.clone();
+    let clusters = env.clusters();
+    let watcher = tokio::spawn(async move {
+        loop {
+            if let Ok(c) = clusters.get("c").await
+                && let Some(r) = c
+                    .status
+                    .as_ref()
+                    .and_then(|s| find_condition(&s.conditions, "Ready"))
+            {
+                seen.lock()
+                    .unwrap()
+                    .push(format!("{} {}", r.status, r.reason));
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    });
+    let changed = Instant::now();
+    env.clusters()
+        .patch(
+            "c",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"forwarders": ["192.0.2.1"]}})),
+        )
+        .await
+        .unwrap();
+    wait_for("new config applied on both pods", || async {
+        let c = env.clusters().get("c").await.ok()?;
+        let a = applied(&c)?;
+        (a.len() == 2 && a.iter().all(|(pod, h)| before.get(pod) != Some(h))).then_some(())
+    })
+    .await;
+    let took = changed.elapsed();
+    watcher.abort();
+    assert!(
+        took < Duration::from_secs(10),
+        "config applied after {took:?}"
+    );
+    for pod in ["c-0", "c-1"] {
+        let conf = std::fs::read_to_string(env.h.runtime.dirs(NS, pod).data.join("named.conf"))
+            .unwrap_or_default();
+        let mounted = std::fs::read_dir(env.h.runtime.dirs(NS, pod).config)
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with("named.conf"))
+            .map(|e| std::fs::read_to_string(e.path()).unwrap_or_default())
+            .collect::<String>();
+        assert!(
+            mounted.contains("192.0.2.1") || conf.contains("192.0.2.1"),
+            "{pod} has not the new config mounted"
+        );
+    }
+    let readiness = readiness.lock().unwrap().clone();
+    assert!(
+        readiness.iter().all(|r| r.starts_with("True")),
+        "the cluster left Ready while the old config served: {readiness:?}"
+    );
+    env.finish().await;
+}

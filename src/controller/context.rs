@@ -59,6 +59,9 @@ pub struct Context {
     /// Which config recently failed `rndc reconfig` on which pod (so the
     /// failure is not re-run until its backoff is over).
     pub reconfig_memo: ReconfigMemo,
+    /// Which pods were asked to remount which config, how often
+    /// ([`super::bindcluster::remount`]).
+    pub remount_memo: super::bindcluster::remount::RemountMemo,
     /// Where reconciles are counted (exec calls are counted by the
     /// executor wrapper, see [`Context::with_metrics`]).
     pub metrics: Metrics,
@@ -97,6 +100,7 @@ impl Context {
             field_manager: FIELD_MANAGER,
             notify_memo: NotifyMemo::default(),
             reconfig_memo: ReconfigMemo::default(),
+            remount_memo: Default::default(),
             metrics,
             scope: Scope::cluster(),
         }

@@ -13,7 +13,9 @@
 //! - Kubelet: for every Pod (matching [`RuntimeConfig::pod_selector`]), a
 //!   directory `<state>/<namespace>/<pod>/` with the config volume
 //!   materialised by kubelet's `..data` symlink swap (re-materialised when
-//!   its ConfigMap/Secrets change, after [`RuntimeConfig::propagation_delay`]),
+//!   its ConfigMap/Secrets change, after [`RuntimeConfig::propagation_delay`],
+//!   or at once when the Pod's labels or annotations change, as kubelet
+//!   syncs an updated pod),
 //!   a data directory, and the pod's `entrypoint.sh` run with `sh` and the
 //!   env of [`PodLayout::entrypoint_env`] so named runs as `named -g` on
 //!   127.0.0.1 with the pod's own DNS and control ports. named's output goes
