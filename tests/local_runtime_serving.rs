@@ -327,3 +327,38 @@ async fn a_config_change_is_applied_on_every_pod_within_seconds_despite_a_60s_ku
     );
     env.finish().await;
 }
+
+/// Key material comes from Secrets read once per version: once converged,
+/// the zone reconciles a new record causes read no Secret from the API
+/// (the Secret metadata watch says nothing changed).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_converged_cluster_reads_no_secret_again() {
+    let env = Env::start(|_| {}).await;
+    env.cluster_with_zone(2).await;
+    env.servers_are(&["c-0", "c-1"]).await;
+    env.h.api.reset_counts();
+    env.create::<DNSRecord>(json!({
+        "apiVersion": "bind.unkin.net/v1alpha1", "kind": "DNSRecord",
+        "metadata": {"name": "www-example-com", "namespace": NS},
+        "spec": {"zoneRef": "example-com", "name": "www", "type": "A", "values": ["192.0.2.10"]},
+    }))
+    .await;
+    for pod in ["c-0", "c-1"] {
+        wait_for(&format!("www on {pod}"), || async {
+            let port = env.h.runtime.pod(NS, pod)?.dns.port();
+            support::dig(port, &["www.example.com", "A"])
+                .await
+                .contains("192.0.2.10")
+                .then_some(())
+        })
+        .await;
+    }
+    env.servers_are(&["c-0", "c-1"]).await;
+    use bind_operator::local::memapi::Verb;
+    assert_eq!(
+        env.h.api.count(Verb::Get, "secrets"),
+        0,
+        "Secrets read again although none changed"
+    );
+    env.finish().await;
+}

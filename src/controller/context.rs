@@ -6,7 +6,8 @@
 //! Events go out through [`Events`] ([`super::events`]), the one place an
 //! Event is published.
 //!
-//! Touches the cluster only to publish Events. Never holds key material.
+//! Touches the cluster only to publish Events. Holds key material only in
+//! its Secret cache ([`super::secret_cache`]), which never prints it.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -62,6 +63,8 @@ pub struct Context {
     /// Which pods were asked to remount which config, how often
     /// ([`super::bindcluster::remount`]).
     pub remount_memo: super::bindcluster::remount::RemountMemo,
+    /// Key Secrets read, per version ([`super::secret_cache`]).
+    pub secrets: super::secret_cache::SecretCache,
     /// Where reconciles are counted (exec calls are counted by the
     /// executor wrapper, see [`Context::with_metrics`]).
     pub metrics: Metrics,
@@ -101,6 +104,7 @@ impl Context {
             notify_memo: NotifyMemo::default(),
             reconfig_memo: ReconfigMemo::default(),
             remount_memo: Default::default(),
+            secrets: Default::default(),
             metrics,
             scope: Scope::cluster(),
         }

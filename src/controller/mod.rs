@@ -60,6 +60,7 @@ pub mod names;
 pub mod network;
 pub mod pods;
 pub mod scope;
+pub mod secret_cache;
 pub mod stores;
 pub mod zones;
 pub mod zones_served;

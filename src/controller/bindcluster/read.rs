@@ -216,13 +216,16 @@ pub async fn generated_transfer_key(
     cluster: &BindCluster,
 ) -> Result<Option<TsigKey>, Error> {
     let name = transfer_secret_name(&cluster.name_any());
-    let api: Api<Secret> =
-        Api::namespaced(ctx.client.clone(), &cluster.namespace().unwrap_or_default());
-    let Some(secret) = api.get_opt(&name).await.map_err(|source| Error::Kube {
-        action: "read",
-        object: format!("secret {name}"),
-        source,
-    })?
+    let ns = cluster.namespace().unwrap_or_default();
+    let Some(secret) = ctx
+        .secrets
+        .get(&ctx.client, &ctx.stores.secrets, &ns, &name)
+        .await
+        .map_err(|source| Error::Kube {
+            action: "read",
+            object: format!("secret {name}"),
+            source,
+        })?
     else {
         return Ok(None);
     };
@@ -252,7 +255,7 @@ pub async fn cluster_keys(ctx: &Context, cluster: &BindCluster) -> Result<Cluste
             tracing::warn!(key = %key.name_any(), reason, "leaving the key out of keys.conf");
             continue;
         }
-        match material::fetch(&ctx.client, &key).await {
+        match material::fetch(ctx, &key).await {
             Ok(resolved) => loaded.push((key, resolved)),
             Err(e) if transfer || e.is_transient() => return Err(e.into()),
             Err(e) => {

@@ -10,8 +10,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
-use kube::api::Api;
-use kube::{Client, ResourceExt as _};
+use kube::ResourceExt as _;
 use rand::RngCore as _;
 
 use crate::api::{
@@ -141,13 +140,17 @@ pub fn from_secret(key: &BindTSIGKey, secret: &Secret) -> Result<TsigKey, Materi
     crd::tsig_key(key, &text).map_err(|_| invalid())
 }
 
-/// Reads the key's Secret and builds the validated key.
-pub async fn fetch(client: &Client, key: &BindTSIGKey) -> Result<TsigKey, MaterialError> {
+/// Reads the key's Secret (through the context's Secret cache: no request
+/// while the Secret is unchanged) and builds the validated key.
+pub async fn fetch(
+    ctx: &crate::controller::context::Context,
+    key: &BindTSIGKey,
+) -> Result<TsigKey, MaterialError> {
     let ns = key.namespace().unwrap_or_default();
     let (secret_name, _) = secret_location(key);
-    let api: Api<Secret> = Api::namespaced(client.clone(), &ns);
-    let secret = api
-        .get_opt(&secret_name)
+    let secret = ctx
+        .secrets
+        .get(&ctx.client, &ctx.stores.secrets, &ns, &secret_name)
         .await
         .map_err(|source| MaterialError::Kube {
             key: key.name_any(),
