@@ -61,8 +61,8 @@ pub struct Context {
     /// failure is not re-run until its backoff is over).
     pub reconfig_memo: ReconfigMemo,
     /// Which pods were asked to remount which config, how often
-    /// ([`super::bindcluster::remount`]).
-    pub remount_memo: super::bindcluster::remount::RemountMemo,
+    /// (`bindcluster::remount`).
+    pub remount_memo: super::memo::RemountMemo,
     /// Key Secrets read, per version ([`super::secret_cache`]).
     pub secrets: super::secret_cache::SecretCache,
     /// Where reconciles are counted (exec calls are counted by the

@@ -12,8 +12,7 @@
 //! Touches the cluster: one Pod metadata patch per nudge. Never writes
 //! anything but that annotation.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::Pod;
@@ -23,20 +22,11 @@ use kube::api::{Api, Patch, PatchParams};
 use super::reconfig::Outcome;
 use crate::api::BindCluster;
 use crate::controller::context::{Context, REQUEUE_SHORT};
+use crate::controller::memo::Nudge;
 use crate::controller::names::ANNOTATION_CONFIG_HASH;
 
 /// The first look after a nudge; doubled per nudge of the same config.
 const FIRST_RECHECK: Duration = Duration::from_millis(500);
-
-/// The nudges per pod (namespace/name): which config, how many, when last.
-#[derive(Default)]
-pub struct RemountMemo(Mutex<HashMap<String, Nudge>>);
-
-struct Nudge {
-    hash: String,
-    attempts: u32,
-    at: Instant,
-}
 
 fn backoff(attempts: u32) -> Duration {
     FIRST_RECHECK
