@@ -21,6 +21,10 @@ fn material_errors() -> Vec<MaterialError> {
             key: s("k"),
             secret: s("s"),
         },
+        MaterialError::SecretNotGenerated {
+            key: s("k"),
+            secret: s("s"),
+        },
         MaterialError::SecretKeyMissing {
             key: s("k"),
             secret: s("s"),

@@ -35,20 +35,33 @@ async fn waits_for_mount_then_reconfigs_once() {
     h.exec.set_mounted("c-0", "old-primary");
     h.exec.set_mounted("c-1", "old-secondary");
 
-    assert_eq!(
-        h.reconcile_cluster("c").await,
-        Action::requeue(REQUEUE_SHORT),
-        "stale mounts requeue short"
+    // Stale mounts: the pods are annotated so the kubelet remounts now,
+    // and the cluster looks again on the nudge's backoff (under 5 s).
+    let action = h.reconcile_cluster("c").await;
+    assert!(
+        action != Action::await_change() && action != Action::requeue(REQUEUE_SHORT),
+        "stale mounts requeue sooner than {REQUEUE_SHORT:?}: {action:?}"
     );
+    for pod in ["c-0", "c-1"] {
+        let p: k8s_openapi::api::core::v1::Pod = h.api.get(Some(support::NS), pod).unwrap();
+        assert!(
+            p.metadata
+                .annotations
+                .unwrap_or_default()
+                .contains_key("bind.unkin.net/config-hash"),
+            "{pod} not asked to remount"
+        );
+    }
     assert_eq!(h.exec.reconfigs("c-0") + h.exec.reconfigs("c-1"), 0);
     let (status, reason, _) = condition(&h, "c");
     assert_eq!((status.as_str(), reason.as_str()), ("False", "Propagating"));
 
     // Only the primary's mount has propagated.
     h.propagate("c", "c-0");
-    assert_eq!(
-        h.reconcile_cluster("c").await,
-        Action::requeue(REQUEUE_SHORT)
+    let action = h.reconcile_cluster("c").await;
+    assert!(
+        action != Action::await_change() && action != Action::requeue(REQUEUE_LONG),
+        "c-1 still behind: looked at again soon ({action:?})"
     );
     assert_eq!((h.exec.reconfigs("c-0"), h.exec.reconfigs("c-1")), (1, 0));
 

@@ -212,3 +212,48 @@ async fn key_change_reaches_keys_conf_and_every_pod_once() {
         "Applied"
     );
 }
+
+/// Keys and cluster applied together: the cluster reconciles before the
+/// key's generated Secret exists. That is a wait for the operator's own
+/// work, not a user's mistake: no Warning Event, no condition saying the
+/// Secret is missing; the cluster goes on once the key reconcile made it.
+#[tokio::test]
+async fn a_cluster_applied_with_its_generated_key_raises_no_secret_not_found() {
+    let h = Harness::new().await;
+    h.create(&generated("xfer", TsigAlgorithm::HmacSha256, None))
+        .await;
+    h.cluster("c", 1).await;
+    h.settle().await;
+    let c = std::sync::Arc::new(h.get_cluster("c"));
+    let e = bind_operator::controller::bindcluster::reconcile(c, h.ctx.clone())
+        .await
+        .expect_err("the key's Secret does not exist yet");
+    assert_eq!(
+        e.to_string(),
+        "failed to load the cluster's keys: waiting for secret xfer-tsig of tsig key xfer, \
+         which the operator generates"
+    );
+    let reasons: Vec<String> = h.events().into_iter().map(|(r, _)| r).collect();
+    assert!(
+        !reasons
+            .iter()
+            .any(|r| r == "SecretNotFound" || r == "KeyPending"),
+        "Warning Events for a Secret the operator creates: {reasons:?}"
+    );
+    let status = h.get_cluster("c").status.unwrap_or_default();
+    assert!(
+        !status
+            .conditions
+            .iter()
+            .any(|c| c.reason == "SecretNotFound"),
+        "{status:?}"
+    );
+    // The key reconcile generates it; the cluster then goes on.
+    h.reconcile_key("xfer").await;
+    h.reconcile_cluster("c").await;
+    assert!(
+        h.api
+            .get::<k8s_openapi::api::apps::v1::StatefulSet>(Some(NS), "c")
+            .is_some()
+    );
+}

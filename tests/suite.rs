@@ -87,6 +87,7 @@ mod e2e_zone_owner;
 mod local_runtime_cluster;
 mod local_runtime_exec;
 mod local_runtime_pods;
+mod local_runtime_serving;
 mod local_runtime_user;
 mod localcli_manifests;
 mod localcli_report;

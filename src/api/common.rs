@@ -61,6 +61,10 @@ pub const REASON_KEY_AVAILABLE: &str = "KeyAvailable";
 /// Key reason (BindTSIGKey, or a BindCluster loading it): its Secret does
 /// not exist.
 pub const REASON_SECRET_NOT_FOUND: &str = "SecretNotFound";
+/// Key reason (a BindCluster or BindZone using a generated key): the
+/// Secret the operator generates for the key does not exist yet (the
+/// BindTSIGKey's reconcile is about to create it).
+pub const REASON_KEY_PENDING: &str = "KeyPending";
 /// Key reason: the Secret lacks the data key the ref names.
 pub const REASON_SECRET_KEY_MISSING: &str = "SecretKeyMissing";
 /// Key reason: the Secret's value is not base64 key material.
@@ -179,6 +183,7 @@ pub const CONDITION_REASONS: &[(&str, ReasonKind)] = &[
     (REASON_INVALID_RNDC_SECRET, ReasonKind::Failed),
     (REASON_INVALID_TRANSFER_SECRET, ReasonKind::Failed),
     (REASON_SECRET_NOT_FOUND, ReasonKind::Failed),
+    (REASON_KEY_PENDING, ReasonKind::InProgress),
     (REASON_SECRET_KEY_MISSING, ReasonKind::Failed),
     (REASON_INVALID_SECRET, ReasonKind::Failed),
     (REASON_INVALID_KEY_NAME, ReasonKind::Failed),

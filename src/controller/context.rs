@@ -6,7 +6,8 @@
 //! Events go out through [`Events`] ([`super::events`]), the one place an
 //! Event is published.
 //!
-//! Touches the cluster only to publish Events. Never holds key material.
+//! Touches the cluster only to publish Events. Holds key material only in
+//! its Secret cache ([`super::secret_cache`]), which never prints it.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -59,6 +60,11 @@ pub struct Context {
     /// Which config recently failed `rndc reconfig` on which pod (so the
     /// failure is not re-run until its backoff is over).
     pub reconfig_memo: ReconfigMemo,
+    /// Which pods were asked to remount which config, how often
+    /// (`bindcluster::remount`).
+    pub remount_memo: super::memo::RemountMemo,
+    /// Key Secrets read, per version ([`super::secret_cache`]).
+    pub secrets: super::secret_cache::SecretCache,
     /// Where reconciles are counted (exec calls are counted by the
     /// executor wrapper, see [`Context::with_metrics`]).
     pub metrics: Metrics,
@@ -97,6 +103,8 @@ impl Context {
             field_manager: FIELD_MANAGER,
             notify_memo: NotifyMemo::default(),
             reconfig_memo: ReconfigMemo::default(),
+            remount_memo: Default::default(),
+            secrets: Default::default(),
             metrics,
             scope: Scope::cluster(),
         }

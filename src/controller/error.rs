@@ -95,6 +95,11 @@ pub trait Categorized: std::error::Error {
     /// True: retry with backoff (API hiccup, pod busy). False: the object
     /// (or what it refers to) is wrong; retrying before it changes is waste.
     fn is_transient(&self) -> bool;
+    /// True: a wait for something the operator itself is about to do (a
+    /// Secret it generates): no Warning Event, logged quietly.
+    fn is_expected(&self) -> bool {
+        false
+    }
 }
 
 /// How long to wait before retrying after `err`.
@@ -114,6 +119,17 @@ where
     K: Resource<DynamicType = ()>,
     E: Categorized,
 {
+    if err.is_expected() {
+        tracing::debug!(
+            kind = %K::kind(&()),
+            namespace = obj.meta().namespace.as_deref().unwrap_or_default(),
+            name = obj.meta().name.as_deref().unwrap_or_default(),
+            category = err.category(),
+            error = %err,
+            "reconcile waiting"
+        );
+        return retry_after(err);
+    }
     tracing::warn!(
         kind = %K::kind(&()),
         namespace = obj.meta().namespace.as_deref().unwrap_or_default(),
@@ -160,7 +176,7 @@ where
         Err(e) => e,
     };
     let message = e.to_string();
-    if ctx.problems.is_new(uid, e.category(), &message) {
+    if !e.is_expected() && ctx.problems.is_new(uid, e.category(), &message) {
         ctx.publish_event(obj, EventType::Warning, e.category(), "Reconcile", message)
             .instrument(span.clone())
             .await;

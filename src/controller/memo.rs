@@ -82,3 +82,15 @@ impl NotifyMemo {
         known.insert(pod.clone(), (uid.to_string(), text));
     }
 }
+
+/// The remount nudges per pod (`namespace/name`): which config, how many,
+/// when last (see `bindcluster::remount`).
+#[derive(Default)]
+pub struct RemountMemo(pub(crate) std::sync::Mutex<std::collections::HashMap<String, Nudge>>);
+
+/// One pod's nudges for one config.
+pub(crate) struct Nudge {
+    pub(crate) hash: String,
+    pub(crate) attempts: u32,
+    pub(crate) at: std::time::Instant,
+}

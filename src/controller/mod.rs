@@ -61,8 +61,10 @@ pub mod names;
 pub mod network;
 pub mod pods;
 pub mod scope;
+pub mod secret_cache;
 pub mod stores;
 pub mod zones;
+pub mod zones_served;
 pub mod zonesync;
 
 use std::future::Future;

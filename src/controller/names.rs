@@ -34,6 +34,15 @@ pub const ANNOTATION_ENTRYPOINT_HASH: &str = "bind.unkin.net/entrypoint-hash";
 /// On every applied child: sha256 of what we last applied, so an unchanged
 /// child is not applied again (a no-op apply is still a write request).
 pub const ANNOTATION_APPLIED_HASH: &str = "bind.unkin.net/applied-hash";
+/// On a pod whose mounted config is behind: the wanted config's hash and a
+/// nudge count. Changing it makes the kubelet remount the pod's volumes
+/// now instead of at its next periodic sync.
+pub const ANNOTATION_CONFIG_HASH: &str = "bind.unkin.net/config-hash";
+/// The pods' readiness gate: a pod condition of this type, which the
+/// operator sets True once the pod serves every zone of its cluster at the
+/// primary's serial. Until then the pod is not Ready, so no Service sends
+/// it clients it would answer REFUSED.
+pub const CONDITION_ZONES_SERVED: &str = "bind.unkin.net/zones-served";
 
 /// The BIND container in each pod (pods/exec targets it).
 pub const BIND_CONTAINER: &str = "bind";

@@ -38,3 +38,19 @@ pub fn pod_ready(pod: &Pod) -> bool {
             .and_then(|s| s.conditions.as_ref())
             .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
 }
+
+/// Whether a pod's containers are ready (its `ContainersReady` condition;
+/// a pod that reports only `Ready` counts by that) and it is not on its
+/// way out: named answers, so commands may run in it and zones be written
+/// to it. Unlike [`pod_ready`] this ignores readiness gates, which wait for
+/// exactly that work.
+pub fn containers_ready(pod: &Pod) -> bool {
+    let conditions = pod.status.as_ref().and_then(|s| s.conditions.as_ref());
+    let is_true = |t: &str| {
+        conditions.and_then(|cs| cs.iter().find(|c| c.type_ == t).map(|c| c.status == "True"))
+    };
+    pod.metadata.deletion_timestamp.is_none()
+        && is_true("ContainersReady")
+            .or_else(|| is_true("Ready"))
+            .unwrap_or(false)
+}

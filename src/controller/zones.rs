@@ -393,6 +393,8 @@ pub async fn run(ctx: Arc<Context>, settings: Settings, shutdown: Shutdown) {
     let background = async {
         futures::join!(
             watch_clusters(zctx.clone(), wake_tx.clone()),
+            // The pods' readiness gates.
+            super::zones_served::run(zctx.clone(), shutdown.clone()),
             coalesce(
                 record_wakes,
                 wake_tx,

@@ -400,19 +400,6 @@ pub fn zone_config(
         .ok_or_else(|| ConfigError::NoUpdateKey(full_name(&zone.metadata)))?;
     let update_key = zone_key("update", update_ref)?.name;
     let ttl = |field: &str, v: u32| Ttl::new(i64::from(v)).map_err(|e| err(e.at(field)));
-    let mut soa = Soa::defaults_for(&name);
-    if let Some(m) = &spec.soa.mname {
-        soa.mname =
-            DomainName::resolve_target(m, &name).map_err(|e| err(e.at("spec.soa.mname")))?;
-    }
-    if let Some(r) = &spec.soa.rname {
-        soa.rname = parse_rname(r, &name).map_err(|e| err(e.at("spec.soa.rname")))?;
-    }
-    soa.refresh = ttl("spec.soa.refresh", spec.soa.refresh)?;
-    soa.retry = ttl("spec.soa.retry", spec.soa.retry)?;
-    soa.expire = ttl("spec.soa.expire", spec.soa.expire)?;
-    soa.minimum = ttl("spec.soa.minimum", spec.soa.minimum)?;
-    let default_ttl = ttl("spec.defaultTTL", spec.default_ttl)?;
     let nameservers = spec
         .nameservers
         .iter()
@@ -422,6 +409,23 @@ pub fn zone_config(
                 .map_err(|e| err(e.at(&format!("spec.nameservers[{i}]"))))
         })
         .collect::<Result<Vec<_>, _>>()?;
+    let mut soa = Soa::defaults_for(&name);
+    // MNAME unset: the first of spec.nameservers (what the CRD promises),
+    // else `ns1` in the zone.
+    if let Some(m) = &spec.soa.mname {
+        soa.mname =
+            DomainName::resolve_target(m, &name).map_err(|e| err(e.at("spec.soa.mname")))?;
+    } else if let Some(first) = nameservers.first() {
+        soa.mname = first.clone();
+    }
+    if let Some(r) = &spec.soa.rname {
+        soa.rname = parse_rname(r, &name).map_err(|e| err(e.at("spec.soa.rname")))?;
+    }
+    soa.refresh = ttl("spec.soa.refresh", spec.soa.refresh)?;
+    soa.retry = ttl("spec.soa.retry", spec.soa.retry)?;
+    soa.expire = ttl("spec.soa.expire", spec.soa.expire)?;
+    soa.minimum = ttl("spec.soa.minimum", spec.soa.minimum)?;
+    let default_ttl = ttl("spec.defaultTTL", spec.default_ttl)?;
     let records = spec
         .records
         .iter()
@@ -535,5 +539,54 @@ mod tests {
         z.spec.zone_name = "bad zone\"".into();
         let e = zone_placement(&z, &cluster).unwrap_err().to_string();
         assert!(e.contains("spec.zoneName"), "{e}");
+    }
+
+    fn primary_zone(spec: serde_json::Value) -> PrimaryZoneConfig {
+        let key: BindTSIGKey = serde_json::from_value(serde_json::json!({
+            "apiVersion": "bind.unkin.net/v1alpha1",
+            "kind": "BindTSIGKey",
+            "metadata": {"name": "upd", "namespace": "ns"},
+            "spec": {"clusterRef": "c"},
+        }))
+        .unwrap();
+        let loaded = [LoadedKey {
+            object: &key,
+            key: tsig_key(&key, "c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0LTAxMjM0NTY3").unwrap(),
+        }];
+        let z: BindZone = serde_json::from_value(serde_json::json!({
+            "apiVersion": "bind.unkin.net/v1alpha1",
+            "kind": "BindZone",
+            "metadata": {"name": "z", "namespace": "ns"},
+            "spec": spec,
+        }))
+        .unwrap();
+        match zone_config(&z, &loaded, &loaded[0].key.name).unwrap() {
+            ZoneConfig::Primary(p) => *p,
+            ZoneConfig::Secondary(_) => panic!("a primary zone"),
+        }
+    }
+
+    #[test]
+    fn soa_mname_defaults_to_the_first_nameserver_as_the_crd_says() {
+        let base = serde_json::json!({
+            "clusterRef": "c", "zoneName": "example.com", "updateKeyRef": "upd",
+        });
+        let mut with_ns = base.clone();
+        with_ns["nameservers"] = serde_json::json!(["edge-a.example.net.", "ns2"]);
+        let p = primary_zone(with_ns.clone());
+        assert_eq!(p.soa.mname.to_string(), "edge-a.example.net.");
+        // A relative first nameserver resolves in the zone.
+        with_ns["nameservers"] = serde_json::json!(["dns1", "ns2"]);
+        assert_eq!(
+            primary_zone(with_ns.clone()).soa.mname.to_string(),
+            "dns1.example.com."
+        );
+        // An explicit mname still wins; no nameservers: ns1 in the zone.
+        with_ns["soa"] = serde_json::json!({"mname": "master.example.org."});
+        assert_eq!(
+            primary_zone(with_ns).soa.mname.to_string(),
+            "master.example.org."
+        );
+        assert_eq!(primary_zone(base).soa.mname.to_string(), "ns1.example.com.");
     }
 }

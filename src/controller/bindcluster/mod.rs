@@ -14,6 +14,7 @@ pub mod build;
 pub mod pod_security;
 pub mod read;
 pub mod reconfig;
+pub mod remount;
 pub mod statefulset;
 pub mod status;
 mod steps;
@@ -107,6 +108,10 @@ impl Categorized for Error {
             | Error::RndcSecretInvalid { .. }
             | Error::TransferSecretInvalid { .. } => false,
         }
+    }
+
+    fn is_expected(&self) -> bool {
+        matches!(self, Error::Key(e) if e.is_expected())
     }
 }
 
@@ -257,8 +262,10 @@ async fn converge(cluster: &BindCluster, ctx: &Context) -> Result<Action, Error>
         &mut outcome,
     )
     .await;
+    // A pod whose mount is behind: ask the kubelet to remount it now.
+    let recheck = remount::nudge(ctx, cluster, &pods, &outcome).await;
     // Status, Events and when to look again.
-    steps::finish(ctx, cluster, &outcome).await
+    steps::finish(ctx, cluster, &outcome, recheck).await
 }
 
 /// Writes status only when it differs from what is stored; says whether

@@ -23,7 +23,7 @@ use crate::api::{BindCluster, BindTSIGKey};
 use crate::bind::TsigKey;
 use crate::controller::bindtsigkey::{material, names};
 use crate::controller::context::Context;
-use crate::controller::names::{rndc_secret_name, transfer_secret_name};
+use crate::controller::names::{pod_ordinal, rndc_secret_name, transfer_secret_name};
 use crate::controller::pods::{cluster_pods, pod_ready};
 use crate::render::validate::LoadedKey;
 
@@ -89,10 +89,15 @@ pub fn loaded_keys(keys: &Store<BindTSIGKey>, cluster: &BindCluster) -> Vec<Arc<
     out
 }
 
-/// How many of the cluster's pods are Ready.
+/// How many of the cluster's pods that should exist (ordinal below
+/// `spec.replicas`) are Ready: during a scale-down the pods on their way
+/// out are not counted, so the cluster never says "3/1 pods ready".
 pub fn ready_pod_count(pods: &Store<Pod>, cluster: &BindCluster) -> i32 {
+    let name = cluster.name_any();
+    let wanted = u32::try_from(cluster.spec.replicas).unwrap_or(0);
     let n = cluster_pods(pods, cluster)
         .iter()
+        .filter(|p| pod_ordinal(&name, &p.name_any()).is_some_and(|o| o < wanted))
         .filter(|p| pod_ready(p))
         .count();
     i32::try_from(n).unwrap_or(i32::MAX)
@@ -211,13 +216,16 @@ pub async fn generated_transfer_key(
     cluster: &BindCluster,
 ) -> Result<Option<TsigKey>, Error> {
     let name = transfer_secret_name(&cluster.name_any());
-    let api: Api<Secret> =
-        Api::namespaced(ctx.client.clone(), &cluster.namespace().unwrap_or_default());
-    let Some(secret) = api.get_opt(&name).await.map_err(|source| Error::Kube {
-        action: "read",
-        object: format!("secret {name}"),
-        source,
-    })?
+    let ns = cluster.namespace().unwrap_or_default();
+    let Some(secret) = ctx
+        .secrets
+        .get(&ctx.client, &ctx.stores.secrets, &ns, &name)
+        .await
+        .map_err(|source| Error::Kube {
+            action: "read",
+            object: format!("secret {name}"),
+            source,
+        })?
     else {
         return Ok(None);
     };
@@ -247,7 +255,7 @@ pub async fn cluster_keys(ctx: &Context, cluster: &BindCluster) -> Result<Cluste
             tracing::warn!(key = %key.name_any(), reason, "leaving the key out of keys.conf");
             continue;
         }
-        match material::fetch(&ctx.client, &key).await {
+        match material::fetch(ctx, &key).await {
             Ok(resolved) => loaded.push((key, resolved)),
             Err(e) if transfer || e.is_transient() => return Err(e.into()),
             Err(e) => {

@@ -70,6 +70,9 @@ pub struct Outcome {
     pub applied: BTreeMap<String, String>,
     /// Pods not ready, or whose mount has not caught up.
     pub waiting: Vec<String>,
+    /// Ready pods whose mount has not caught up, with the hash they must
+    /// load (the kubelet is asked to remount them now).
+    pub stale_mounts: Vec<(String, String)>,
     /// `rndc reconfig` failures, with checkconf detail.
     pub failed: Vec<String>,
     /// Commands that could not run.
@@ -169,6 +172,7 @@ pub async fn reconfig_pods(
             // kubelet swaps the projected files in eventually (up to ~90 s).
             (Some(WhenMounted::NotMounted), Ok(_)) => {
                 out.waiting.push(name.clone());
+                out.stale_mounts.push((name.clone(), want.clone()));
                 continue;
             }
             (Some(WhenMounted::Reconfigured), Ok(_)) => {}

@@ -18,9 +18,10 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::apps::v1::{StatefulSet, StatefulSetSpec};
 use k8s_openapi::api::core::v1::{
     Capabilities, ConfigMapProjection, Container, ContainerPort, EmptyDirVolumeSource, ExecAction,
-    KeyToPath, PersistentVolumeClaim, PersistentVolumeClaimSpec, PodSecurityContext, PodSpec,
-    PodTemplateSpec, Probe, ProjectedVolumeSource, SeccompProfile, SecretProjection,
-    SecurityContext, Volume, VolumeMount, VolumeProjection, VolumeResourceRequirements,
+    KeyToPath, PersistentVolumeClaim, PersistentVolumeClaimSpec, PodReadinessGate,
+    PodSecurityContext, PodSpec, PodTemplateSpec, Probe, ProjectedVolumeSource, SeccompProfile,
+    SecretProjection, SecurityContext, Volume, VolumeMount, VolumeProjection,
+    VolumeResourceRequirements,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kube::ResourceExt as _;
@@ -32,9 +33,9 @@ use crate::api::BindCluster;
 use crate::bind::commands;
 use crate::bind::layout::{PodLayout, defaults, mount};
 use crate::controller::names::{
-    ANNOTATION_ENTRYPOINT_HASH, BIND_CONTAINER, CONFIG_VOLUME, DATA_VOLUME, TMP_VOLUME,
-    cluster_labels, configmap_name, headless_service_name, keys_secret_name, pod_selector,
-    rndc_secret_name, statefulset_name,
+    ANNOTATION_ENTRYPOINT_HASH, BIND_CONTAINER, CONDITION_ZONES_SERVED, CONFIG_VOLUME, DATA_VOLUME,
+    TMP_VOLUME, cluster_labels, configmap_name, headless_service_name, keys_secret_name,
+    pod_selector, rndc_secret_name, statefulset_name,
 };
 
 /// Mode of the mounted entrypoint (it is run through `sh`, but a readable
@@ -49,8 +50,15 @@ const TERMINATION_MESSAGE_POLICY: &str = "FallbackToLogsOnError";
 /// match the fsGroup (a large data volume is not walked on every start).
 const FS_GROUP_CHANGE_POLICY: &str = "OnRootMismatch";
 const SECCOMP_RUNTIME_DEFAULT: &str = "RuntimeDefault";
-/// Seconds between readiness checks.
+/// Seconds between readiness checks once started.
 const PROBE_PERIOD_SECONDS: i32 = 10;
+/// Seconds between startup checks: a started named is seen within a
+/// second (a readiness probe alone can come a whole period late), and
+/// readiness and liveness wait for it.
+const STARTUP_PERIOD_SECONDS: i32 = 1;
+/// Startup checks before the container is restarted: five minutes for
+/// named to load its zones (~1 s per 1,000 from disk).
+const STARTUP_FAILURE_THRESHOLD: i32 = 300;
 /// A DNS query that takes longer than this counts as a failure.
 const PROBE_TIMEOUT_SECONDS: i32 = 5;
 /// Liveness tolerates a minute of silence (a reconfig of 10,000 zones takes
@@ -58,6 +66,14 @@ const PROBE_TIMEOUT_SECONDS: i32 = 5;
 const LIVENESS_FAILURE_THRESHOLD: i32 = 6;
 /// named loads catalog members from disk at start (~1 s per 1,000 zones).
 const LIVENESS_INITIAL_DELAY_SECONDS: i32 = 30;
+
+fn startup_probe(layout: &PodLayout) -> Probe {
+    Probe {
+        period_seconds: Some(STARTUP_PERIOD_SECONDS),
+        failure_threshold: Some(STARTUP_FAILURE_THRESHOLD),
+        ..probe(layout, STARTUP_FAILURE_THRESHOLD, 0)
+    }
+}
 
 /// sha256 hex of the entrypoint script, the pod template's only link to
 /// rendered files.
@@ -256,6 +272,7 @@ pub fn statefulset(cluster: &BindCluster, entrypoint: &str) -> StatefulSet {
                 ..Default::default()
             },
         ]),
+        startup_probe: Some(startup_probe(&layout)),
         readiness_probe: Some(probe(&layout, 3, 0)),
         liveness_probe: Some(probe(
             &layout,
@@ -321,6 +338,10 @@ pub fn statefulset(cluster: &BindCluster, entrypoint: &str) -> StatefulSet {
                 }),
                 spec: Some(PodSpec {
                     containers: vec![container],
+                    // Ready only once the operator saw it serve every zone.
+                    readiness_gates: Some(vec![PodReadinessGate {
+                        condition_type: CONDITION_ZONES_SERVED.into(),
+                    }]),
                     security_context: Some(pod_security_context(cluster)),
                     // named never talks to the API server.
                     automount_service_account_token: Some(false),

@@ -10,8 +10,8 @@ use kube::ResourceExt as _;
 
 use crate::api::{
     BindCluster, BindClusterStatus, CONDITION_CONFIG_APPLIED, CONDITION_READY,
-    REASON_CONFIG_NOT_APPLIED, REASON_PODS_FAILING, REASON_PODS_NOT_READY, REASON_READY,
-    is_condition_true, new_condition, set_condition,
+    REASON_CONFIG_NOT_APPLIED, REASON_PODS_FAILING, REASON_PODS_NOT_READY, REASON_PROPAGATING,
+    REASON_READY, is_condition_true, new_condition, set_condition,
 };
 use crate::controller::apply::now;
 
@@ -200,7 +200,11 @@ pub fn converged_status(
             REASON_PODS_NOT_READY,
             format!("{ready_replicas}/{replicas} pods ready"),
         )
-    } else if !is_condition_true(&status.conditions, CONDITION_CONFIG_APPLIED) {
+    } else if !is_condition_true(&status.conditions, CONDITION_CONFIG_APPLIED)
+        && outcome.condition().1 != REASON_PROPAGATING
+    {
+        // A config on its way (every pod Ready, serving the old one) keeps
+        // the cluster Ready: the progress is in ConfigApplied.
         (
             false,
             REASON_CONFIG_NOT_APPLIED,

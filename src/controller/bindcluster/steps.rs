@@ -6,6 +6,7 @@
 //! Never logs rendered keys.conf.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Pod, Service};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
@@ -145,7 +146,7 @@ pub async fn reconfigure(
         .iter()
         .map(|p| PodView {
             pod: PodRef::new(&ns, p.name_any()),
-            ready: pods::pod_ready(p),
+            ready: pods::containers_ready(p),
             primary: pod_ordinal(&name, &p.name_any()) == Some(0),
         })
         .collect();
@@ -215,7 +216,7 @@ pub async fn notify(
     else {
         return;
     };
-    if !pods::pod_ready(primary)
+    if !pods::containers_ready(primary)
         || outcome.applied.get(&primary.name_any()) != Some(&wanted(files).hash_for(true))
     {
         return;
@@ -261,6 +262,7 @@ pub async fn finish(
     ctx: &Context,
     cluster: &BindCluster,
     outcome: &Outcome,
+    remount_recheck: Option<Duration>,
 ) -> Result<Action, Error> {
     let ready_pods = read::ready_pod_count(&ctx.stores.pods, cluster);
     let failing = status::failing_pods(&pods::cluster_pods(&ctx.stores.pods, cluster));
@@ -281,6 +283,8 @@ pub async fn finish(
     let ready = is_condition_true(&new_status.conditions, CONDITION_READY);
     super::write_status(ctx, cluster, new_status).await?;
     Ok(match requeue {
+        // A nudged mount is looked at on the nudge's backoff.
+        Some(d) if d == REQUEUE_SHORT => Action::requeue(remount_recheck.unwrap_or(d).min(d)),
         Some(d) => Action::requeue(d),
         None if !ready => Action::requeue(REQUEUE_SHORT),
         None => Action::await_change(),

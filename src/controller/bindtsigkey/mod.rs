@@ -242,7 +242,7 @@ async fn ensure_material(key: &BindTSIGKey, ctx: &Context) -> Result<Option<usiz
         return Err(Error::Name { reason, message });
     }
     if key.spec.secret_ref.is_some() {
-        let k = material::fetch(&ctx.client, key).await?;
+        let k = material::fetch(ctx, key).await?;
         return Ok(Some(k.secret.byte_len()));
     }
     let ns = key.namespace().unwrap_or_default();

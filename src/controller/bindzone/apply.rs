@@ -129,6 +129,7 @@ async fn primary_zone(ctx: &ZoneContext, r: &ZoneRead) -> Result<Action, Error> 
         &r.cfg.clause.zone,
         &r.primary.pod.name,
         c.served.serial,
+        &r.inputs.pods,
     );
     let (report, signing) = served_report(zone, &out.desired, &c, servers, dnssec_state);
     finish(ctx, zone, &report, &r.applied, &out.applied).await?;

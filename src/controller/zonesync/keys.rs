@@ -135,7 +135,7 @@ pub async fn resolve(
                 reason,
             });
         }
-        let key = material::fetch(&ctx.base.client, &obj).await?;
+        let key = material::fetch(&ctx.base, &obj).await?;
         loaded.push((obj, key));
     }
     let transfer = match transfer_ref {

@@ -57,7 +57,7 @@ pub fn cluster_pods(ctx: &ZoneContext, cluster: &BindCluster) -> Vec<PodInfo> {
             Some(PodInfo {
                 pod: PodRef::new(p.namespace().unwrap_or_default(), p.name_any()),
                 ordinal,
-                ready: pods::pod_ready(&p),
+                ready: pods::containers_ready(&p),
                 identity: identity(&p),
             })
         })

@@ -27,7 +27,9 @@
 //!   when absent; one manager's later apply removes fields it no longer
 //!   sets; another manager's differing value is a 409 unless `force`).
 //!   Strategic merge on built-ins is approximated by a merge patch (lists
-//!   replaced, not merged by key); on custom kinds it is a 415.
+//!   replaced, except `conditions`, merged by `type` as the real server
+//!   does, so a readiness gate's owner and the kubelet can each patch their
+//!   own); on custom kinds it is a 415.
 //! - Finalizers hold a deleted object (deletionTimestamp set) until the last
 //!   one is removed. Owner references cascade: Background (default) and
 //!   Foreground delete dependents, Orphan drops the references; dependents

@@ -341,8 +341,15 @@ impl State {
                 patch::json(&mut doc, &ops.0)
                     .map_err(|e| ApiError::invalid(&t.info, target_name(t), &e))?;
             }
-            // Strategic merge on built-ins is approximated by a merge patch:
-            // lists are replaced rather than merged by key.
+            // Strategic merge on built-ins is approximated by a merge patch
+            // whose `conditions` lists merge by type (see patch::strategic).
+            PatchKind::Strategic => {
+                let p: Value = serde_json::from_slice(body).map_err(|e| parse_err(&e))?;
+                if !p.is_object() {
+                    return Err(ApiError::bad_request("a merge patch must be a JSON object"));
+                }
+                patch::strategic(&mut doc, &p);
+            }
             _ => {
                 let p: Value = serde_json::from_slice(body).map_err(|e| parse_err(&e))?;
                 if !p.is_object() {

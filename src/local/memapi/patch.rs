@@ -18,6 +18,49 @@ pub(crate) fn merge(doc: &mut Value, patch: &Value) {
     json_patch::merge(doc, patch);
 }
 
+/// Lists a strategic merge patch merges by a key rather than replacing:
+/// (field name, merge key). Only `conditions` by `type`, which is what lets
+/// a kubelet and a controller owning a readiness gate each patch their own
+/// conditions of one Pod.
+const STRATEGIC_LIST_KEYS: [(&str, &str); 1] = [("conditions", "type")];
+
+/// Strategic merge patch on a built-in, approximated: a merge patch except
+/// that the lists of [`STRATEGIC_LIST_KEYS`] merge element-wise by their
+/// key (an element of the patch replaces the live one with the same key,
+/// others are kept, new ones are appended). Every other list is replaced.
+pub(crate) fn strategic(doc: &mut Value, patch: &Value) {
+    let (Some(live), Some(p)) = (doc.as_object_mut(), patch.as_object()) else {
+        json_patch::merge(doc, patch);
+        return;
+    };
+    for (k, pv) in p {
+        let key = STRATEGIC_LIST_KEYS
+            .iter()
+            .find(|(f, _)| f == k)
+            .map(|(_, key)| *key);
+        match (key, live.get_mut(k), pv) {
+            (_, _, Value::Null) => {
+                live.remove(k);
+            }
+            (Some(key), Some(Value::Array(cur)), Value::Array(items)) => {
+                for item in items {
+                    let id = item.get(key);
+                    match cur.iter_mut().find(|c| id.is_some() && c.get(key) == id) {
+                        Some(c) => *c = item.clone(),
+                        None => cur.push(item.clone()),
+                    }
+                }
+            }
+            (_, Some(cur), Value::Object(_)) if cur.is_object() => strategic(cur, pv),
+            _ => {
+                let mut fresh = Value::Null;
+                json_patch::merge(&mut fresh, pv);
+                live.insert(k.clone(), fresh);
+            }
+        }
+    }
+}
+
 /// RFC 6902, applied atomically. A `test` for `null` at a path that does not
 /// exist passes, as on the real server (kube's finalizer helper sends exactly
 /// that before adding the first finalizer).
@@ -274,5 +317,28 @@ mod tests {
             release(&mut other, p);
         }
         assert_eq!(other, json!({"spec": {"a": 1, "c": 1}}));
+    }
+
+    #[test]
+    fn strategic_merge_keeps_other_conditions_and_replaces_by_type() {
+        let mut pod = serde_json::json!({"status": {"phase": "Running", "conditions": [
+            {"type": "Ready", "status": "False"},
+            {"type": "bind.unkin.net/zones-served", "status": "False"},
+        ], "podIPs": [{"ip": "1"}]}});
+        strategic(
+            &mut pod,
+            &serde_json::json!({"status": {"conditions": [
+                {"type": "bind.unkin.net/zones-served", "status": "True"},
+                {"type": "ContainersReady", "status": "True"},
+            ], "podIPs": [{"ip": "2"}], "phase": null}}),
+        );
+        assert_eq!(
+            pod,
+            serde_json::json!({"status": {"conditions": [
+                {"type": "Ready", "status": "False"},
+                {"type": "bind.unkin.net/zones-served", "status": "True"},
+                {"type": "ContainersReady", "status": "True"},
+            ], "podIPs": [{"ip": "2"}]}})
+        );
     }
 }

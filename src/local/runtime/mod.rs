@@ -13,12 +13,16 @@
 //! - Kubelet: for every Pod (matching [`RuntimeConfig::pod_selector`]), a
 //!   directory `<state>/<namespace>/<pod>/` with the config volume
 //!   materialised by kubelet's `..data` symlink swap (re-materialised when
-//!   its ConfigMap/Secrets change, after [`RuntimeConfig::propagation_delay`]),
+//!   its ConfigMap/Secrets change, after [`RuntimeConfig::propagation_delay`],
+//!   or at once when the Pod's labels or annotations change, as kubelet
+//!   syncs an updated pod),
 //!   a data directory, and the pod's `entrypoint.sh` run with `sh` and the
 //!   env of [`PodLayout::entrypoint_env`] so named runs as `named -g` on
 //!   127.0.0.1 with the pod's own DNS and control ports. named's output goes
-//!   to `named.log`. The Pod goes Ready only while named answers DNS
-//!   queries; a named that exits is restarted (restartCount counts it) on
+//!   to `named.log`. The Pod's containers are ready only while named
+//!   answers DNS queries, and the Pod is Ready only when they are AND every
+//!   `spec.readinessGates` condition (set by the gate's owner, kept by the
+//!   runtime's strategic-merge status writes) is True, as kubelet does; a named that exits is restarted (restartCount counts it) on
 //!   the same data directory; a new Pod object (deleted and re-created, or a
 //!   new template) gets a new process and, unless its data volume is a
 //!   claim or [`DataDirPolicy::Keep`] is set, an empty data directory.

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use crate::bind::ZoneName;
 use crate::controller::zonesync::state::{ClusterMemory, Snapshot};
-use crate::controller::zonesync::survey::survey;
+use crate::controller::zonesync::survey::{PodInfo, survey};
 
 use super::{Converged, Job, Written};
 
@@ -120,7 +120,7 @@ fn servers_lag(
     primary: &str,
     serial: u32,
 ) -> bool {
-    let shown = servers(memory, zone, primary, serial);
+    let shown = servers(memory, zone, primary, serial, &job.inputs.pods);
     job.inputs
         .pods
         .iter()
@@ -129,19 +129,24 @@ fn servers_lag(
 }
 
 /// Pod name -> serial of `zone` from the cluster's last survey, with the
-/// primary's entry replaced by what this process just saw.
+/// primary's entry replaced by what this process just saw. Only pods that
+/// still exist (`pods`, the cluster's pods now): a pod removed by a scale
+/// down leaves the status at once, not at the next survey.
 pub fn servers(
     memory: &ClusterMemory,
     zone: &ZoneName,
     primary: &str,
     primary_serial: u32,
+    pods: &[PodInfo],
 ) -> BTreeMap<String, u32> {
+    let exists = |name: &str| pods.iter().any(|p| p.pod.name == name);
     let mut out: BTreeMap<String, u32> = memory
         .last_survey()
         .filter(|s| s.asked.contains(zone))
         .map(|s| {
             s.pods
                 .iter()
+                .filter(|(pod, _)| exists(pod))
                 .filter_map(|(pod, m)| m.get(zone).map(|v| (pod.clone(), *v)))
                 .collect()
         })

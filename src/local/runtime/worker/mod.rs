@@ -96,6 +96,10 @@ struct PodState {
     next_probe: Instant,
     mounted: Option<Payload>,
     pending_since: Option<Instant>,
+    /// The Pod's labels and annotations (hashed) when the pending change
+    /// was first seen: a change to them ends the propagation delay, as a
+    /// Pod update makes kubelet sync the pod and remount at once.
+    pending_meta: u64,
     conditions: Conditions,
     published: Option<Value>,
     status_retry_at: Option<Instant>,
@@ -123,6 +127,7 @@ impl Default for PodState {
             next_probe: Instant::now(),
             mounted: None,
             pending_since: None,
+            pending_meta: 0,
             conditions: Conditions::default(),
             published: None,
             status_retry_at: None,
@@ -257,8 +262,16 @@ impl Worker {
             self.pod.pending_since = None;
             return;
         }
+        let meta = pod_meta_hash(pod);
+        if self.pod.pending_since.is_none() {
+            self.pod.pending_meta = meta;
+        }
         let since = *self.pod.pending_since.get_or_insert(now);
-        if now >= since + self.shared.config.propagation_delay {
+        let pod_updated = meta != self.pod.pending_meta;
+        if pod_updated || now >= since + self.shared.config.propagation_delay {
+            if pod_updated {
+                tracing::debug!(pod = %self.name(), "pod updated; remounting its config now");
+            }
             self.mount(payload);
         }
     }
@@ -379,6 +392,15 @@ impl Worker {
         .flatten()
         .min()
     }
+}
+
+/// A hash of the Pod's labels and annotations.
+fn pod_meta_hash(pod: &Pod) -> u64 {
+    use std::hash::{Hash as _, Hasher as _};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    pod.metadata.labels.hash(&mut h);
+    pod.metadata.annotations.hash(&mut h);
+    h.finish()
 }
 
 async fn sleep_until(deadline: Option<Instant>) {

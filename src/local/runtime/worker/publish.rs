@@ -73,8 +73,12 @@ impl Worker {
         let p = &mut self.pod;
         p.conditions.set("PodScheduled", true, p.start_time);
         p.conditions.set("Initialized", true, p.start_time);
+        // As kubelet: Ready is the containers' readiness AND every
+        // readiness gate's condition (set by whoever owns the gate) True.
+        let gates_open = readiness_gates_open(pod);
         p.conditions.set("ContainersReady", running && p.ready, now);
-        p.conditions.set("Ready", running && p.ready, now);
+        p.conditions
+            .set("Ready", running && p.ready && gates_open, now);
         let phase = match (&p.container, p.started_at) {
             (Some(c), Some((_, since))) => ContainerPhase::Running {
                 since,
@@ -103,9 +107,15 @@ impl Worker {
             return;
         }
         let api: Api<Pod> = Api::namespaced(self.shared.client.clone(), &self.key.0);
+        // A strategic merge, as kubelet's: `conditions` merge by type, so
+        // a readiness gate's condition written by its owner stays.
         let patch = json!({ "status": status });
         match api
-            .patch_status(&self.key.1, &PatchParams::default(), &Patch::Merge(&patch))
+            .patch_status(
+                &self.key.1,
+                &PatchParams::default(),
+                &Patch::Strategic(&patch),
+            )
             .await
         {
             Ok(_) => {
@@ -118,4 +128,21 @@ impl Worker {
             }
         }
     }
+}
+
+/// Whether every `spec.readinessGates` condition of `pod` is True (no gates:
+/// true).
+pub(super) fn readiness_gates_open(pod: &Pod) -> bool {
+    let conditions = pod.status.as_ref().and_then(|s| s.conditions.as_ref());
+    pod.spec
+        .as_ref()
+        .and_then(|s| s.readiness_gates.as_ref())
+        .into_iter()
+        .flatten()
+        .all(|g| {
+            conditions.is_some_and(|cs| {
+                cs.iter()
+                    .any(|c| c.type_ == g.condition_type && c.status == "True")
+            })
+        })
 }
