@@ -19,6 +19,8 @@ mod support_bind;
 mod support_controller;
 #[path = "support/e2e/mod.rs"]
 mod support_e2e;
+#[path = "support/import/mod.rs"]
+mod support_import;
 #[path = "support/local/mod.rs"]
 mod support_local;
 #[path = "support/localcli/mod.rs"]
@@ -75,6 +77,8 @@ mod e2e_records;
 mod e2e_restart;
 mod e2e_tsig;
 mod e2e_views;
+mod import_output;
+mod import_roundtrip;
 mod local_runtime_cluster;
 mod local_runtime_exec;
 mod local_runtime_pods;
