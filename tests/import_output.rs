@@ -59,7 +59,11 @@ fn output_is_deterministic_and_admitted_by_the_loader_and_render() {
     let (ta, tb) = (tree(&a), tree(&b));
     assert_eq!(
         ta.keys().collect::<Vec<_>>(),
-        ["cluster.yaml", "example-com/bindzone.yaml", "example-com/dnsrecords.yaml"]
+        [
+            "cluster.yaml",
+            "example-com/bindzone.yaml",
+            "example-com/dnsrecords.yaml"
+        ]
     );
     assert!(ta == tb, "two imports of one file differ");
 
@@ -75,8 +79,8 @@ fn output_is_deterministic_and_admitted_by_the_loader_and_render() {
     assert_eq!(kinds["BindTSIGKey"], 1);
     assert_eq!(kinds["BindZone"], 1);
     // 38 records read: SOA, 2 apex NS, DNSKEY, HINFO not DNSRecords; the
-    // rest are 32 RRsets (ns2 A+AAAA, sub NS+DS, host SSHFP ...).
-    assert_eq!(kinds["DNSRecord"], 32, "{kinds:?}");
+    // rest are 35 RRsets (ns2 A+AAAA, sub NS+DS, host SSHFP ...).
+    assert_eq!(kinds["DNSRecord"], 35, "{kinds:?}");
 
     let rendered = src.path().join("rendered");
     let out = Command::new(env!("CARGO_BIN_EXE_bind-operator"))
@@ -92,7 +96,11 @@ fn output_is_deterministic_and_admitted_by_the_loader_and_render() {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(rendered.join("default/example/named.conf.primary").is_file());
+    assert!(
+        rendered
+            .join("default/example/named.conf.primary")
+            .is_file()
+    );
 }
 
 #[test]
@@ -108,11 +116,17 @@ fn strict_refuses_skipped_records_and_writes_nothing() {
     assert_eq!(run.code, 1, "{}", run.stdout);
     assert!(run.stdout.contains("HINFO"), "{}", run.stdout);
     assert!(
-        run.stdout.contains("db.example:45: outside.example.net. A: outside zone example.com"),
+        run.stdout
+            .contains("db.example:44: outside.example.net. A: outside zone example.com"),
         "{}",
         run.stdout
     );
-    assert!(run.stdout.contains("--strict: 2 records skipped; nothing written"), "{}", run.stdout);
+    assert!(
+        run.stdout
+            .contains("--strict: 2 records skipped; nothing written"),
+        "{}",
+        run.stdout
+    );
     assert!(!out.exists());
 
     // Without --strict the rest is written.
@@ -145,12 +159,17 @@ fn a_broken_zone_file_fails_with_its_line() {
     );
     assert_eq!(run.code, 1);
     assert!(
-        run.stderr.contains("db.bad: line 5: unbalanced parentheses"),
+        run.stderr
+            .contains("db.bad: line 5: unbalanced parentheses"),
         "{}",
         run.stderr
     );
     // A zone without its apex NS is refused as named refuses it.
-    std::fs::write(&file, "$TTL 1h\n@ SOA ns1 host 1 2 3 4 5\nns1 A 192.0.2.1\n").unwrap();
+    std::fs::write(
+        &file,
+        "$TTL 1h\n@ SOA ns1 host 1 2 3 4 5\nns1 A 192.0.2.1\n",
+    )
+    .unwrap();
     let run = import(
         &[
             "zone",
@@ -165,5 +184,9 @@ fn a_broken_zone_file_fails_with_its_line() {
         &[],
     );
     assert_eq!(run.code, 1);
-    assert!(run.stderr.contains("has no NS record at its apex"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("has no NS record at its apex"),
+        "{}",
+        run.stderr
+    );
 }

@@ -50,12 +50,15 @@ fn imported_zones_serve_what_named_checkzone_reads_of_the_originals() {
     assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
     // What is not imported is said, by record and line, with the hint.
     assert!(
-        run.stdout.contains("db.example:32: host.example.com. HINFO: type HINFO is not one the operator manages"),
+        run.stdout.contains(
+            "db.example:34: host.example.com. HINFO: type HINFO is not one the operator manages"
+        ),
         "{}",
         run.stdout
     );
     assert!(
-        run.stdout.contains("db.example:15: example.com. DNSKEY: DNSSEC record left out"),
+        run.stdout
+            .contains("db.example:15: example.com. DNSKEY: DNSSEC record left out"),
         "{}",
         run.stdout
     );
@@ -137,22 +140,35 @@ fn import_axfr_and_named_conf_write_what_import_zone_writes() {
         a
     };
     let unsigned = import(
-        &axfr_args(&by_axfr, &[]).iter().map(String::as_str).collect::<Vec<_>>(),
+        &axfr_args(&by_axfr, &[])
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
         &[],
     );
     assert_eq!(unsigned.code, 1, "an unsigned transfer must be refused");
-    assert!(unsigned.stderr.contains("refused the transfer"), "{}", unsigned.stderr);
+    assert!(
+        unsigned.stderr.contains("refused the transfer"),
+        "{}",
+        unsigned.stderr
+    );
     assert!(!by_axfr.exists(), "nothing written on failure");
 
     let env_key = format!("hmac-sha256:import-key:{secret}");
     let run = import(
-        &axfr_args(&by_axfr, &[]).iter().map(String::as_str).collect::<Vec<_>>(),
+        &axfr_args(&by_axfr, &[])
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
         &[("BIND_OPERATOR_TSIG", &env_key)],
     );
     assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
     assert!(!run.stdout.contains(secret) && !run.stderr.contains(secret));
     assert_eq!(read(&by_axfr.join("example-com/bindzone.yaml")), zone_yaml);
-    assert_eq!(read(&by_axfr.join("example-com/dnsrecords.yaml")), records_yaml);
+    assert_eq!(
+        read(&by_axfr.join("example-com/dnsrecords.yaml")),
+        records_yaml
+    );
 
     // The key from a BIND key file; a wrong secret fails TSIG.
     let key_file = src.path().join("import.key");
@@ -163,17 +179,26 @@ fn import_axfr_and_named_conf_write_what_import_zone_writes() {
     .unwrap();
     let by_key_file = src.path().join("by-key-file");
     let run = import(
-        &axfr_args(&by_key_file, &["--tsig-key-file", key_file.to_str().unwrap()])
-            .iter()
-            .map(String::as_str)
-            .collect::<Vec<_>>(),
+        &axfr_args(
+            &by_key_file,
+            &["--tsig-key-file", key_file.to_str().unwrap()],
+        )
+        .iter()
+        .map(String::as_str)
+        .collect::<Vec<_>>(),
         &[],
     );
     assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
-    assert_eq!(read(&by_key_file.join("example-com/dnsrecords.yaml")), records_yaml);
+    assert_eq!(
+        read(&by_key_file.join("example-com/dnsrecords.yaml")),
+        records_yaml
+    );
     let wrong = "hmac-sha256:import-key:d3Jvbmctc2VjcmV0LXdyb25nLXNlY3JldC13cm9uZyE=";
     let run = import(
-        &axfr_args(&src.path().join("wrong"), &[]).iter().map(String::as_str).collect::<Vec<_>>(),
+        &axfr_args(&src.path().join("wrong"), &[])
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
         &[("BIND_OPERATOR_TSIG", wrong)],
     );
     assert_eq!(run.code, 1, "{}", run.stdout);
@@ -199,14 +224,21 @@ fn import_axfr_and_named_conf_write_what_import_zone_writes() {
     args.extend(common(by_conf.to_str().unwrap()));
     let run = import(&args.iter().map(String::as_str).collect::<Vec<_>>(), &[]);
     assert_eq!(run.code, 0, "{}{}", run.stdout, run.stderr);
-    assert_eq!(read(&by_conf.join("example-com/dnsrecords.yaml")), records_yaml);
+    assert_eq!(
+        read(&by_conf.join("example-com/dnsrecords.yaml")),
+        records_yaml
+    );
     assert_eq!(read(&by_conf.join("example-com/bindzone.yaml")), zone_yaml);
     for line in [
         "named.conf:5: option `listen-on`",
         "named.conf:10: zone example.com option `allow-update`",
         "named.conf:12: zone other.example of type `secondary`",
     ] {
-        assert!(run.stdout.contains(line), "missing {line:?} in:\n{}", run.stdout);
+        assert!(
+            run.stdout.contains(line),
+            "missing {line:?} in:\n{}",
+            run.stdout
+        );
     }
     let cluster = read(&by_conf.join("cluster.yaml"));
     assert!(cluster.contains("allowQuery:\n  - any"), "{cluster}");
