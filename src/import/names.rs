@@ -25,11 +25,7 @@ pub fn sanitize(text: &str) -> String {
         match c {
             'a'..='z' | '0'..='9' => out.push(c),
             '*' => out.push_str("wildcard"),
-            '.' | '-' | '_' | '/' => {
-                if !out.is_empty() && !out.ends_with('-') {
-                    out.push('-');
-                }
-            }
+            '.' | '-' | '_' | '/' if !out.is_empty() && !out.ends_with('-') => out.push('-'),
             _ => {}
         }
     }

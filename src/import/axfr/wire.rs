@@ -279,9 +279,12 @@ fn svcb(msg: &[u8], start: usize, end: usize) -> Result<String, String> {
     .to_string())
 }
 
+/// A record whose rdata could not be read: owner, type, why.
+pub type Unreadable = (String, String, String);
+
 /// The answer section of `msg`; a record whose rdata cannot be read has an
 /// `Err` in its place.
-pub fn answers(msg: &[u8]) -> Result<Vec<Result<WireRecord, (String, String, String)>>, String> {
+pub fn answers(msg: &[u8]) -> Result<Vec<Result<WireRecord, Unreadable>>, String> {
     let qd = u16_at(msg, 4)?;
     let an = u16_at(msg, 6)?;
     let mut pos = 12;
