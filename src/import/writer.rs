@@ -6,6 +6,7 @@
 //! timestamps, fixed order. Writes under OUT only; never a secret (the
 //! keys it writes have no material: the operator generates it).
 
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -55,21 +56,27 @@ pub fn write_zone(out: &Path, zone: &ZoneOutput) -> Result<Vec<PathBuf>, WriteEr
         &zone_file,
         &format!("{HEADER}{}", yaml("BindZone", &zone.zone_object)?),
     )?;
-    let mut text = String::with_capacity(zone.records.len() * 200 + HEADER.len());
-    text.push_str(HEADER);
-    for (i, r) in zone.records.iter().enumerate() {
-        if i > 0 {
-            text.push_str("---\n");
-        }
-        text.push_str(&yaml("DNSRecord", r)?);
-    }
     let records_file = dir.join("dnsrecords.yaml");
     if zone.records.is_empty() {
         // No empty document: local mode and kubectl read none.
         let _ = std::fs::remove_file(&records_file);
         return Ok(vec![zone_file]);
     }
-    write(&records_file, &text)?;
+    // Streamed, one document at a time: a 100,000-record zone is ~20 MB of
+    // YAML, never held whole.
+    let io = |source| WriteError::Io {
+        path: records_file.display().to_string(),
+        source,
+    };
+    let mut w = std::io::BufWriter::new(std::fs::File::create(&records_file).map_err(io)?);
+    w.write_all(HEADER.as_bytes()).map_err(io)?;
+    for (i, r) in zone.records.iter().enumerate() {
+        if i > 0 {
+            w.write_all(b"---\n").map_err(io)?;
+        }
+        w.write_all(yaml("DNSRecord", r)?.as_bytes()).map_err(io)?;
+    }
+    w.flush().map_err(io)?;
     Ok(vec![zone_file, records_file])
 }
 
