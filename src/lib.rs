@@ -13,6 +13,7 @@
 pub mod api;
 pub mod bind;
 pub mod controller;
+pub mod import;
 pub mod local;
 pub mod offline;
 pub mod operator;

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
 
 /// With the `bench-alloc` feature every allocation carries its side, so
 /// `bind-operator bench` can report the operator's heap apart from the
@@ -136,6 +136,13 @@ enum Command {
         #[arg(long, value_name = "ADDR")]
         metrics_addr: Option<std::net::SocketAddr>,
     },
+    /// Import zones an existing BIND serves into manifests (a BindZone per
+    /// zone, a DNSRecord per RRset) under --out, checked by the operator's
+    /// own validation; prints what was skipped and why.
+    Import {
+        #[command(subcommand)]
+        source: ImportSource,
+    },
     /// Measure how fast DNSRecords answer on a BindCluster's primary and
     /// secondary (in-memory API, real controllers, local named), against a
     /// per-record nsupdate baseline, and print a PASS/FAIL verdict per
@@ -187,6 +194,121 @@ enum Command {
         #[arg(long)]
         quiet: bool,
     },
+}
+
+#[derive(Subcommand)]
+enum ImportSource {
+    /// A master-format zone file, read as named-checkzone reads it.
+    Zone {
+        /// The zone file.
+        file: PathBuf,
+        /// The zone's name (the file's initial $ORIGIN).
+        #[arg(long, value_name = "NAME")]
+        zone: String,
+        #[command(flatten)]
+        common: ImportArgs,
+    },
+    /// The zone as a running server serves it, by AXFR. A TSIG key comes
+    /// from --tsig-key-file or the BIND_OPERATOR_TSIG environment variable
+    /// (`[algorithm:]name:secret`), never from an argument.
+    Axfr {
+        /// The server, HOST or HOST:PORT.
+        #[arg(long, value_name = "HOST[:PORT]")]
+        server: String,
+        /// The zone to transfer.
+        #[arg(long, value_name = "NAME")]
+        zone: String,
+        /// A BIND key file (`tsig-keygen` output) holding the TSIG key.
+        #[arg(long, value_name = "FILE")]
+        tsig_key_file: Option<PathBuf>,
+        #[command(flatten)]
+        common: ImportArgs,
+    },
+    /// Every primary zone of a named.conf (read from its file) and the
+    /// options that map onto a BindCluster; lists what does not map.
+    NamedConf {
+        /// The named.conf.
+        file: PathBuf,
+        #[command(flatten)]
+        common: ImportArgs,
+    },
+}
+
+#[derive(Args)]
+struct ImportArgs {
+    /// Output directory.
+    #[arg(long, value_name = "DIR")]
+    out: PathBuf,
+    /// The BindCluster the zones go to (spec.clusterRef).
+    #[arg(long, value_name = "NAME")]
+    cluster: String,
+    /// metadata.namespace of every object (default: none written).
+    #[arg(long, value_name = "NS")]
+    namespace: Option<String>,
+    /// The BindTSIGKey of the zones' spec.updateKeyRef
+    /// [default: <cluster>-update].
+    #[arg(long, value_name = "NAME")]
+    update_key: Option<String>,
+    /// Also write the BindCluster (with what a named.conf maps onto it) and
+    /// the update key's BindTSIGKey to OUT/cluster.yaml.
+    #[arg(long)]
+    with_cluster: bool,
+    /// Fail (exit 1, nothing written) if any record is skipped.
+    #[arg(long)]
+    strict: bool,
+}
+
+impl ImportArgs {
+    fn options(self) -> bind_operator::import::Options {
+        let update_key = self
+            .update_key
+            .unwrap_or_else(|| format!("{}-update", self.cluster));
+        bind_operator::import::Options {
+            out: self.out,
+            target: bind_operator::import::Target {
+                cluster: self.cluster,
+                namespace: self.namespace,
+                update_key,
+            },
+            with_cluster: self.with_cluster,
+            strict: self.strict,
+        }
+    }
+}
+
+/// Runs one import and prints its report.
+fn import(source: ImportSource) -> Result<(), String> {
+    use bind_operator::import::{self, axfr::TSIG_ENV, axfr::TransferKey};
+    let report = match source {
+        ImportSource::Zone { file, zone, common } => {
+            import::run_zone(&file, &zone, &common.options())
+        }
+        ImportSource::Axfr {
+            server,
+            zone,
+            tsig_key_file,
+            common,
+        } => {
+            let key = match (tsig_key_file, std::env::var(TSIG_ENV)) {
+                (Some(f), _) => Some(TransferKey::from_file(&f)),
+                (None, Ok(v)) => Some(TransferKey::from_env_value(&v)),
+                (None, Err(_)) => None,
+            }
+            .transpose()
+            .map_err(|e| error_chain(&e))?;
+            import::run_axfr(&server, &zone, key.as_ref(), &common.options())
+        }
+        ImportSource::NamedConf { file, common } => {
+            import::run_named_conf(&file, &common.options())
+        }
+    }
+    .map_err(|e| error_chain(&e))?;
+    write_stdout(&report.text)?;
+    if report.written {
+        Ok(())
+    } else {
+        Err("nothing written".into())
+    }
 }
 
 fn main() -> ExitCode {
@@ -247,6 +369,7 @@ fn main() -> ExitCode {
             });
             return ExitCode::from(code);
         }
+        Command::Import { source } => import(source),
         Command::Bench {
             scenarios,
             records,

@@ -68,6 +68,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "yaml",
         ],
     ),
+    ("import", &["render", "api", "bind", "yaml"]),
     (
         "offline",
         &["local", "controller", "render", "api", "bind", "yaml"],

@@ -21,6 +21,8 @@ mod support_clock;
 mod support_controller;
 #[path = "support/e2e/mod.rs"]
 mod support_e2e;
+#[path = "support/import/mod.rs"]
+mod support_import;
 #[path = "support/local/mod.rs"]
 mod support_local;
 #[path = "support/localcli/mod.rs"]
@@ -84,6 +86,8 @@ mod e2e_tsig;
 mod e2e_type_changes;
 mod e2e_views;
 mod e2e_zone_owner;
+mod import_output;
+mod import_roundtrip;
 mod local_runtime_cluster;
 mod local_runtime_exec;
 mod local_runtime_pods;
