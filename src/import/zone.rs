@@ -318,6 +318,7 @@ impl Collector {
                 update_key_ref: Some(target.update_key.clone()),
                 allow_transfer: Vec::new(),
                 dnssec_policy: None,
+                update_policy: Vec::new(),
             },
             status: None,
         };
