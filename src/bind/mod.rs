@@ -20,6 +20,7 @@ pub mod rdata;
 pub mod render;
 pub mod types;
 pub mod viewkey;
+pub mod wire;
 pub mod zone;
 
 pub use error::ValidationError;
