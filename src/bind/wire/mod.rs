@@ -81,6 +81,9 @@ pub enum WireError {
     },
     #[error("failed to send a message of {size} bytes: more than one DNS message holds")]
     TooLarge { size: usize },
+    /// Where the pod's DNS listens is not known (no pod IP yet).
+    #[error("failed to find the DNS address of pod {pod}: {why}")]
+    NoAddress { pod: String, why: String },
 }
 
 impl WireError {
@@ -89,7 +92,10 @@ impl WireError {
     pub fn is_unreachable(&self) -> bool {
         matches!(
             self,
-            WireError::Connect { .. } | WireError::Timeout { .. } | WireError::Io { .. }
+            WireError::Connect { .. }
+                | WireError::Timeout { .. }
+                | WireError::Io { .. }
+                | WireError::NoAddress { .. }
         )
     }
 
