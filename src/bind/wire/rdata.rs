@@ -194,7 +194,7 @@ fn shape(rtype: u16) -> Shape {
 }
 
 /// The rdata at `msg[start..start + len]` in canonical form: every name
-/// expanded (see [`Shape`]). Errors when a name runs past the rdata.
+/// expanded (NS, CNAME, PTR, DNAME, SOA, MX, SRV, NAPTR, SVCB, HTTPS, TSIG). Errors when a name runs past the rdata.
 pub fn canonical(msg: &[u8], start: usize, len: usize, rtype: u16) -> Result<Vec<u8>, Malformed> {
     let end = start + len;
     let raw = msg.get(start..end).ok_or(Malformed("truncated rdata"))?;
