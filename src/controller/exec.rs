@@ -294,9 +294,32 @@ impl PodExecutor for ObservedExecutor {
         messages: &'a [UpdateMessage],
         key: &'a TsigKey,
     ) -> BoxFuture<'a, Result<usize, WireError>> {
-        self.inner.dns_update(pod, messages, key)
+        async move {
+            let started = std::time::Instant::now();
+            let result = self.inner.dns_update(pod, messages, key).await;
+            // Told as the pseudo-command `dns-update` (no process ran), so
+            // metrics and the bench see the writes.
+            let cmd = Command {
+                argv: vec![DNS_UPDATE.into()],
+                stdin: None,
+            };
+            let told = match &result {
+                Ok(_) => Ok(ExecOutput {
+                    stdout: String::new(),
+                    stderr: String::new(),
+                }),
+                Err(e) => Err(ExecError::transport(pod, &cmd, e)),
+            };
+            (self.observe)(pod, &cmd, &told, started.elapsed());
+            result
+        }
+        .boxed()
     }
 }
+
+/// The program name an [`ObservedExecutor`]'s observer sees for a DNS
+/// UPDATE exchange ([`PodExecutor::dns_update`]).
+pub const DNS_UPDATE: &str = "dns-update";
 
 /// The in-cluster executor: the pods/exec subresource over a websocket.
 #[derive(Clone)]
