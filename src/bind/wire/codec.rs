@@ -8,6 +8,7 @@
 //! [`super::rdata::canonical`]), so two equal RRsets compare equal byte for
 //! byte whatever the server compressed. Pure, no I/O.
 
+pub use super::primitives::{Malformed, Reader, WireName, wire_name};
 use super::rdata::canonical;
 
 /// Class IN.
@@ -26,9 +27,6 @@ pub const TYPE_AXFR: u16 = 252;
 pub const HEADER_LEN: usize = 12;
 /// The largest DNS message (a TCP length prefix is 16 bits).
 pub const MAX_MESSAGE: usize = 65_535;
-/// Compression pointers followed in one name before it is called malformed.
-const MAX_POINTERS: usize = 64;
-
 /// Message opcodes the operator sends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Opcode {
@@ -98,26 +96,6 @@ impl Rcode {
             n => Rcode::Other(n),
         }
     }
-}
-
-/// A name in uncompressed wire form (length-prefixed labels, the root's
-/// zero byte last), as written or as read with pointers expanded.
-pub type WireName = Vec<u8>;
-
-/// The wire form of a dotted name (`example.com`, `example.com.` or `.`).
-/// Labels are taken as given: callers pass validated names.
-pub fn wire_name(text: &str) -> WireName {
-    let mut out = Vec::with_capacity(text.len() + 2);
-    for label in text
-        .trim_end_matches('.')
-        .split('.')
-        .filter(|l| !l.is_empty())
-    {
-        out.push(label.len() as u8);
-        out.extend_from_slice(label.as_bytes());
-    }
-    out.push(0);
-    out
 }
 
 /// The dotted text of a wire name (lower case, no trailing dot; `.` for
@@ -254,11 +232,6 @@ impl Message {
     }
 }
 
-/// Why a received message could not be read.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("malformed DNS message: {0}")]
-pub struct Malformed(pub &'static str);
-
 /// A received message, read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Response {
@@ -278,117 +251,23 @@ pub struct Response {
     pub tsig: Option<(Record, usize)>,
 }
 
-/// A reader over one message.
-pub struct Reader<'a> {
-    msg: &'a [u8],
-    pos: usize,
-}
-
-impl<'a> Reader<'a> {
-    pub fn new(msg: &'a [u8]) -> Self {
-        Reader { msg, pos: 0 }
-    }
-
-    pub fn at(msg: &'a [u8], pos: usize) -> Self {
-        Reader { msg, pos }
-    }
-
-    pub fn pos(&self) -> usize {
-        self.pos
-    }
-
-    pub fn u8(&mut self) -> Result<u8, Malformed> {
-        let b = *self.msg.get(self.pos).ok_or(Malformed("truncated"))?;
-        self.pos += 1;
-        Ok(b)
-    }
-
-    pub fn u16(&mut self) -> Result<u16, Malformed> {
-        Ok(u16::from_be_bytes([self.u8()?, self.u8()?]))
-    }
-
-    pub fn u32(&mut self) -> Result<u32, Malformed> {
-        Ok(u32::from_be_bytes([
-            self.u8()?,
-            self.u8()?,
-            self.u8()?,
-            self.u8()?,
-        ]))
-    }
-
-    pub fn bytes(&mut self, n: usize) -> Result<&'a [u8], Malformed> {
-        let end = self.pos.checked_add(n).ok_or(Malformed("truncated"))?;
-        let b = self.msg.get(self.pos..end).ok_or(Malformed("truncated"))?;
-        self.pos = end;
-        Ok(b)
-    }
-
-    /// A name, compression pointers followed (they may point anywhere
-    /// earlier in the message).
-    pub fn name(&mut self) -> Result<WireName, Malformed> {
-        let mut out = Vec::new();
-        let mut pos = self.pos;
-        let mut jumped = false;
-        let mut pointers = 0;
-        loop {
-            let len = *self.msg.get(pos).ok_or(Malformed("truncated name"))?;
-            match len & 0xC0 {
-                0xC0 => {
-                    let low = *self.msg.get(pos + 1).ok_or(Malformed("truncated name"))?;
-                    if !jumped {
-                        self.pos = pos + 2;
-                        jumped = true;
-                    }
-                    pointers += 1;
-                    if pointers > MAX_POINTERS {
-                        return Err(Malformed("compression loop"));
-                    }
-                    pos = (usize::from(len & 0x3F) << 8) | usize::from(low);
-                }
-                0 => {
-                    let len = usize::from(len);
-                    if len == 0 {
-                        out.push(0);
-                        if !jumped {
-                            self.pos = pos + 1;
-                        }
-                        if out.len() > 255 {
-                            return Err(Malformed("name longer than 255 bytes"));
-                        }
-                        return Ok(out);
-                    }
-                    let label = self
-                        .msg
-                        .get(pos..pos + 1 + len)
-                        .ok_or(Malformed("truncated label"))?;
-                    out.extend_from_slice(label);
-                    pos += 1 + len;
-                    if out.len() > 255 {
-                        return Err(Malformed("name longer than 255 bytes"));
-                    }
-                }
-                _ => return Err(Malformed("unknown label type")),
-            }
-        }
-    }
-
-    fn record(&mut self) -> Result<Record, Malformed> {
-        let name = self.name()?;
-        let rtype = self.u16()?;
-        let class = self.u16()?;
-        let ttl = self.u32()?;
-        let len = usize::from(self.u16()?);
-        let start = self.pos;
-        self.bytes(len)?;
-        let rdata = canonical(self.msg, start, len, rtype)?;
-        Ok(Record {
-            name,
-            rtype,
-            class,
-            ttl,
-            rdata,
-        })
-    }
+/// Reads one resource record.
+fn read_record(r: &mut Reader<'_>) -> Result<Record, Malformed> {
+    let name = r.name()?;
+    let rtype = r.u16()?;
+    let class = r.u16()?;
+    let ttl = r.u32()?;
+    let len = usize::from(r.u16()?);
+    let start = r.pos();
+    r.bytes(len)?;
+    let rdata = canonical(r.msg(), start, len, rtype)?;
+    Ok(Record {
+        name,
+        rtype,
+        class,
+        ttl,
+        rdata,
+    })
 }
 
 /// Reads a received message.
@@ -410,7 +289,7 @@ pub fn decode(msg: &[u8]) -> Result<Response, Malformed> {
     for (s, count) in counts[1..].iter().enumerate() {
         for i in 0..*count {
             let start = r.pos();
-            let rec = r.record()?;
+            let rec = read_record(&mut r)?;
             if rec.rtype == TYPE_TSIG {
                 if s != 2 || i + 1 != *count {
                     return Err(Malformed("TSIG record not last"));

@@ -30,6 +30,7 @@
 
 pub mod client;
 pub mod codec;
+pub mod primitives;
 pub mod rdata;
 pub mod tsig;
 pub mod update;
@@ -66,7 +67,7 @@ pub enum WireError {
     Malformed {
         addr: SocketAddr,
         #[source]
-        source: codec::Malformed,
+        source: primitives::Malformed,
     },
     /// The server answered with an error (REFUSED, NOTAUTH, NOTZONE,
     /// SERVFAIL, or a TSIG error: BADKEY, BADSIG, BADTIME).

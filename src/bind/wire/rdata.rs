@@ -4,7 +4,7 @@
 //! serves and what the operator wants compare as bytes, never as
 //! presentation text. Pure, no I/O.
 
-use super::codec::{Malformed, Reader, wire_name};
+use super::primitives::{Malformed, Reader, wire_name};
 use crate::bind::rdata::svcb::SvcValue;
 use crate::bind::{DomainName, Rdata, RecordType};
 
