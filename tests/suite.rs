@@ -47,6 +47,7 @@ mod bind_golden;
 mod bind_injection;
 mod bind_named;
 mod bind_roundtrip;
+mod bind_wire;
 mod controller_cluster;
 mod controller_index;
 mod controller_invalid_objects;

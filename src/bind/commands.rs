@@ -112,6 +112,8 @@ fn verb_of(argv: &[String]) -> &'static str {
             _ => "rndc",
         },
         "nsupdate" => "nsupdate",
+        // The operator's own DNS UPDATE exchange, told to exec observers.
+        "dns-update" => "dns_update",
         "dig" if has("version.bind") => "probe",
         "dig" if has("AXFR") => "dig_axfr",
         "dig" if has("SOA") => "dig_soa",

@@ -21,6 +21,7 @@ pub mod rdata;
 pub mod render;
 pub mod types;
 pub mod viewkey;
+pub mod wire;
 pub mod zone;
 
 pub use error::ValidationError;

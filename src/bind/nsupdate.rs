@@ -256,7 +256,7 @@ pub fn check_change(zone: &ZoneName, c: &RrsetChange) -> Result<(), BatchError> 
     Ok(())
 }
 
-fn check(batch: &UpdateBatch) -> Result<(), BatchError> {
+pub(crate) fn check(batch: &UpdateBatch) -> Result<(), BatchError> {
     let mut seen = BTreeSet::new();
     let mut types_at: BTreeMap<&DomainName, Vec<RecordType>> = BTreeMap::new();
     for c in &batch.changes {

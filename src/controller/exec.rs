@@ -18,6 +18,7 @@
 //! puts stdout into `Debug` output (`cat keys.conf` prints key material).
 
 use std::fmt;
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -34,8 +35,10 @@ use super::names::{
     APP_NAME, BIND_CONTAINER, LABEL_CLUSTER, LABEL_MANAGED_BY, LABEL_NAME, MANAGER,
     statefulset_name,
 };
+use crate::bind::TsigKey;
 use crate::bind::commands::Command;
 use crate::bind::layout::PodLayout;
+use crate::bind::wire::{self, UpdateMessage, WireError};
 use crate::telemetry::Metrics;
 
 /// A command that runs longer than this is abandoned (a wedged named must
@@ -194,6 +197,35 @@ pub trait PodExecutor: Send + Sync {
         pod: &'a PodRef,
         cmd: &'a Command,
     ) -> BoxFuture<'a, Result<ExecOutput, ExecError>>;
+
+    /// Where the operator reaches the pod's DNS port: the one seam between
+    /// a cluster (the pod IP and the container's DNS port,
+    /// [`crate::bind::layout::defaults::DNS_PORT`]; see
+    /// [`KubeExecutor`]) and the local runtime (127.0.0.1 and the pod's own
+    /// port, which is what its layout says, the default here).
+    fn dns_addr<'a>(&'a self, pod: &'a PodRef) -> BoxFuture<'a, Result<SocketAddr, WireError>> {
+        let layout = self.layout(pod);
+        async move { Ok(SocketAddr::new(layout.server_addr, layout.dns_port)) }.boxed()
+    }
+
+    /// Sends a zone's UPDATE messages to the pod's DNS port, in order,
+    /// signed with `key` (operations in, typed replies out). The one
+    /// production implementation is this default: the operator's DNS
+    /// client ([`crate::bind::wire`]) over TCP to [`Self::dns_addr`]; a
+    /// test fake applies the same typed messages to its model. Ok: the
+    /// messages sent.
+    fn dns_update<'a>(
+        &'a self,
+        pod: &'a PodRef,
+        messages: &'a [UpdateMessage],
+        key: &'a TsigKey,
+    ) -> BoxFuture<'a, Result<usize, WireError>> {
+        async move {
+            let addr = self.dns_addr(pod).await?;
+            wire::Client::new(addr).update(messages, key).await
+        }
+        .boxed()
+    }
 }
 
 /// What an [`ObservedExecutor`] is told after each command: the pod, the
@@ -251,7 +283,43 @@ impl PodExecutor for ObservedExecutor {
         }
         .boxed()
     }
+
+    fn dns_addr<'a>(&'a self, pod: &'a PodRef) -> BoxFuture<'a, Result<SocketAddr, WireError>> {
+        self.inner.dns_addr(pod)
+    }
+
+    fn dns_update<'a>(
+        &'a self,
+        pod: &'a PodRef,
+        messages: &'a [UpdateMessage],
+        key: &'a TsigKey,
+    ) -> BoxFuture<'a, Result<usize, WireError>> {
+        async move {
+            let started = std::time::Instant::now();
+            let result = self.inner.dns_update(pod, messages, key).await;
+            // Told as the pseudo-command `dns-update` (no process ran), so
+            // metrics and the bench see the writes.
+            let cmd = Command {
+                argv: vec![DNS_UPDATE.into()],
+                stdin: None,
+            };
+            let told = match &result {
+                Ok(_) => Ok(ExecOutput {
+                    stdout: String::new(),
+                    stderr: String::new(),
+                }),
+                Err(e) => Err(ExecError::transport(pod, &cmd, e)),
+            };
+            (self.observe)(pod, &cmd, &told, started.elapsed());
+            result
+        }
+        .boxed()
+    }
 }
+
+/// The program name an [`ObservedExecutor`]'s observer sees for a DNS
+/// UPDATE exchange ([`PodExecutor::dns_update`]).
+pub const DNS_UPDATE: &str = "dns-update";
 
 /// The in-cluster executor: the pods/exec subresource over a websocket.
 #[derive(Clone)]
@@ -389,6 +457,33 @@ fn exit_code(status: &Status) -> Option<i32> {
 impl PodExecutor for KubeExecutor {
     fn layout(&self, _pod: &PodRef) -> PodLayout {
         PodLayout::in_cluster()
+    }
+
+    /// The pod IP (read now, like exec's check) and the container's DNS
+    /// port: the operator must be allowed to reach it (deploy/README.md,
+    /// NetworkPolicy).
+    fn dns_addr<'a>(&'a self, pod: &'a PodRef) -> BoxFuture<'a, Result<SocketAddr, WireError>> {
+        async move {
+            let api: Api<Pod> = Api::namespaced(self.client.clone(), &pod.namespace);
+            let unknown = |why: String| WireError::NoAddress {
+                pod: pod.to_string(),
+                why,
+            };
+            let current = api
+                .get(&pod.name)
+                .await
+                .map_err(|e| unknown(KubeMessage(&e).to_string()))?;
+            check_bind_pod(&current).map_err(unknown)?;
+            let ip = current
+                .status
+                .and_then(|s| s.pod_ip)
+                .ok_or_else(|| unknown("the pod has no IP yet".into()))?;
+            let ip = ip
+                .parse()
+                .map_err(|_| unknown(format!("the pod IP {ip} is not an address")))?;
+            Ok(SocketAddr::new(ip, crate::bind::layout::defaults::DNS_PORT))
+        }
+        .boxed()
     }
 
     fn exec<'a>(

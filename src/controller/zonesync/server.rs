@@ -27,18 +27,16 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::bind::commands::{
-    self, Command, addzone, delzone, dig_axfr, dig_soa, local_server, modzone, write_zone_file,
-    zonestatus,
+    self, Command, addzone, delzone, dig_axfr, dig_soa, modzone, write_zone_file, zonestatus,
 };
 use crate::bind::dnssec::{Dnskey, parse_dnskeys};
 use crate::bind::layout::PodLayout;
-use crate::bind::nsupdate::{
-    BatchError, NsupdateScript, RrsetChange, UpdateBatch, build_script, build_soa_script,
-};
+use crate::bind::nsupdate::{BatchError, RrsetChange, UpdateBatch};
 use crate::bind::parse::{
-    NsupdateError, RndcError, ZoneStatus, parse_axfr, parse_dig_soa, parse_nsupdate_failure,
-    parse_rndc_error, parse_zonestatus,
+    NsupdateError, RndcError, ZoneStatus, parse_axfr, parse_dig_soa, parse_rndc_error,
+    parse_zonestatus,
 };
+use crate::bind::wire::{self, Rcode, UpdateMessage, WireError};
 use crate::bind::zone::{PrimaryZone, SecondaryZone, Soa};
 use crate::bind::{TsigKey, Ttl, ViewName, ZoneName};
 use crate::controller::error::Category;
@@ -53,14 +51,6 @@ use batch::Batcher;
 /// carries it) well below any limit while one run still covers hundreds of
 /// zones.
 pub const ZONES_PER_DIG: usize = 400;
-
-/// nsupdate, then (only if it succeeded) the SOA query: the BIND layer's two
-/// commands chained in one exec, so a flush and the serial it produced cost
-/// one round trip to the pod. Fixed text; the commands come as arguments.
-const UPDATE_THEN_SOA: &str = r#"n="$1"
-shift
-"$n" -v || exit $?
-exec "$@""#;
 
 /// A failed zone operation.
 #[derive(Debug, thiserror::Error)]
@@ -517,62 +507,48 @@ impl<'a> Target<'a> {
         Served::from_axfr(zone, sets).ok_or_else(|| failed("the transfer carried no SOA".into()))
     }
 
-    fn script_text(
-        &self,
-        batch: &UpdateBatch,
-        key: &TsigKey,
-    ) -> Result<Option<NsupdateScript>, ServerError> {
-        build_script(batch, local_server(&self.layout), key).map_err(|source| ServerError::Batch {
+    fn messages(&self, batch: &UpdateBatch) -> Result<Vec<UpdateMessage>, ServerError> {
+        wire::update::messages(batch).map_err(|source| ServerError::Batch {
             zone: batch.zone.to_string(),
             source,
         })
     }
 
-    fn script(&self, batch: &UpdateBatch, key: &TsigKey) -> Result<Option<Command>, ServerError> {
-        let script = self.script_text(batch, key)?;
-        Ok(script.map(|script| {
-            tracing::debug!(
-                pod = %self.pod,
-                zone = %batch.zone,
-                messages = script.messages,
-                changes = script.changes,
-                "sending update"
-            );
-            commands::nsupdate(&self.layout, &script)
-        }))
+    /// Sends the messages to the pod's DNS port (see
+    /// [`PodExecutor::dns_update`]).
+    async fn send(
+        &self,
+        zone: &ZoneName,
+        messages: &[UpdateMessage],
+        key: &TsigKey,
+    ) -> Result<(), ServerError> {
+        tracing::debug!(
+            pod = %self.pod,
+            zone = %zone,
+            messages = messages.len(),
+            changes = messages.iter().map(|m| m.changes).sum::<usize>(),
+            "sending update"
+        );
+        self.exec
+            .dns_update(self.pod, messages, key)
+            .await
+            .map(|_| ())
+            .map_err(|e| wire_failure(self.pod, zone, e))
     }
 
-    fn update_error(&self, zone: &ZoneName, e: ExecError) -> ServerError {
-        match e {
-            e @ ExecError::Transport { .. } => self.unreachable(e),
-            e => match parse_nsupdate_failure(e.stderr()) {
-                NsupdateError::Unreachable => self.unreachable(e),
-                source => ServerError::Update {
-                    zone: zone.to_string(),
-                    pod: self.pod.to_string(),
-                    source,
-                },
-            },
-        }
-    }
-
-    /// Sends the batch as one nsupdate run signed with `key`. `Ok(false)`:
-    /// nothing to send, nothing run.
+    /// Sends the batch as UPDATE messages signed with `key`. `Ok(false)`:
+    /// nothing to send, nothing sent.
     pub async fn update(&self, batch: &UpdateBatch, key: &TsigKey) -> Result<bool, ServerError> {
+        let messages = self.messages(batch)?;
+        if messages.is_empty() {
+            return Ok(false);
+        }
         if let Some((b, exec)) = self.batch {
-            let Some(script) = self.script_text(batch, key)? else {
-                return Ok(false);
-            };
-            b.update(exec, self.pod, &batch.zone, script, false).await?;
+            b.update(exec, self.pod, &batch.zone, messages, key, false)
+                .await?;
             return Ok(true);
         }
-        let Some(cmd) = self.script(batch, key)? else {
-            return Ok(false);
-        };
-        match self.run(&cmd).await {
-            Ok(_) => Ok(true),
-            Err(e) => Err(self.update_error(&batch.zone, e)),
-        }
+        self.send(&batch.zone, &messages, key).await.map(|()| true)
     }
 
     /// Sends one catalog membership change. Batched, it shares one message
@@ -597,27 +573,26 @@ impl<'a> Target<'a> {
 
     /// Sends the batch and reads the serial it produced. `Ok(None)`: nothing
     /// to send; `Ok(Some(None))`: sent, but the zone is not served after.
-    /// Outside a view both happen in one exec; in a view the serial comes
-    /// from rndc afterwards.
+    /// Batched outside a view, the serial is read in the pod's round; in a
+    /// view it comes from rndc afterwards.
     pub async fn update_and_read_serial(
         &self,
         batch: &UpdateBatch,
         key: &TsigKey,
         view: Option<&ViewName>,
     ) -> Result<Option<Option<u32>>, ServerError> {
+        let messages = self.messages(batch)?;
+        if messages.is_empty() {
+            return Ok(None);
+        }
         if let (Some((b, exec)), None) = (self.batch, view) {
-            let Some(script) = self.script_text(batch, key)? else {
-                return Ok(None);
-            };
             return b
-                .update(exec, self.pod, &batch.zone, script, true)
+                .update(exec, self.pod, &batch.zone, messages, key, true)
                 .await
                 .map(Some);
         }
-        let Some(update) = self.script(batch, key)? else {
-            return Ok(None);
-        };
-        self.run_update(&batch.zone, update, view).await.map(Some)
+        self.send(&batch.zone, &messages, key).await?;
+        self.serial_of(&batch.zone, view).await.map(Some)
     }
 
     /// Replaces the zone's SOA names and timers (`serial` above the served
@@ -631,44 +606,44 @@ impl<'a> Target<'a> {
         key: &TsigKey,
         view: Option<&ViewName>,
     ) -> Result<Option<u32>, ServerError> {
-        let script = build_soa_script(zone, soa, serial, ttl, local_server(&self.layout), key);
-        let update = commands::nsupdate(&self.layout, &script);
-        self.run_update(zone, update, view).await
+        let message = wire::update::soa_message(zone, soa, serial, ttl);
+        self.send(zone, std::slice::from_ref(&message), key).await?;
+        self.serial_of(zone, view).await
     }
+}
 
-    async fn run_update(
-        &self,
-        zone: &ZoneName,
-        update: Command,
-        view: Option<&ViewName>,
-    ) -> Result<Option<u32>, ServerError> {
-        if view.is_some() {
-            self.run(&update)
-                .await
-                .map_err(|e| self.update_error(zone, e))?;
-            return self.serial_of(zone, view).await;
-        }
-        let soa = dig_soa(&self.layout, std::slice::from_ref(zone));
-        let mut argv = vec![
-            "sh".to_string(),
-            "-c".to_string(),
-            UPDATE_THEN_SOA.to_string(),
-            "sh".to_string(),
-        ];
-        // The program only: the script adds `-v` (TCP), as commands::nsupdate does.
-        argv.push(update.argv[0].clone());
-        argv.extend(soa.argv);
+/// A failed DNS exchange with a pod, as a zone operation's error: no
+/// answer is [`ServerError::Unreachable`]; an answer is the update's
+/// typed refusal.
+pub fn wire_failure(pod: &PodRef, zone: &ZoneName, e: WireError) -> ServerError {
+    if e.is_unreachable() {
         let cmd = Command {
-            argv,
-            stdin: update.stdin,
+            argv: vec!["dns-update".into()],
+            stdin: None,
         };
-        match self.run(&cmd).await {
-            Ok(out) => Ok(parse_dig_soa(&out.stdout).get(zone).copied()),
-            // The update went through but the query did not answer.
-            Err(e) if e.stderr().is_empty() && e.stdout().contains(";;") => {
-                Err(self.unreachable(e))
-            }
-            Err(e) => Err(self.update_error(zone, e)),
-        }
+        return ServerError::Unreachable {
+            pod: pod.to_string(),
+            source: Box::new(ExecError::transport(pod, &cmd, &e)),
+        };
+    }
+    let source = match e.rcode() {
+        Some(Rcode::Refused) => NsupdateError::Refused,
+        Some(Rcode::BadKey) => NsupdateError::BadKey,
+        Some(Rcode::BadSig) => NsupdateError::BadSig,
+        Some(Rcode::BadTime) => NsupdateError::BadTime,
+        Some(Rcode::NotAuth) => NsupdateError::NotAuth,
+        Some(Rcode::NotZone) => NsupdateError::NotZone,
+        Some(Rcode::YxDomain) => NsupdateError::YxDomain,
+        Some(Rcode::NxDomain) => NsupdateError::NxDomain,
+        Some(Rcode::YxRrset) => NsupdateError::YxRrset,
+        Some(Rcode::NxRrset) => NsupdateError::NxRrset,
+        Some(Rcode::ServFail) => NsupdateError::ServFail,
+        _ if matches!(e, WireError::TooLarge { .. }) => NsupdateError::MessageTooLarge,
+        _ => NsupdateError::Other(e.to_string()),
+    };
+    ServerError::Update {
+        zone: zone.to_string(),
+        pod: pod.to_string(),
+        source,
     }
 }

@@ -17,7 +17,7 @@ use crate::controller::exec::{ObservedExecutor, PodExecutor, PodRef};
 
 /// Tools a command is classified by (the first one its argv names); a
 /// shell script naming none of them counts as `sh`.
-const TOOLS: [&str; 4] = ["nsupdate", "dig", "rndc", "named-checkconf"];
+const TOOLS: [&str; 5] = ["nsupdate", "dig", "rndc", "named-checkconf", "dns-update"];
 
 /// One finished exec call.
 #[derive(Debug, Clone)]

@@ -243,7 +243,9 @@ async fn measure(
         .log
         .window(t0, t_end)
         .into_iter()
-        .filter(|c| c.tool == "nsupdate")
+        // An nsupdate exec (the baseline) or the operator's own UPDATE
+        // over DNS (the batched path).
+        .filter(|c| c.tool == "nsupdate" || c.tool == "dns-update")
         .collect();
     updates.sort_by_key(|c| c.started);
     let first_update = updates.iter().map(|c| c.started).min();

@@ -5,14 +5,15 @@
 //! - primary zone writes (create, change clause, delete; see
 //!   [`apply_zones`]) for all zones of the round in one script, with one
 //!   `named-checkconf` and one `rndc reconfig`;
-//! - every zone's record updates in one exec ([`nsupdate_then_soa`]):
-//!   one or more messages per zone, each RRset replace atomic inside its
-//!   message, spread over [`NSUPDATES_AT_ONCE`] nsupdate processes (a
-//!   zone's messages in one of them, in order), with the SOA serials of
-//!   the zones that want them read back in the same exec;
+//! - every zone's record updates sent by the operator itself as TSIG-signed
+//!   UPDATE messages to the pod's DNS port ([`crate::bind::wire`], through
+//!   [`PodExecutor::dns_update`]; no exec): one or more messages per zone,
+//!   each RRset replace atomic inside its message, a zone's messages in
+//!   order on one connection, [`UPDATES_AT_ONCE`] zones at once; the SOA
+//!   serials of the zones that want them read back in one `dig` exec;
 //! - catalog membership changes (joins and leaves of every zone of the
 //!   round) merged into one UPDATE message per catalog and key (split only
-//!   past the 64 KiB message cap, ~600 members), sent in that same exec:
+//!   past the 64 KiB message cap, ~600 members), sent with them:
 //!   the catalog's serial moves once and secondaries fetch one catalog
 //!   version instead of one per zone;
 //! - SOA serial reads of all zones asked in one `dig` (past
@@ -26,7 +27,7 @@
 //! unless the catalog is missing (one `dig` of its serial there); then one
 //! round on the primary: one `apply_zones` run creating every zone of the
 //! wave with all its records in its file (and the missing catalog beside
-//! them), and one nsupdate exec with the joins of the zones it created in
+//! them), and one UPDATE with the joins of the zones it created in
 //! one message per catalog. No UPDATE of records follows a creation that
 //! carried them.
 //!
@@ -70,20 +71,17 @@ use std::time::Duration;
 
 use tokio::sync::{Semaphore, oneshot};
 
+use futures::StreamExt as _;
+
 use crate::bind::ZoneName;
-use crate::bind::commands::local_server;
 use crate::bind::commands::{
-    NSUPDATES_AT_ONCE, WriteKind, ZoneApplied, ZoneWrite, apply_zones, dig_soa, dig_soa_many,
-    nsupdate_then_soa, parse_apply_zones,
+    WriteKind, ZoneApplied, ZoneWrite, apply_zones, dig_soa, dig_soa_many, parse_apply_zones,
 };
-use crate::bind::nsupdate::{
-    NsupdateScript, RrsetChange, UpdateBatch, build_script, join_answered, parse_answers,
-};
-use crate::bind::parse::{
-    NsupdateError, RndcError, parse_dig_soa, parse_nsupdate_failure, parse_rndc_error,
-};
+use crate::bind::nsupdate::{RrsetChange, UpdateBatch};
+use crate::bind::parse::{RndcError, parse_dig_soa, parse_rndc_error};
+use crate::bind::wire::{self, UpdateMessage};
 use crate::bind::zone::PrimaryZone;
-use crate::bind::{DomainName, Endpoint, RecordType, TsigKey, ViewName};
+use crate::bind::{DomainName, RecordType, TsigKey, ViewName};
 use crate::controller::exec::{ExecError, PodExecutor, PodRef};
 
 use super::{CatalogJoin, Created, ServerError, ZONES_PER_DIG};
@@ -91,6 +89,10 @@ use super::{CatalogJoin, Created, ServerError, ZONES_PER_DIG};
 /// Unbatched commands running at once through one [`Batcher`] (what the
 /// zone controller's concurrency used to bound).
 pub const UNBATCHED_AT_ONCE: usize = 8;
+
+/// Zones of one round whose UPDATEs are in flight to a pod at once (one
+/// TCP connection each).
+pub const UPDATES_AT_ONCE: usize = 16;
 
 /// Most gathering waits before a round runs whatever it has (see
 /// `Batcher::gathered`): a steady stream of requests still gets a round
@@ -117,7 +119,8 @@ enum Request {
     },
     Update {
         zone: ZoneName,
-        script: NsupdateScript,
+        messages: Vec<UpdateMessage>,
+        key: TsigKey,
         /// Read the zone's serial back after the run.
         read_serial: bool,
         reply: Reply<Option<u32>>,
@@ -412,20 +415,23 @@ impl Batcher {
         received(rx, pod).await
     }
 
-    /// Sends one zone's script; with `read_serial`, the zone's serial after
-    /// it (`None`: not served after).
+    /// Sends one zone's UPDATE messages signed with `key`; with
+    /// `read_serial`, the zone's serial after them (`None`: not served
+    /// after).
     pub async fn update(
         self: &Arc<Self>,
         exec: &Arc<dyn PodExecutor>,
         pod: &PodRef,
         zone: &ZoneName,
-        script: NsupdateScript,
+        messages: Vec<UpdateMessage>,
+        key: &TsigKey,
         read_serial: bool,
     ) -> Result<Option<u32>, ServerError> {
         let (reply, rx) = oneshot::channel();
         let request = Request::Update {
             zone: zone.clone(),
-            script,
+            messages,
+            key: key.clone(),
             read_serial,
             reply,
         };
@@ -525,10 +531,11 @@ async fn round(exec: &dyn PodExecutor, pod: &PodRef, requests: Vec<Request>) {
             Request::Zone { write, reply, join } => zones.push((write, reply, join)),
             Request::Update {
                 zone,
-                script,
+                messages,
+                key,
                 read_serial,
                 reply,
-            } => updates.push((zone, script, read_serial, vec![reply])),
+            } => updates.push((zone, messages, key, read_serial, vec![reply])),
             Request::Serials { zones, reply } => reads.push((zones, reply)),
             Request::Member {
                 catalog,
@@ -552,9 +559,8 @@ async fn round(exec: &dyn PodExecutor, pod: &PodRef, requests: Vec<Request>) {
             add_member(&mut members, join);
         }
     }
-    let server = local_server(&exec.layout(pod));
     for g in members {
-        if let Some(u) = g.into_update(server) {
+        if let Some(u) = g.into_update() {
             updates.push(u);
         }
     }
@@ -785,9 +791,16 @@ fn copy_server(e: &ServerError) -> ServerError {
     }
 }
 
-/// One zone's update request; several replies when it carries the changes
-/// of several requests (a catalog's members), each told the same outcome.
-type UpdateRequest = (ZoneName, NsupdateScript, bool, Vec<Reply<Option<u32>>>);
+/// One zone's update request (messages, the key signing them, whether to
+/// read the serial back); several replies when it carries the changes of
+/// several requests (a catalog's members), each told the same outcome.
+type UpdateRequest = (
+    ZoneName,
+    Vec<UpdateMessage>,
+    TsigKey,
+    bool,
+    Vec<Reply<Option<u32>>>,
+);
 
 /// The membership changes of one catalog, signed with one key, asked in one
 /// round.
@@ -802,7 +815,7 @@ impl MemberGroup {
     /// The group as one update of the catalog. A zone asked twice (it
     /// joined, then left) keeps its last change: the two share the member
     /// id, and in one message the later change would win anyway.
-    fn into_update(self, server: Endpoint) -> Option<UpdateRequest> {
+    fn into_update(self) -> Option<UpdateRequest> {
         let mut last: HashMap<(DomainName, RecordType), usize> = HashMap::new();
         for (i, c) in self.changes.iter().enumerate() {
             last.insert((c.name().clone(), c.rtype()), i);
@@ -819,9 +832,9 @@ impl MemberGroup {
             changes,
             apex_ns: None,
         };
-        match build_script(&batch, server, &self.key) {
-            Ok(Some(script)) => Some((batch.zone, script, false, self.replies)),
-            Ok(None) => {
+        match wire::update::messages(&batch) {
+            Ok(m) if !m.is_empty() => Some((batch.zone, m, self.key, false, self.replies)),
+            Ok(_) => {
                 for reply in self.replies {
                     let _ = reply.send(Ok(None));
                 }
@@ -840,117 +853,81 @@ impl MemberGroup {
     }
 }
 
+/// Sends the round's updates straight to the pod's DNS port: a zone's
+/// requests in order on one connection, up to [`UPDATES_AT_ONCE`] zones
+/// at once; then the serials the requests want, in one `dig` exec.
 async fn update_round(exec: &dyn PodExecutor, pod: &PodRef, updates: Vec<UpdateRequest>) {
     let layout = exec.layout(pod);
-    // A zone's requests stay in one part, in order; zones spread over the
-    // parts (nsupdate processes running at once).
-    let mut part_of: HashMap<ZoneName, usize> = HashMap::new();
-    let mut parts: Vec<Vec<UpdateRequest>> = (0..NSUPDATES_AT_ONCE).map(|_| Vec::new()).collect();
+    // A zone's requests stay together, in order.
+    let mut by_zone: Vec<(ZoneName, Vec<UpdateRequest>)> = Vec::new();
     for u in updates {
-        let next = part_of.len() % NSUPDATES_AT_ONCE;
-        let i = *part_of.entry(u.0.clone()).or_insert(next);
-        parts[i].push(u);
+        match by_zone.iter_mut().find(|(z, _)| *z == u.0) {
+            Some((_, v)) => v.push(u),
+            None => by_zone.push((u.0.clone(), vec![u])),
+        }
     }
-    parts.retain(|p| !p.is_empty());
-    let scripts: Vec<NsupdateScript> = parts
+    tracing::debug!(
+        pod = %pod,
+        zones = by_zone.len(),
+        messages = by_zone.iter().flat_map(|(_, v)| v).map(|u| u.1.len()).sum::<usize>(),
+        "sending updates over DNS"
+    );
+    let sent: Vec<Vec<(UpdateRequest, Result<(), ServerError>)>> =
+        futures::stream::iter(by_zone.into_iter().map(|(zone, reqs)| async move {
+            let mut out = Vec::new();
+            for u in reqs {
+                let r = exec
+                    .dns_update(pod, &u.1, &u.2)
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| super::wire_failure(pod, &zone, e));
+                out.push((u, r));
+            }
+            out
+        }))
+        .buffer_unordered(UPDATES_AT_ONCE)
+        .collect()
+        .await;
+    let sent: Vec<(UpdateRequest, Result<(), ServerError>)> = sent.into_iter().flatten().collect();
+    let read_back: Vec<ZoneName> = sent
         .iter()
-        .map(|p| join_answered(p.iter().map(|(_, s, _, _)| s)))
-        .collect();
-    let mut read_back: Vec<ZoneName> = parts
-        .iter()
-        .flatten()
-        .filter(|(_, _, read, _)| *read)
-        .map(|(z, _, _, _)| z.clone())
+        .filter(|(u, r)| u.3 && r.is_ok())
+        .map(|(u, _)| u.0.clone())
         .collect::<BTreeSet<_>>()
         .into_iter()
         .collect();
-    // The chained dig takes its zones in argv: past one dig's share, the
-    // rest is read separately.
-    let rest = if read_back.len() > ZONES_PER_DIG {
-        read_back.split_off(ZONES_PER_DIG)
+    let serials = if read_back.is_empty() {
+        Ok(BTreeMap::new())
     } else {
-        Vec::new()
+        let cmd = if read_back.len() > ZONES_PER_DIG {
+            dig_soa_many(&layout, &read_back)
+        } else {
+            dig_soa(&layout, &read_back)
+        };
+        exec.exec(pod, &cmd).await.map(|o| parse_dig_soa(&o.stdout))
     };
-    tracing::debug!(
-        pod = %pod,
-        zones = part_of.len(),
-        processes = scripts.len(),
-        messages = scripts.iter().map(|s| s.messages).sum::<usize>(),
-        changes = scripts.iter().map(|s| s.changes).sum::<usize>(),
-        "sending updates in one run"
-    );
-    let cmd = nsupdate_then_soa(&layout, &scripts, &read_back);
-    let out = exec.exec(pod, &cmd).await;
-    let stdout = match &out {
-        Ok(o) => o.stdout.as_str(),
-        Err(e) => e.stdout(),
-    };
-    let (parts_text, soa_text) = stdout.split_once("@@nsupdate\n").unwrap_or((stdout, ""));
-    let mut serials = parse_dig_soa(soa_text);
-    let soa_failed = !read_back.is_empty() && out.is_err() && serials.is_empty();
-    if !rest.is_empty()
-        && let Ok(o) = exec.exec(pod, &dig_soa_many(&layout, &rest)).await
-    {
-        serials.extend(parse_dig_soa(&o.stdout));
-    }
-    let outputs: Vec<(&str, &str)> = parts_text
-        .split("@@end-part\n")
-        .map(|p| p.split_once("@@stderr\n").unwrap_or((p, "")))
-        .collect();
-    for (k, part) in parts.into_iter().enumerate() {
-        let (answers, stderr) = outputs.get(k).copied().unwrap_or_default();
-        let mut answers = parse_answers(answers).into_iter();
-        for (zone, script, read, replies) in part {
-            // This zone's messages' answers, in order.
-            let mine: Vec<_> = answers.by_ref().take(script.messages).collect();
-            let result = || {
-                if mine.len() < script.messages {
-                    Err(unanswered(pod, &zone, &cmd, &out, stderr))
-                } else if let Some(a) = mine.iter().find(|a| a.status != "NOERROR") {
-                    let source = parse_nsupdate_failure(&format!("update failed: {}", a.status));
-                    Err(ServerError::Update {
-                        zone: zone.to_string(),
-                        pod: pod.to_string(),
-                        source,
-                    })
-                } else if read && soa_failed {
-                    Err(unreachable(pod, copy(out.as_ref().expect_err("checked"))))
-                } else {
-                    Ok(read.then(|| serials.get(&zone).copied()).flatten())
-                }
-            };
-            for reply in replies {
-                let _ = reply.send(result());
-            }
+    for ((zone, _, _, read, replies), result) in sent {
+        let result = || match (&result, &serials) {
+            (Err(e), _) => Err(copy_update(e)),
+            (Ok(()), _) if !read => Ok(None),
+            (Ok(()), Ok(s)) => Ok(s.get(&zone).copied()),
+            (Ok(()), Err(e)) => Err(unreachable(pod, copy(e))),
+        };
+        for reply in replies {
+            let _ = reply.send(result());
         }
     }
 }
 
-/// Why a zone's message got no answer: the exec failed, or its nsupdate
-/// process said why on stderr.
-fn unanswered(
-    pod: &PodRef,
-    zone: &ZoneName,
-    cmd: &crate::bind::commands::Command,
-    out: &Result<crate::controller::exec::ExecOutput, ExecError>,
-    stderr: &str,
-) -> ServerError {
-    if let Err(e @ ExecError::Transport { .. }) = out {
-        return unreachable(pod, copy(e));
-    }
-    match parse_nsupdate_failure(stderr) {
-        NsupdateError::Unreachable => unreachable(
-            pod,
-            out.as_ref()
-                .err()
-                .map(copy)
-                .unwrap_or_else(|| ExecError::exited(pod, cmd, 1, String::new(), stderr)),
-        ),
-        source => ServerError::Update {
-            zone: zone.to_string(),
-            pod: pod.to_string(),
-            source,
+/// The same update failure again, for a second request of the zone.
+fn copy_update(e: &ServerError) -> ServerError {
+    match e {
+        ServerError::Update { zone, pod, source } => ServerError::Update {
+            zone: zone.clone(),
+            pod: pod.clone(),
+            source: source.clone(),
         },
+        other => copy_server(other),
     }
 }
 

@@ -18,8 +18,10 @@ mod model;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
 
+use bind_operator::bind::TsigKey;
 use bind_operator::bind::commands::Command;
 use bind_operator::bind::layout::PodLayout;
+use bind_operator::bind::wire::{Op, Rcode, UpdateMessage, WireError};
 use bind_operator::controller::exec::{ExecError, ExecOutput, PodExecutor, PodRef};
 use futures::FutureExt as _;
 use futures::future::BoxFuture;
@@ -426,9 +428,119 @@ impl FakeBind {
     }
 }
 
+/// The typed UPDATE messages in the model's line form, each opened by
+/// the key that signs it (name and algorithm only) and closed by `send`:
+/// what the fake applies and what tests read back from [`Call::stdin`].
+fn transcript(messages: &[UpdateMessage], key: &TsigKey) -> String {
+    let mut out = String::new();
+    for m in messages {
+        out.push_str(&format!(
+            "key {}:{} (signed)\nzone {}\n",
+            key.algorithm,
+            key.name,
+            m.zone.fqdn()
+        ));
+        for line in op_lines(m) {
+            out.push_str(&line);
+            out.push('\n');
+        }
+        out.push_str("send\n");
+    }
+    out
+}
+
+/// One message's operations as the model's update lines.
+fn op_lines(m: &UpdateMessage) -> Vec<String> {
+    let mut out = Vec::new();
+    {
+        for op in &m.ops {
+            let line = match op {
+                Op::DeleteRrset { name, rtype } => format!("update delete {} {rtype}", name.fqdn()),
+                Op::Add {
+                    name,
+                    rtype,
+                    ttl,
+                    rdata,
+                } => format!("update add {} {ttl} {rtype} {rdata}", name.fqdn()),
+                Op::DeleteRdata { name, rtype, rdata } => {
+                    format!("update delete {} {rtype} {rdata}", name.fqdn())
+                }
+                Op::Soa { ttl, soa, serial } => format!(
+                    "update add {} {ttl} SOA {} {} {serial} {} {} {} {}",
+                    m.zone.fqdn(),
+                    soa.mname,
+                    soa.rname,
+                    soa.refresh,
+                    soa.retry,
+                    soa.expire,
+                    soa.minimum
+                ),
+            };
+            out.push(line);
+        }
+    }
+    out
+}
+
+/// The typed refusal of the model's "update failed: X" text.
+fn rcode_of(error: &str) -> Rcode {
+    match error.trim().trim_start_matches("update failed: ") {
+        "REFUSED" => Rcode::Refused,
+        "NOTAUTH" => Rcode::NotAuth,
+        "NOTZONE" => Rcode::NotZone,
+        "SERVFAIL" => Rcode::ServFail,
+        "YXDOMAIN" => Rcode::YxDomain,
+        "NXRRSET" => Rcode::NxRrset,
+        _ => Rcode::FormErr,
+    }
+}
+
 impl PodExecutor for FakeBind {
     fn layout(&self, _pod: &PodRef) -> PodLayout {
         PodLayout::in_cluster()
+    }
+
+    /// Applies the typed messages to the pod's model, in order, stopping
+    /// at the first the model refuses (as named answers each message).
+    fn dns_update<'a>(
+        &'a self,
+        pod: &'a PodRef,
+        messages: &'a [UpdateMessage],
+        key: &'a TsigKey,
+    ) -> BoxFuture<'a, Result<usize, WireError>> {
+        async move {
+            let addr = std::net::SocketAddr::from(([127, 0, 0, 1], 5353));
+            let zone = messages.first().map(|m| m.zone.as_str().to_string());
+            let text = transcript(messages, key);
+            let cmd = Command {
+                argv: vec!["dns-update".into()],
+                stdin: Some(text.clone()),
+            };
+            let down = self.with(|i| i.pods.get(&pod.name).is_some_and(|p| p.down));
+            let result = if down {
+                Err(WireError::Connect {
+                    addr,
+                    source: std::io::ErrorKind::ConnectionRefused.into(),
+                })
+            } else {
+                self.with(|i| {
+                    let p = i.pods.entry(pod.name.clone()).or_default();
+                    for m in messages {
+                        let lines = op_lines(m);
+                        let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+                        model::send(p, &lower(m.zone.as_str()), key.name.as_str(), &lines)?;
+                    }
+                    Ok::<_, String>(messages.len())
+                })
+                .map_err(|e| WireError::Rejected {
+                    addr,
+                    rcode: rcode_of(&e),
+                })
+            };
+            self.record(pod, Kind::Nsupdate, &cmd, zone, result.is_ok());
+            result
+        }
+        .boxed()
     }
 
     fn exec<'a>(

@@ -1,0 +1,355 @@
+//! The DNS client: TSIG-signed messages over TCP to one server address,
+//! with a timeout on connecting and on every read. Each operation opens
+//! its own connection (a pod's named is one hop away; no pool to go
+//! stale when a pod restarts) and closes it when done.
+//!
+//! TCP only: an UPDATE of a large RRset or a zone transfer does not fit
+//! UDP, and TCP needs no retry logic of our own.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::net::TcpStream;
+
+use super::codec::{
+    CLASS_IN, MAX_MESSAGE, Message, Opcode, Question, Record, Response, TYPE_AXFR, TYPE_SOA,
+    decode, lower, wire_name,
+};
+use super::tsig::{self, Verifier};
+use super::update::UpdateMessage;
+use super::{Rcode, WireError};
+use crate::bind::{TsigKey, ZoneName};
+
+/// Default time allowed to connect and for each response.
+pub const TIMEOUT: Duration = Duration::from_secs(5);
+
+/// SOA queries in flight on one connection (pipelined, RFC 7766).
+const PIPELINE: usize = 64;
+
+/// A server, by address.
+#[derive(Debug, Clone)]
+pub struct Client {
+    pub addr: SocketAddr,
+    pub timeout: Duration,
+}
+
+fn next_id() -> u16 {
+    rand::random()
+}
+
+struct Conn {
+    addr: SocketAddr,
+    timeout: Duration,
+    stream: TcpStream,
+}
+
+impl Conn {
+    async fn write(&mut self, msg: &[u8]) -> Result<(), WireError> {
+        if msg.len() > MAX_MESSAGE {
+            return Err(WireError::TooLarge { size: msg.len() });
+        }
+        let mut framed = Vec::with_capacity(msg.len() + 2);
+        framed.extend_from_slice(&(msg.len() as u16).to_be_bytes());
+        framed.extend_from_slice(msg);
+        let addr = self.addr;
+        match tokio::time::timeout(self.timeout, self.stream.write_all(&framed)).await {
+            Ok(r) => r.map_err(|source| WireError::Io { addr, source }),
+            Err(_) => Err(WireError::Timeout {
+                addr,
+                what: "accept the request",
+            }),
+        }
+    }
+
+    async fn read(&mut self) -> Result<Vec<u8>, WireError> {
+        let addr = self.addr;
+        let io = |source| WireError::Io { addr, source };
+        let read = async {
+            let mut len = [0u8; 2];
+            self.stream.read_exact(&mut len).await.map_err(io)?;
+            let mut buf = vec![0u8; usize::from(u16::from_be_bytes(len))];
+            self.stream.read_exact(&mut buf).await.map_err(io)?;
+            Ok(buf)
+        };
+        tokio::time::timeout(self.timeout, read)
+            .await
+            .unwrap_or(Err(WireError::Timeout {
+                addr,
+                what: "answer",
+            }))
+    }
+}
+
+/// The rcode a response carries, its TSIG error folded in.
+fn rcode_of(resp: &Response) -> Rcode {
+    let tsig_error = resp
+        .tsig
+        .as_ref()
+        .and_then(|(rec, _)| tsig::fields(rec))
+        .map_or(0, |f| f.error);
+    Rcode::from_parts(resp.rcode, tsig_error)
+}
+
+impl Client {
+    pub fn new(addr: SocketAddr) -> Self {
+        Client {
+            addr,
+            timeout: TIMEOUT,
+        }
+    }
+
+    async fn connect(&self) -> Result<Conn, WireError> {
+        let addr = self.addr;
+        let stream = match tokio::time::timeout(self.timeout, TcpStream::connect(addr)).await {
+            Ok(Ok(s)) => s,
+            Ok(Err(source)) => return Err(WireError::Connect { addr, source }),
+            Err(_) => {
+                return Err(WireError::Timeout {
+                    addr,
+                    what: "accept the connection",
+                });
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        Ok(Conn {
+            addr,
+            timeout: self.timeout,
+            stream,
+        })
+    }
+
+    /// Reads the response to request `id`, checks it answers it, and
+    /// verifies its signature when `verifier` is given. A rejected
+    /// request is a [`WireError::Rejected`] with its rcode (a TSIG error
+    /// reply is unsigned: the server could not sign it, so BADKEY and
+    /// BADSIG are reported as the server said).
+    async fn response(
+        &self,
+        conn: &mut Conn,
+        id: u16,
+        verifier: Option<&mut Verifier>,
+    ) -> Result<Response, WireError> {
+        let raw = conn.read().await?;
+        let addr = self.addr;
+        let resp = decode(&raw).map_err(|source| WireError::Malformed { addr, source })?;
+        if resp.id != id || !resp.qr {
+            return Err(WireError::Malformed {
+                addr,
+                source: super::codec::Malformed("a response to another request"),
+            });
+        }
+        let rcode = rcode_of(&resp);
+        if matches!(rcode, Rcode::BadKey | Rcode::BadSig | Rcode::BadTime) {
+            return Err(WireError::Rejected { addr, rcode });
+        }
+        if let Some(v) = verifier {
+            v.verify(&raw, resp.tsig.as_ref())
+                .map_err(|source| WireError::Tsig { addr, source })?;
+        }
+        if rcode != Rcode::NoError {
+            return Err(WireError::Rejected { addr, rcode });
+        }
+        Ok(resp)
+    }
+
+    async fn signed(
+        &self,
+        conn: &mut Conn,
+        msg: &Message,
+        key: &TsigKey,
+    ) -> Result<Response, WireError> {
+        let mut bytes = msg.encode();
+        let mut v = tsig::sign(&mut bytes, key);
+        conn.write(&bytes).await?;
+        self.response(conn, msg.id, Some(&mut v)).await
+    }
+
+    /// Sends the messages in order on one connection, each signed with
+    /// `key`, each waiting for its answer. Stops at the first message the
+    /// server rejects: the messages before it are applied (each message is
+    /// atomic, a sequence of them is not). Ok: how many were sent.
+    pub async fn update(
+        &self,
+        messages: &[UpdateMessage],
+        key: &TsigKey,
+    ) -> Result<usize, WireError> {
+        if messages.is_empty() {
+            return Ok(0);
+        }
+        let mut conn = self.connect().await?;
+        for m in messages {
+            self.signed(&mut conn, &m.to_message(next_id()), key)
+                .await?;
+        }
+        Ok(messages.len())
+    }
+
+    /// The serial the server serves `zone` with: `None` when it does not
+    /// serve it authoritatively (not configured, not loaded, or only
+    /// known as a referral). Signed with `key` when given (a signed query
+    /// lands in the key's view).
+    pub async fn serial(
+        &self,
+        zone: &ZoneName,
+        key: Option<&TsigKey>,
+    ) -> Result<Option<u32>, WireError> {
+        let mut conn = self.connect().await?;
+        let msg = soa_query(zone, next_id());
+        let resp = match key {
+            Some(k) => self.signed(&mut conn, &msg, k).await,
+            None => {
+                conn.write(&msg.encode()).await?;
+                self.response(&mut conn, msg.id, None).await
+            }
+        };
+        not_served_is_none(resp).map(|r| r.and_then(|r| served_serial(zone, &r)))
+    }
+
+    /// Serials of many zones, unsigned queries pipelined on one
+    /// connection. A zone missing from the result is not served.
+    pub async fn serials(&self, zones: &[ZoneName]) -> Result<BTreeMap<ZoneName, u32>, WireError> {
+        let mut out = BTreeMap::new();
+        if zones.is_empty() {
+            return Ok(out);
+        }
+        let mut conn = self.connect().await?;
+        for chunk in zones.chunks(PIPELINE) {
+            let mut ids: BTreeMap<u16, &ZoneName> = BTreeMap::new();
+            let mut batch = Vec::new();
+            for z in chunk {
+                let mut id = next_id();
+                while ids.contains_key(&id) {
+                    id = id.wrapping_add(1);
+                }
+                ids.insert(id, z);
+                let bytes = soa_query(z, id).encode();
+                batch.extend_from_slice(&(bytes.len() as u16).to_be_bytes());
+                batch.extend_from_slice(&bytes);
+            }
+            let addr = self.addr;
+            tokio::time::timeout(self.timeout, conn.stream.write_all(&batch))
+                .await
+                .map_err(|_| WireError::Timeout {
+                    addr,
+                    what: "accept the queries",
+                })?
+                .map_err(|source| WireError::Io { addr, source })?;
+            while !ids.is_empty() {
+                let raw = conn.read().await?;
+                let resp = decode(&raw).map_err(|source| WireError::Malformed { addr, source })?;
+                let Some(zone) = ids.remove(&resp.id) else {
+                    continue;
+                };
+                if resp.rcode == 0
+                    && let Some(s) = served_serial(zone, &resp)
+                {
+                    out.insert(zone.clone(), s);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// A signed AXFR of `zone`: every record, the closing SOA dropped.
+    /// Every message of the stream must carry a TSIG record that
+    /// verifies against the one before.
+    pub async fn axfr(&self, zone: &ZoneName, key: &TsigKey) -> Result<Vec<Record>, WireError> {
+        let mut conn = self.connect().await?;
+        let id = next_id();
+        let msg = Message::new(
+            id,
+            Opcode::Query,
+            Question {
+                name: wire_name(zone.as_str()),
+                qtype: TYPE_AXFR,
+                class: CLASS_IN,
+            },
+        );
+        let mut bytes = msg.encode();
+        let mut v = tsig::sign(&mut bytes, key);
+        conn.write(&bytes).await?;
+        let mut records: Vec<Record> = Vec::new();
+        let mut soas = 0;
+        loop {
+            let resp = self.response(&mut conn, id, Some(&mut v)).await?;
+            if records.is_empty() && resp.answer.first().is_none_or(|r| r.rtype != TYPE_SOA) {
+                return Err(WireError::Rejected {
+                    addr: self.addr,
+                    rcode: Rcode::NotAuth,
+                });
+            }
+            for r in resp.answer {
+                if r.rtype == TYPE_SOA {
+                    soas += 1;
+                    if soas == 2 {
+                        return Ok(records);
+                    }
+                }
+                records.push(r);
+            }
+        }
+    }
+
+    /// Sends a signed NOTIFY for `zone` (RFC 1996) and waits for its
+    /// acknowledgement.
+    pub async fn notify(&self, zone: &ZoneName, key: &TsigKey) -> Result<(), WireError> {
+        let mut conn = self.connect().await?;
+        let mut msg = Message::new(
+            next_id(),
+            Opcode::Notify,
+            Question {
+                name: wire_name(zone.as_str()),
+                qtype: TYPE_SOA,
+                class: CLASS_IN,
+            },
+        );
+        msg.aa = true;
+        self.signed(&mut conn, &msg, key).await.map(|_| ())
+    }
+}
+
+fn soa_query(zone: &ZoneName, id: u16) -> Message {
+    Message::new(
+        id,
+        Opcode::Query,
+        Question {
+            name: wire_name(zone.as_str()),
+            qtype: TYPE_SOA,
+            class: CLASS_IN,
+        },
+    )
+}
+
+/// Answers that say "this server does not serve the zone" become `None`.
+fn not_served_is_none(r: Result<Response, WireError>) -> Result<Option<Response>, WireError> {
+    match r {
+        Ok(r) => Ok(Some(r)),
+        Err(WireError::Rejected {
+            rcode: Rcode::Refused | Rcode::ServFail | Rcode::NotAuth | Rcode::NxDomain,
+            ..
+        }) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// The serial of an authoritative SOA answer for the zone's apex.
+fn served_serial(zone: &ZoneName, resp: &Response) -> Option<u32> {
+    if !resp.aa {
+        return None;
+    }
+    let apex = wire_name(zone.as_str());
+    resp.answer
+        .iter()
+        .find(|r| r.rtype == TYPE_SOA && lower(&r.name) == apex)
+        .and_then(|r| soa_serial(&r.rdata))
+}
+
+/// The serial field of canonical SOA rdata (after the two names).
+pub fn soa_serial(rdata: &[u8]) -> Option<u32> {
+    let mut r = super::codec::Reader::new(rdata);
+    r.name().ok()?;
+    r.name().ok()?;
+    r.u32().ok()
+}
