@@ -201,14 +201,15 @@ fn kustomize_base_renders_a_complete_install() {
         "poddisruptionbudgets",
         &["get", "list", "watch", "create", "patch", "delete"],
     );
-    grants(&perms, "", "pods", &["get", "list", "watch"]);
+    grants(&perms, "", "pods", &["get", "list", "watch", "patch"]);
+    grants(&perms, "", "pods/status", &["patch"]);
     grants(&perms, "", "pods/exec", &["create"]);
     grants(&perms, "", "events", &["create", "patch"]);
     let pod_verbs = &perms[&(String::new(), "pods".to_owned())];
     assert_eq!(
         pod_verbs,
-        &["get", "list", "watch"],
-        "the operator only observes pods"
+        &["get", "list", "patch", "watch"],
+        "the operator observes pods and only patches them (the config-hash annotation); it never creates or deletes one"
     );
     let leases = permissions(find("Role"));
     grants(
