@@ -349,6 +349,39 @@ fn zone_ref_and_zone_name_are_immutable_once_set() {
     );
 }
 
+/// #23 item 4: renaming the catalog took every zone off the secondaries while
+/// the objects said Ready; the API server refuses it instead.
+#[test]
+fn a_clusters_catalog_keeps_its_name() {
+    let derived = accepted(cluster(json!({"catalog": {"transferKeyRef": "xfer"}})));
+    admit(
+        &cluster(json!({"replicas": 3, "catalog": {"transferKeyRef": "xfer"}})),
+        Some(&derived),
+    )
+    .expect("scaling is allowed");
+    rejected_update(
+        cluster(json!({"catalog": {"transferKeyRef": "xfer", "zoneName": "catalog.example"}})),
+        Some(&derived),
+        "spec.catalog.zoneName cannot be set, changed or removed",
+    );
+    let named = accepted(cluster(json!({"catalog": {"zoneName": "catalog.example"}})));
+    admit(
+        &cluster(json!({"catalog": {"zoneName": "catalog.example"}, "replicas": 3})),
+        Some(&named),
+    )
+    .expect("the same name with other changes is allowed");
+    rejected_update(
+        cluster(json!({"catalog": {"zoneName": "bars.example"}})),
+        Some(&named),
+        "spec.catalog.zoneName cannot be set, changed or removed",
+    );
+    rejected_update(
+        cluster(json!({"catalog": {}})),
+        Some(&named),
+        "spec.catalog.zoneName cannot be set, changed or removed",
+    );
+}
+
 #[test]
 fn secondary_zones_need_primaries_and_primary_zones_have_none() {
     accepted(zone(

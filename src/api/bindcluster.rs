@@ -20,7 +20,8 @@ use serde::{Deserialize, Serialize};
 use super::validation::{
     ACL_ELEMENT_PATTERN, DNS_NAME_PATTERN, IP_PATTERN, K8S_NAME_PATTERN, MAX_ACL_ELEMENT_LEN,
     MAX_DNS_NAME_LEN, MAX_IP_LEN, MAX_K8S_NAME_LEN, MAX_LIST_ITEMS, MAX_VIEW_NAME_LEN,
-    MSG_ANCHOR_FIELDS, MSG_FORWARDERS_IPS, RULE_ALL_IPS, RULE_ANCHOR_FIELDS, VIEW_NAME_PATTERN,
+    MSG_ANCHOR_FIELDS, MSG_CATALOG_NAME_KEPT, MSG_FORWARDERS_IPS, RULE_ALL_IPS, RULE_ANCHOR_FIELDS,
+    RULE_CATALOG_NAME_KEPT, VIEW_NAME_PATTERN,
 };
 
 /// Most trust anchors a cluster takes (bounds the CEL cost of their rules).
@@ -219,6 +220,7 @@ pub struct BindClusterSpec {
     /// The catalog zone (RFC 9432, schema version 2) through which the primary
     /// hands its zones to the secondaries.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[x_kube(validation = Rule::new(RULE_CATALOG_NAME_KEPT).message(MSG_CATALOG_NAME_KEPT))]
     pub catalog: Option<CatalogSpec>,
 }
 
