@@ -248,15 +248,12 @@ async fn a_new_clusters_setup_is_one_exec_per_pod_and_a_stale_mount_is_not_recon
         (cond.status == "False" && cond.reason == "Propagating").then_some(())
     })
     .await;
-    // named's counts first, then the execs: the config-hash annotation
-    // makes the mount catch up within moments, so by now an exec may have
-    // found a pod's mount current and reconfigured it. What must hold: named
-    // reloaded only through an exec that found the mount current, never
-    // through one that found it stale.
-    let reloaded = [
-        ("c-0", 2, named_reconfigs(&h, "c-0")),
-        ("c-1", 1, named_reconfigs(&h, "c-1")),
-    ];
+    // The config-hash annotation makes the mount catch up within moments,
+    // so by now an exec may already have found a pod's mount current (and
+    // one may be reconfiguring it right now): here only that the stale
+    // mount was checked and nothing failed. A reconfig of a stale mount
+    // would show below as a reload more than the one per pod the change
+    // needs.
     let stale: Vec<_> = execs.lock().unwrap()[seen..]
         .iter()
         .filter(|(_, verb, _)| *verb == "reconfig")
@@ -274,16 +271,6 @@ async fn a_new_clusters_setup_is_one_exec_per_pod_and_a_stale_mount_is_not_recon
             .all(|(_, o)| *o != Some(WhenMounted::ReconfigFailed)),
         "{stale:?}"
     );
-    for (pod, before, now) in reloaded {
-        let current = stale
-            .iter()
-            .filter(|(p, o)| p == pod && *o == Some(WhenMounted::Reconfigured))
-            .count();
-        assert!(
-            now <= before + current,
-            "reconfigured a stale mount on {pod}: named reloaded {now} times, {before} before the change, {current} exec(s) found the mount current: {stale:?}"
-        );
-    }
 
     // Once the mount caught up: exactly one reconfig per pod.
     wait_for("the change applied on both pods", || async {
@@ -299,8 +286,16 @@ async fn a_new_clusters_setup_is_one_exec_per_pod_and_a_stale_mount_is_not_recon
         .then_some(())
     })
     .await;
-    assert_eq!(named_reconfigs(&h, "c-0"), 3);
-    assert_eq!(named_reconfigs(&h, "c-1"), 2);
+    assert_eq!(
+        named_reconfigs(&h, "c-0"),
+        3,
+        "not exactly one reload for the change (a stale mount reconfigured?)"
+    );
+    assert_eq!(
+        named_reconfigs(&h, "c-1"),
+        2,
+        "not exactly one reload for the change (a stale mount reconfigured?)"
+    );
     let after = count(&execs, seen);
     assert!(
         !after.contains_key(&("c-0".to_string(), "write_notify_targets")),
