@@ -12,7 +12,6 @@ use std::time::{Duration, Instant};
 use bind_operator::api::{
     BindCluster, BindTSIGKey, BindTSIGKeySpec, BindZone, DNSRecord, find_condition,
 };
-use bind_operator::controller;
 use kube::Api;
 use kube::api::{Patch, PatchParams, PostParams};
 use serde_json::json;
@@ -29,20 +28,7 @@ impl Env {
     pub async fn start(
         tweak: impl FnOnce(&mut bind_operator::local::runtime::RuntimeConfig),
     ) -> Env {
-        let h = Harness::start(tweak).await;
-        h.api.register_custom::<BindCluster>();
-        h.api.register_custom::<BindTSIGKey>();
-        h.api.register_custom::<BindZone>();
-        h.api.register_custom::<DNSRecord>();
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let manager = tokio::spawn(controller::run(
-            h.client.clone(),
-            Arc::new(h.runtime.executor()),
-            Arc::new(h.runtime.network()),
-            async move {
-                let _ = stopped.await;
-            },
-        ));
+        let (h, stop, manager) = support::start_controllers(tweak).await;
         Env { h, stop, manager }
     }
 
@@ -108,9 +94,7 @@ impl Env {
     }
 
     pub async fn finish(self) {
-        let _ = self.stop.send(());
-        self.manager.await.unwrap();
-        self.h.finish().await;
+        support::stop_controllers(self.h, self.stop, self.manager).await;
     }
 }
 

@@ -14,10 +14,8 @@ use crate::support_local as support;
 
 use std::os::unix::fs::MetadataExt as _;
 use std::path::Path;
-use std::sync::Arc;
 
 use bind_operator::api::{BindCluster, BindTSIGKey, BindTSIGKeySpec, BindZone, DNSRecord};
-use bind_operator::controller;
 use kube::Api;
 use kube::api::{Patch, PatchParams, PostParams};
 use serde_json::json;
@@ -55,20 +53,7 @@ struct Env {
 
 impl Env {
     async fn start() -> Env {
-        let h = Harness::start(|_| {}).await;
-        h.api.register_custom::<BindCluster>();
-        h.api.register_custom::<BindTSIGKey>();
-        h.api.register_custom::<BindZone>();
-        h.api.register_custom::<DNSRecord>();
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let manager = tokio::spawn(controller::run(
-            h.client.clone(),
-            Arc::new(h.runtime.executor()),
-            Arc::new(h.runtime.network()),
-            async move {
-                let _ = stopped.await;
-            },
-        ));
+        let (h, stop, manager) = support::start_controllers(|_| {}).await;
         Env { h, stop, manager }
     }
 
@@ -151,9 +136,7 @@ impl Env {
     }
 
     async fn finish(self) {
-        let _ = self.stop.send(());
-        self.manager.await.unwrap();
-        self.h.finish().await;
+        support::stop_controllers(self.h, self.stop, self.manager).await;
     }
 }
 

@@ -291,8 +291,9 @@ fn with<'a>(k: &'a PodKey, extra: &[(&'static str, &'a str)]) -> Vec<(&'static s
     l
 }
 
-/// One family: its descriptor, then one series per `(labels, value)`.
-fn family<M: EncodeMetric>(
+/// One family: its descriptor, then one series per `(labels, value)`
+/// (shared with the zone health collector).
+pub(crate) fn family<M: EncodeMetric>(
     encoder: &mut DescriptorEncoder,
     name: &str,
     help: &str,

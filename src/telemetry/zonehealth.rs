@@ -22,8 +22,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use prometheus_client::collector::Collector;
-use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
+use prometheus_client::encoding::DescriptorEncoder;
 use prometheus_client::metrics::gauge::ConstGauge;
+
+use super::bindstats::family;
 
 /// One cluster's survey, as [`ZoneHealth::record`] takes it.
 #[derive(Debug, Clone, Default)]
@@ -137,22 +139,6 @@ impl ZoneHealth {
         }
         out
     }
-}
-
-fn family<M: EncodeMetric>(
-    encoder: &mut DescriptorEncoder,
-    name: &str,
-    help: &str,
-    series: Vec<(Vec<(&str, &str)>, M)>,
-) -> Result<(), std::fmt::Error> {
-    let Some((_, first)) = series.first() else {
-        return Ok(());
-    };
-    let mut fam = encoder.encode_descriptor(name, help, None, first.metric_type())?;
-    for (labels, metric) in &series {
-        metric.encode(fam.encode_family(labels)?)?;
-    }
-    Ok(())
 }
 
 impl Collector for ZoneHealth {

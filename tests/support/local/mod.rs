@@ -330,3 +330,42 @@ impl ClusterObjects {
         }
     }
 }
+
+/// The operator's controllers (`controller::run`, the production wiring)
+/// on a fresh runtime with every CRD registered: the harness, the sender
+/// that stops them and their task. [`stop_controllers`] ends them.
+pub async fn start_controllers(
+    tweak: impl FnOnce(&mut RuntimeConfig),
+) -> (
+    Harness,
+    tokio::sync::oneshot::Sender<()>,
+    tokio::task::JoinHandle<()>,
+) {
+    use bind_operator::api::{BindCluster, BindTSIGKey, BindZone, DNSRecord};
+    let h = Harness::start(tweak).await;
+    h.api.register_custom::<BindCluster>();
+    h.api.register_custom::<BindTSIGKey>();
+    h.api.register_custom::<BindZone>();
+    h.api.register_custom::<DNSRecord>();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let manager = tokio::spawn(bind_operator::controller::run(
+        h.client.clone(),
+        std::sync::Arc::new(h.runtime.executor()),
+        std::sync::Arc::new(h.runtime.network()),
+        async move {
+            let _ = stopped.await;
+        },
+    ));
+    (h, stop, manager)
+}
+
+/// Stops what [`start_controllers`] started, then the runtime.
+pub async fn stop_controllers(
+    h: Harness,
+    stop: tokio::sync::oneshot::Sender<()>,
+    manager: tokio::task::JoinHandle<()>,
+) {
+    let _ = stop.send(());
+    manager.await.unwrap();
+    h.finish().await;
+}
