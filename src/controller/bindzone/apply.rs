@@ -29,7 +29,7 @@ use crate::render::validate::{PrimaryZoneConfig, ZoneConfig};
 use super::applied::Applied;
 use super::primary::{Converged, Failure};
 use super::read::{self, Blocked, Inputs, ZoneRead};
-use super::{Error, dnssec, primary, secondary};
+use super::{Error, dnssec, dnssec_keys, primary, secondary};
 
 use crate::api::{
     REASON_CLUSTER_NOT_FOUND, REASON_FOREIGN_CONFLICT, REASON_SECONDARY_ZONE, REASON_SERVED,
@@ -69,7 +69,9 @@ pub async fn apply(zone: &Arc<BindZone>, ctx: &ZoneContext) -> Result<Action, Er
                 Ok(p) => p.clone(),
                 Err(b) => return blocked(ctx, zone, &records, b).await,
             };
+            let kept_keys = dnssec_keys::kept(ctx, zone, &cfg.clause.zone).await?;
             let read = ZoneRead {
+                kept_keys,
                 cfg: dnssec::effective(zone, &cfg),
                 zone: zone.clone(),
                 inputs,
@@ -132,6 +134,16 @@ async fn primary_zone(ctx: &ZoneContext, r: &ZoneRead) -> Result<Action, Error> 
         &r.inputs.pods,
     );
     let (report, signing) = served_report(zone, &out.desired, &c, servers, dnssec_state);
+    match report.dnssec.as_ref() {
+        // Signed: its keys kept where a rebuilt primary gets them back.
+        Some(Some(d)) => {
+            let target = ctx.target(&r.primary.pod);
+            dnssec_keys::keep(ctx, zone, &target, &r.cfg.clause.zone, d).await?;
+        }
+        // Withdrawn: no key is served any more.
+        Some(None) if zone.spec.dnssec_policy.is_none() => dnssec_keys::forget(ctx, zone).await?,
+        _ => {}
+    }
     finish(ctx, zone, &report, &r.applied, &out.applied).await?;
     Ok(Action::requeue(if signing {
         DNSSEC_RECHECK.min(c.next_check)

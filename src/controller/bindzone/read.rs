@@ -67,6 +67,9 @@ pub struct ZoneRead {
     pub records: Vec<Arc<DNSRecord>>,
     /// The applied annotation (or what this process last wrote into it).
     pub applied: Applied,
+    /// The zone's DNSSEC key files kept in its Secret (see
+    /// [`super::dnssec_keys`]), put back before the zone is created.
+    pub kept_keys: Option<Vec<crate::bind::dnssec::KeyFile>>,
 }
 
 impl Inputs {

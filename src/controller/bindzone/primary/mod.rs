@@ -271,6 +271,8 @@ struct Job<'a> {
     /// The last serial this process saw, even from before a restart (it
     /// still bounds a re-created zone's serial from below).
     last_serial: Option<u32>,
+    /// The zone's kept DNSSEC key files, put back before it is created.
+    kept_keys: Option<&'a [crate::bind::dnssec::KeyFile]>,
 }
 
 impl<'a> Job<'a> {
@@ -293,6 +295,7 @@ impl<'a> Job<'a> {
             snap: snap.filter(|s| s.primary == read.primary.identity),
             last_serial,
             zkey,
+            kept_keys: read.kept_keys.as_deref(),
         }
     }
 
