@@ -67,6 +67,7 @@ mod controller_transfer;
 mod controller_tsig;
 mod controller_zone_batch;
 mod controller_zone_dnssec;
+mod controller_zone_drift;
 mod controller_zone_kinds;
 mod controller_zone_lifecycle;
 mod controller_zone_named;

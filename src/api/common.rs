@@ -137,6 +137,9 @@ pub const REASON_OCCLUDED: &str = "Occluded";
 /// Reason: data another client wrote (a CNAME at the name, a delegation
 /// above it) hides the record set from resolvers.
 pub const REASON_FOREIGN_CONFLICT: &str = "ForeignConflict";
+/// Event reason: an owned record set another client changed (or removed)
+/// was written back as its object says.
+pub const REASON_RRSET_RESTORED: &str = "RRsetRestored";
 /// Reason: an NS record set below the apex would hide record sets that
 /// are already served under it.
 pub const REASON_DELEGATION_CONFLICT: &str = "DelegationConflict";

@@ -79,6 +79,8 @@ pub struct Env {
     pub client: Client,
     pub update: TsigKey,
     pub xfer: TsigKey,
+    /// The controllers' metrics (a restart keeps counting into them).
+    pub metrics: bind_operator::telemetry::Metrics,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     task: Option<tokio::task::JoinHandle<()>>,
 }
@@ -112,6 +114,7 @@ impl Env {
             client: client.clone(),
             update,
             xfer,
+            metrics: bind_operator::telemetry::Metrics::new(),
             stop: None,
             task: None,
         };
@@ -131,7 +134,13 @@ impl Env {
         .shared();
         let client = self.client.clone();
         let (stores, streams) = watch_all(&client);
-        let ctx = Arc::new(Context::new(client, exec, Arc::new(ClusterNetwork), stores));
+        let ctx = Arc::new(Context::with_metrics(
+            client,
+            exec,
+            Arc::new(ClusterNetwork),
+            stores,
+            self.metrics.clone(),
+        ));
         let task = tokio::spawn(async move {
             tokio::select! {
                 () = streams.drive() => {},

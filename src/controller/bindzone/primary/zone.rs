@@ -154,6 +154,7 @@ pub(super) async fn ensure(job: &Job<'_>, seen: &Seen) -> Result<Written, StepEr
         created,
         joined,
         wrote,
+        restored: Vec::new(),
     })
 }
 
