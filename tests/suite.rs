@@ -74,6 +74,7 @@ mod controller_zone_named;
 mod controller_zone_repair;
 mod deploy_monitoring;
 mod e2e_acme;
+mod e2e_catalog_block;
 mod e2e_config;
 mod e2e_examples;
 mod e2e_foreign;
