@@ -76,6 +76,7 @@ mod deploy_monitoring;
 mod e2e_acme;
 mod e2e_catalog_block;
 mod e2e_config;
+mod e2e_dnssec_keys;
 mod e2e_examples;
 mod e2e_foreign;
 mod e2e_hostile;
