@@ -437,7 +437,7 @@ pub fn parse_key_files(stdout: &str, zone: &ZoneName) -> Vec<KeyFile> {
         }
     }
     push(current.take());
-    out.sort_by(|a, b| (a.tag, a.ext).cmp(&(b.tag, b.ext)));
+    out.sort_by_key(|a| (a.tag, a.ext));
     out
 }
 
