@@ -380,6 +380,27 @@ fn a_clusters_catalog_keeps_its_name() {
         Some(&named),
         "spec.catalog.zoneName cannot be set, changed or removed",
     );
+    // The whole block removed or added: the name would change all the
+    // same (to or from the derived one), so it is refused too.
+    rejected_update(
+        cluster(json!({"replicas": 3})),
+        Some(&named),
+        "by adding or removing the whole spec.catalog block",
+    );
+    let bare = accepted(cluster(json!({})));
+    rejected_update(
+        cluster(json!({"catalog": {"zoneName": "catalog.example", "transferKeyRef": "xfer"}})),
+        Some(&bare),
+        "spec.catalog.zoneName cannot be set, changed or removed",
+    );
+    // A block that keeps the derived name may come and go.
+    admit(
+        &cluster(json!({"catalog": {"transferKeyRef": "xfer"}})),
+        Some(&bare),
+    )
+    .expect("adding a block without zoneName keeps the name");
+    admit(&cluster(json!({"replicas": 3})), Some(&derived))
+        .expect("removing a block without zoneName keeps the name");
 }
 
 #[test]

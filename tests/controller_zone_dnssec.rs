@@ -15,6 +15,7 @@ use std::process::{Command as Process, Stdio};
 
 use bind_operator::api::{BindZone, Phase};
 use harness::wait_until;
+use kube::ResourceExt as _;
 use serde_json::json;
 use support::{test_settings, zone};
 
@@ -170,6 +171,9 @@ async fn a_policy_added_to_a_zone_signs_it_and_removing_it_unsigns_through_insec
     })
     .await;
     assert_eq!(dnskeys(p, "sig.test"), "", "DNSKEY still served");
+    // The unsigned zone's kept keys go with the policy.
+    env.gone::<k8s_openapi::api::core::v1::Secret>("sig-dnssec-keys")
+        .await;
     assert!(
         wait_until(support::CONVERGE, || rrsig_count(s, "www.sig.test") == 0
             && dnskeys(s, "sig.test").is_empty()),
@@ -284,7 +288,6 @@ async fn validation_yes_without_trust_anchors_is_refused_and_nothing_serving_cha
     use crate::support_controller::{Harness, NS, material};
     use bind_operator::api::{CONDITION_READY, find_condition};
     use k8s_openapi::api::core::v1::ConfigMap;
-    use kube::ResourceExt as _;
 
     let h = Harness::new().await;
     h.user_key("xfer", "xfer-secret", &material(1)).await;
@@ -457,4 +460,144 @@ fn validation_yes_with_trust_anchors_starts_named() {
         pod.log_text()
     );
     pod.stop();
+}
+
+/// Kills the primary's named, empties its data directory and starts it
+/// again (a pod rebuilt on a fresh emptyDir); kubelet reports a restart.
+async fn rebuild_primary(
+    env: &support::Env,
+    named: &mut crate::controller_zone_named::Named,
+    restarts: i32,
+) {
+    named.primary.stop();
+    let data = named.primary.layout.data_dir.clone();
+    for entry in std::fs::read_dir(&data).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() && !path.is_symlink() {
+            std::fs::remove_dir_all(&path).unwrap();
+        } else {
+            std::fs::remove_file(&path).unwrap();
+        }
+    }
+    named.primary.start();
+    assert_eq!(
+        dnskeys(named.primary.dns.port, "keep.test"),
+        "",
+        "the volume was not empty"
+    );
+    env.set_pod(support::PRIMARY, true, restarts).await;
+}
+
+/// The key tags the server at `port` serves for `zone`.
+fn served_tags(port: u16, zone: &str) -> Vec<u16> {
+    let z = bind_operator::bind::ZoneName::parse(zone).unwrap();
+    let mut tags: Vec<u16> = bind_operator::bind::dnssec::parse_dnskeys(&dnskeys(port, zone), &z)
+        .iter()
+        .map(|k| k.key_tag())
+        .collect();
+    tags.sort_unstable();
+    tags
+}
+
+/// The keys Secret once it holds the key files of `tags`.
+async fn kept_secret(env: &support::Env, tags: &[u16]) -> k8s_openapi::api::core::v1::Secret {
+    let want = tags
+        .iter()
+        .map(u16::to_string)
+        .collect::<Vec<_>>()
+        .join(",");
+    env.wait::<k8s_openapi::api::core::v1::Secret, _>(
+        "keys kept in the Secret",
+        "keep-dnssec-keys",
+        |s| {
+            let s = s?;
+            (s.annotations().get("bind.unkin.net/dnssec-key-tags") == Some(&want))
+                .then(|| s.clone())
+        },
+    )
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_primary_rebuilt_on_an_empty_volume_signs_with_the_kept_keys_across_an_operator_restart()
+{
+    let settings = bind_operator::controller::zonesync::Settings {
+        batch_gather: Some(bind_operator::controller::zonesync::BATCH_GATHER),
+        ..test_settings()
+    };
+    let (mut env, mut named) = setup(settings.clone()).await;
+    let p = named.primary.dns.port;
+    env.create(web("keep", "keep.test", Some("default"))).await;
+    let z = signed(&env, "keep").await;
+    let before = z.status.unwrap().dnssec.unwrap();
+    assert_eq!(served_tags(p, "keep.test"), before.key_tags);
+
+    // Kept in a Secret the zone owns: the key files, named for the key.
+    let secret = kept_secret(&env, &before.key_tags).await;
+    let uid = z.metadata.uid.clone().unwrap();
+    assert!(
+        secret
+            .owner_references()
+            .iter()
+            .any(|o| o.uid == uid && o.kind == "BindZone")
+    );
+    let names: Vec<&String> = secret.data.as_ref().unwrap().keys().collect();
+    println!("kept: {names:?}");
+    for ext in ["key", "private", "state"] {
+        assert!(
+            names.iter().any(|n| n.ends_with(&format!(".{ext}"))),
+            "no .{ext} in {names:?}"
+        );
+    }
+
+    // The primary rebuilt on an empty volume: same keys, same DS.
+    rebuild_primary(&env, &mut named, 1).await;
+    let ok = wait_until(support::CONVERGE, || {
+        served_tags(p, "keep.test") == before.key_tags
+    });
+    assert!(
+        ok,
+        "served after the rebuild: {:?}, want {:?}",
+        served_tags(p, "keep.test"),
+        before.key_tags
+    );
+    follow(p, "www.keep.test", "A", &["192.0.2.80"]);
+    assert!(
+        rrsig_count(p, "www.keep.test") > 0,
+        "not signed after the rebuild"
+    );
+    let after = signed(&env, "keep").await.status.unwrap().dnssec.unwrap();
+    assert_eq!(after.key_tags, before.key_tags);
+    assert_eq!(
+        after.ds, before.ds,
+        "the DS at the parent would no longer match"
+    );
+    assert_eq!(after.ds, ds_by_bind_tools(p, "keep.test"));
+
+    // A fresh operator (nothing in memory) and another rebuild: the keys
+    // come from the Secret alone.
+    let exec = std::sync::Arc::new(crate::controller_zone_named::LocalExec {
+        layouts: std::collections::HashMap::from([
+            (support::PRIMARY.to_string(), named.primary.layout.clone()),
+            (
+                support::SECONDARY.to_string(),
+                named.secondary.layout.clone(),
+            ),
+        ]),
+    });
+    env.restart_operator(exec, settings).await;
+    rebuild_primary(&env, &mut named, 2).await;
+    let ok = wait_until(support::CONVERGE, || {
+        served_tags(p, "keep.test") == before.key_tags
+    });
+    assert!(
+        ok,
+        "served after the restart and rebuild: {:?}, want {:?}",
+        served_tags(p, "keep.test"),
+        before.key_tags
+    );
+    follow(p, "www.keep.test", "A", &["192.0.2.80"]);
+    let last = signed(&env, "keep").await.status.unwrap().dnssec.unwrap();
+    assert_eq!((last.key_tags, last.ds), (before.key_tags, before.ds));
+    env.stop().await;
 }

@@ -349,3 +349,64 @@ fn a_grant_on_a_zone_in_a_view_lets_its_key_write_only_there() {
     }
     assert!(local.stop().success());
 }
+
+/// Issue 23 item 7: a view renamed away under its zone. The zone says
+/// the view is gone (`ViewNotFound`, naming the view and the cluster's
+/// views), not a transfer failure; its record says the zone failed; the
+/// other view's zone keeps serving. The view back: served again.
+#[test]
+fn a_view_renamed_away_under_a_zone_says_the_view_is_gone() {
+    let f = Fixture::empty();
+    f.write(
+        "cluster.yaml",
+        &MANIFESTS.replace(
+            "SECRET_B64",
+            &STANDARD.encode(STANDARD.encode(TRANSFER_RAW)),
+        ),
+    );
+    f.write("www-int.yaml", &record("www-int", "int", "10.0.0.1"));
+    f.write("www-ext.yaml", &record("www-ext", "ext", "192.0.2.1"));
+    let local = f.start(&[]);
+    let snapshot = local.wait_all_ready();
+    let primary = support::primary(&snapshot, "example").dns.port();
+    let (internal, external) = (view_key("internal"), view_key("external"));
+    wait(&local, primary, Some(&internal), "10.0.0.1");
+
+    let original = f.read("cluster.yaml");
+    f.write(
+        "cluster.yaml",
+        &original.replace("    - name: internal\n", "    - name: inside\n"),
+    );
+    let row = |s: &bind_operator::local::report::Snapshot, name: &str| {
+        s.objects.iter().find(|o| o.name == name).cloned()
+    };
+    let s = local.wait_status("the zone says its view is gone", |s| {
+        row(s, "int").is_some_and(|o| o.reason == "ViewNotFound")
+    });
+    let int = row(&s, "int").unwrap();
+    assert!(!int.ready);
+    assert!(
+        int.message.contains("view internal is gone") && int.message.contains("inside, external"),
+        "{}",
+        int.message
+    );
+    assert!(!int.message.contains("Transfer failed"), "{}", int.message);
+    let s = local.wait_status("its record says the zone failed", |s| {
+        row(s, "www-int").is_some_and(|o| o.reason == "ZoneFailed")
+    });
+    assert!(
+        row(&s, "www-int")
+            .unwrap()
+            .message
+            .contains("view internal is gone")
+    );
+    // The other view is untouched.
+    assert!(row(&s, "ext").unwrap().ready);
+    assert_eq!(dig(primary, Some(&external)), ["192.0.2.1"]);
+
+    // The view back under its name: the zone is served again.
+    f.write("cluster.yaml", &original);
+    local.wait_status("served again with its view back", support::all_ready);
+    wait(&local, primary, Some(&internal), "10.0.0.1");
+    assert!(local.stop().success());
+}

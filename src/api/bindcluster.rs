@@ -219,7 +219,13 @@ pub struct BindClusterSpec {
 
     /// The catalog zone (RFC 9432, schema version 2) through which the primary
     /// hands its zones to the secondaries.
+    /// Unset: `{}` (a derived name, a generated transfer key). Its zoneName
+    /// cannot change once the cluster exists.
+    // Defaulted to `{}` by the API server so the transition rule, which
+    // runs only when the old and the new object both have the field, also
+    // judges a whole block added or removed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(extend("default" = {}))]
     #[x_kube(validation = Rule::new(RULE_CATALOG_NAME_KEPT).message(MSG_CATALOG_NAME_KEPT))]
     pub catalog: Option<CatalogSpec>,
 }

@@ -137,6 +137,12 @@ pub const REASON_OCCLUDED: &str = "Occluded";
 /// Reason: data another client wrote (a CNAME at the name, a delegation
 /// above it) hides the record set from resolvers.
 pub const REASON_FOREIGN_CONFLICT: &str = "ForeignConflict";
+/// Reason: the zone's `spec.view` names no view of its cluster (the view
+/// was renamed or removed), so no server serves the zone there.
+pub const REASON_VIEW_NOT_FOUND: &str = "ViewNotFound";
+/// Event reason: an owned record set another client changed (or removed)
+/// was written back as its object says.
+pub const REASON_RRSET_RESTORED: &str = "RRsetRestored";
 /// Reason: an NS record set below the apex would hide record sets that
 /// are already served under it.
 pub const REASON_DELEGATION_CONFLICT: &str = "DelegationConflict";
@@ -215,6 +221,7 @@ pub const CONDITION_REASONS: &[(&str, ReasonKind)] = &[
     (REASON_RESERVED_ZONE_NAME, ReasonKind::Failed),
     (REASON_OCCLUDED, ReasonKind::Failed),
     (REASON_FOREIGN_CONFLICT, ReasonKind::Failed),
+    (REASON_VIEW_NOT_FOUND, ReasonKind::Failed),
     (REASON_DELEGATION_CONFLICT, ReasonKind::Failed),
     (REASON_WEAK_KEY, ReasonKind::Done),
     (REASON_PUBLIC_SUFFIX, ReasonKind::Done),

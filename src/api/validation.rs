@@ -116,15 +116,17 @@ pub const MSG_ZONE_REF_IMMUTABLE: &str =
 pub const MSG_ZONE_NAME_IMMUTABLE: &str =
     "zoneName is immutable: create a new BindZone for the other zone name and delete this one";
 
-/// CEL on a cluster's catalog (a transition rule, so it runs when the old
-/// and the new object both have `spec.catalog`): the catalog zone keeps its
-/// name. Secondaries keep a catalog's members only while that catalog
-/// lives; a renamed catalog left a secondary answering none of its zones
-/// while every object said Ready.
+/// CEL on a cluster's catalog (a transition rule; `spec.catalog` defaults
+/// to `{}`, so it runs on every update and adding or removing the whole
+/// block is judged too, not only a change inside it): the catalog zone
+/// keeps its name. Secondaries keep a catalog's members only while that
+/// catalog lives; a renamed catalog left a secondary answering none of its
+/// zones while every object said Ready. A block with only `transferKeyRef` may come and go (the
+/// name stays the derived one).
 pub const RULE_CATALOG_NAME_KEPT: &str =
     "(has(self.zoneName) ? self.zoneName : '') == (has(oldSelf.zoneName) ? oldSelf.zoneName : '')";
 /// Message for [`RULE_CATALOG_NAME_KEPT`].
-pub const MSG_CATALOG_NAME_KEPT: &str = "spec.catalog.zoneName cannot be set, changed or removed on an existing BindCluster (the secondaries would lose every zone of the old catalog): create a new BindCluster with the new catalog name and move the zones to it";
+pub const MSG_CATALOG_NAME_KEPT: &str = "spec.catalog.zoneName cannot be set, changed or removed on an existing BindCluster, in place or by adding or removing the whole spec.catalog block (the secondaries would lose every zone of the old catalog): keep spec.catalog.zoneName as it is, or create a new BindCluster with the new catalog name and move the zones to it";
 
 /// CEL: every entry of a list is an IP address.
 pub const RULE_ALL_IPS: &str = "self.all(a, isIP(a))";

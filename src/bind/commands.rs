@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use super::conf::{ConfWriter, server_tokens};
-use super::dnssec::key_file_prefix;
+use super::dnssec::{KeyFile, key_file_prefix, render_key_files};
 use super::entrypoint::RNDC_KEY_NAME;
 use super::layout::{PodLayout, data};
 use super::name::ZoneName;
@@ -94,6 +94,8 @@ fn verb_of(argv: &[String]) -> &'static str {
             UPDATES_THEN_SOA_SCRIPT => "nsupdate",
             READD_SCRIPT => "readd_zone",
             WRITE_FILE_SCRIPT => "write_zone_file",
+            READ_KEYS_SCRIPT => "read_key_files",
+            RESTORE_KEYS_SCRIPT => "restore_key_files",
             WRITE_NOTIFY_SCRIPT => "write_notify_targets",
             RECONFIG_WHEN_MOUNTED_SCRIPT => "reconfig",
             ENSURE_NOTIFY_SCRIPT => "ensure_notify_targets",
@@ -255,6 +257,32 @@ const WRITE_FILE_SCRIPT: &str = include_str!("scripts/write_file.sh");
 /// `addzone`.
 pub fn write_zone_file(layout: &PodLayout, file: &str, text: &str) -> Command {
     Command::sh(WRITE_FILE_SCRIPT, vec![layout.data_path(file)]).with_stdin(text.to_string())
+}
+
+const READ_KEYS_SCRIPT: &str = include_str!("scripts/read_keys.sh");
+
+/// Prints the zone's key files from the key directory (the data
+/// directory: the config sets no `key-directory`); parse with
+/// [`super::dnssec::parse_key_files`]. The output is key material.
+pub fn read_key_files(layout: &PodLayout, zone: &ZoneName) -> Command {
+    Command::sh(
+        READ_KEYS_SCRIPT,
+        vec![layout.data_path(&key_file_prefix(zone))],
+    )
+}
+
+const RESTORE_KEYS_SCRIPT: &str = include_str!("scripts/restore_keys.sh");
+
+/// Puts the zone's kept key files (on stdin, key material) back into the
+/// key directory, each only where no file of its name is; run before the
+/// zone is created, so named signs it with them. Prints `@@restored NAME`
+/// per file written.
+pub fn restore_key_files(layout: &PodLayout, zone: &ZoneName, files: &[KeyFile]) -> Command {
+    Command::sh(
+        RESTORE_KEYS_SCRIPT,
+        vec![layout.data_dir.to_string_lossy().into_owned()],
+    )
+    .with_stdin(render_key_files(files, zone))
 }
 
 const APPLY_ZONES_SCRIPT: &str = include_str!("scripts/apply_zones.sh");

@@ -319,6 +319,156 @@ pub fn key_file_prefix(zone: &ZoneName) -> String {
     format!("K{}+", zone.fqdn())
 }
 
+/// One of the files named keeps for a signed zone's key in its key
+/// directory (`K<zone>.+<alg>+<tag>.<ext>`), with its text. The text is
+/// key material (`.private`): its `Debug` prints the name only.
+#[derive(Clone, PartialEq, Eq)]
+pub struct KeyFile {
+    /// The algorithm as named writes it, three digits (`013`).
+    pub algorithm: String,
+    pub tag: u16,
+    pub ext: KeyFileExt,
+    pub text: String,
+}
+
+impl std::fmt::Debug for KeyFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "KeyFile({})", self.short_name())
+    }
+}
+
+/// Which of a key's files: the public DNSKEY, the private key, the key's
+/// timing state (`dnssec-policy` keeps its rollover state there).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum KeyFileExt {
+    Key,
+    Private,
+    State,
+}
+
+impl KeyFileExt {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            KeyFileExt::Key => "key",
+            KeyFileExt::Private => "private",
+            KeyFileExt::State => "state",
+        }
+    }
+
+    fn parse(s: &str) -> Option<Self> {
+        match s {
+            "key" => Some(KeyFileExt::Key),
+            "private" => Some(KeyFileExt::Private),
+            "state" => Some(KeyFileExt::State),
+            _ => None,
+        }
+    }
+}
+
+impl KeyFile {
+    /// The file's name in the key directory: `K<zone>.+013+12345.key`.
+    pub fn file_name(&self, zone: &ZoneName) -> String {
+        format!(
+            "{}{}+{}.{}",
+            key_file_prefix(zone),
+            self.algorithm,
+            self.tag_text(),
+            self.ext.as_str()
+        )
+    }
+
+    /// The name without the zone, usable as a Secret data key (no `+`):
+    /// `013-12345.key`.
+    pub fn short_name(&self) -> String {
+        format!(
+            "{}-{}.{}",
+            self.algorithm,
+            self.tag_text(),
+            self.ext.as_str()
+        )
+    }
+
+    fn tag_text(&self) -> String {
+        format!("{:05}", self.tag)
+    }
+
+    /// Reads a key file's name in the key directory (`file_name`'s form)
+    /// or a Secret data key (`short_name`'s form).
+    pub fn parse_name(zone: &ZoneName, name: &str, text: String) -> Option<KeyFile> {
+        let rest = name.strip_prefix(&key_file_prefix(zone)).unwrap_or(name);
+        let (stem, ext) = rest.rsplit_once('.')?;
+        let (alg, tag) = stem.split_once(['+', '-'])?;
+        let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+        if !digits(alg) || alg.len() != 3 || !digits(tag) || tag.len() != 5 {
+            return None;
+        }
+        Some(KeyFile {
+            algorithm: alg.to_string(),
+            tag: tag.parse().ok()?,
+            ext: KeyFileExt::parse(ext)?,
+            text,
+        })
+    }
+}
+
+/// Marks each file in the stream of key files between the operator and a
+/// pod (`@@file NAME`, then its lines).
+const FILE_MARK: &str = "@@file ";
+
+/// The key files of `zone` as `read_keys.sh` prints them (`@@file NAME`
+/// then its lines); names that are not the zone's key files are skipped.
+pub fn parse_key_files(stdout: &str, zone: &ZoneName) -> Vec<KeyFile> {
+    let mut out = Vec::new();
+    let mut current: Option<(String, String)> = None;
+    let mut push = |cur: Option<(String, String)>| {
+        if let Some((name, text)) = cur
+            && let Some(f) = KeyFile::parse_name(zone, &name, text)
+        {
+            out.push(f);
+        }
+    };
+    for line in stdout.lines() {
+        if let Some(name) = line.strip_prefix(FILE_MARK) {
+            push(current.take());
+            current = Some((name.trim().to_string(), String::new()));
+        } else if let Some((_, text)) = current.as_mut() {
+            text.push_str(line);
+            text.push('\n');
+        }
+    }
+    push(current.take());
+    out.sort_by_key(|a| (a.tag, a.ext));
+    out
+}
+
+/// The stdin of `restore_keys.sh`: each file as `@@file NAME` then its
+/// lines. Key files are text and no line of theirs starts with `@@`.
+pub fn render_key_files(files: &[KeyFile], zone: &ZoneName) -> String {
+    let mut out = String::new();
+    for f in files {
+        out.push_str(FILE_MARK);
+        out.push_str(&f.file_name(zone));
+        out.push('\n');
+        for line in f.text.lines() {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// The key tags of a set of key files (from their `.key` files).
+pub fn key_file_tags(files: &[KeyFile]) -> Vec<u16> {
+    let mut tags: Vec<u16> = files
+        .iter()
+        .filter(|f| f.ext == KeyFileExt::Key)
+        .map(|f| f.tag)
+        .collect();
+    tags.sort_unstable();
+    tags.dedup();
+    tags
+}
+
 /// The files beside a zone file that named keeps for it: its journal,
 /// the inline-signing pair's backup journal, signed copy and its journal.
 pub const ZONE_FILE_SUFFIXES: &[&str] = &[".jnl", ".jbk", ".signed", ".signed.jnl"];
@@ -415,6 +565,23 @@ mod tests {
         )
         .unwrap_err();
         assert!(injected.to_string().contains("base64"), "{injected}");
+    }
+
+    #[test]
+    fn key_files_round_trip_between_pod_and_secret_names() {
+        let z = ZoneName::parse("a.test").unwrap();
+        let stdout = "@@file Ka.test.+013+01234.key\n; comment\na.test. 3600 IN DNSKEY 257 3 13 AAAA\n@@file Ka.test.+013+01234.private\nPrivate-key-format: v1.3\n@@file Kother.test.+013+00001.key\nx\n@@file Ka.test.+013+01234.jnl\nx\n";
+        let files = parse_key_files(stdout, &z);
+        assert_eq!(files.len(), 2, "{files:?}");
+        assert_eq!(files[0].file_name(&z), "Ka.test.+013+01234.key");
+        assert_eq!(files[0].short_name(), "013-01234.key");
+        assert_eq!(files[1].text, "Private-key-format: v1.3\n");
+        assert!(!format!("{files:?}").contains("Private-key"));
+        assert_eq!(key_file_tags(&files), vec![1234]);
+        let back = KeyFile::parse_name(&z, "013-01234.private", "t\n".into()).unwrap();
+        assert_eq!(back.file_name(&z), "Ka.test.+013+01234.private");
+        assert_eq!(parse_key_files(&render_key_files(&files, &z), &z), files);
+        assert!(KeyFile::parse_name(&z, "../x+01234.key", String::new()).is_none());
     }
 
     #[test]

@@ -7,7 +7,9 @@
 //!   `reconciliations_total{controller}`,
 //!   `reconcile_errors_total{controller,category}`,
 //!   `reconcile_duration_seconds{controller}` (histogram),
-//!   `exec_calls_total{verb}`, `exec_errors_total{verb}`, `leader` (0/1).
+//!   `exec_calls_total{verb}`, `exec_errors_total{verb}`, `leader` (0/1),
+//!   `rrset_repairs_total{namespace,zone}` (owned RRsets another client
+//!   changed, written back; a zone name, never a record name).
 //! - Label values are bounded by construction: `controller` is the
 //!   [`Controller`] enum, `category` and `verb` are `&'static str` (an error
 //!   category or a command verb, never a name, a message or a Debug string).
@@ -78,6 +80,12 @@ struct ErrorLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ZoneLabels {
+    namespace: String,
+    zone: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct VerbLabels {
     verb: &'static str,
 }
@@ -91,6 +99,7 @@ struct Inner {
     reconcile_duration: HistogramFamily,
     exec_calls: Family<VerbLabels, Counter>,
     exec_errors: Family<VerbLabels, Counter>,
+    rrset_repairs: Family<ZoneLabels, Counter>,
     leader: Gauge,
     /// The unprefixed `bind_*` families.
     bind_registry: Registry,
@@ -135,6 +144,7 @@ impl Metrics {
         let exec_calls = Family::<VerbLabels, Counter>::default();
         let exec_errors = Family::<VerbLabels, Counter>::default();
         let leader = Gauge::default();
+        let rrset_repairs = Family::<ZoneLabels, Counter>::default();
         registry.register(
             "reconciliations",
             "Reconciles run, by controller",
@@ -161,6 +171,11 @@ impl Metrics {
             exec_errors.clone(),
         );
         registry.register(
+            "rrset_repairs",
+            "Owned record sets another client changed that the operator wrote back, by namespace and zone",
+            rrset_repairs.clone(),
+        );
+        registry.register(
             "leader",
             "1 while this replica holds the leader lease (or runs without leader election)",
             leader.clone(),
@@ -183,6 +198,7 @@ impl Metrics {
                 reconcile_duration,
                 exec_calls,
                 exec_errors,
+                rrset_repairs,
                 leader,
                 bind_registry,
                 bind,
@@ -224,6 +240,18 @@ impl Metrics {
         if !ok {
             self.inner.exec_errors.get_or_create(&labels).inc();
         }
+    }
+
+    /// Counts `n` owned RRsets of `zone` (in the BindZone's `namespace`)
+    /// written back after another client changed them.
+    pub fn rrset_repairs(&self, namespace: &str, zone: &str, n: usize) {
+        self.inner
+            .rrset_repairs
+            .get_or_create(&ZoneLabels {
+                namespace: namespace.to_string(),
+                zone: zone.to_string(),
+            })
+            .inc_by(n as u64);
     }
 
     pub fn set_leader(&self, leader: bool) {

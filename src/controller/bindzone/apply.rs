@@ -18,7 +18,9 @@ use crate::bind::ZoneName;
 use crate::bind::zone::SecondaryZone;
 use crate::controller::zonesync::ZoneContext;
 use crate::controller::zonesync::diff::{Foreign, Served};
-use crate::controller::zonesync::plan::{Desired, Verdict, has_record_finalizer, key_text};
+use crate::controller::zonesync::plan::{
+    Desired, Owner, RrKey, Verdict, has_record_finalizer, key_text,
+};
 use crate::controller::zonesync::server::ServerError;
 use crate::controller::zonesync::writes::{
     RecordReport, ZoneReport, queue_record_reports, release_record_reports, write_applied,
@@ -29,11 +31,11 @@ use crate::render::validate::{PrimaryZoneConfig, ZoneConfig};
 use super::applied::Applied;
 use super::primary::{Converged, Failure};
 use super::read::{self, Blocked, Inputs, ZoneRead};
-use super::{Error, dnssec, primary, secondary};
+use super::{Error, dnssec, dnssec_keys, primary, secondary};
 
 use crate::api::{
-    REASON_CLUSTER_NOT_FOUND, REASON_FOREIGN_CONFLICT, REASON_SECONDARY_ZONE, REASON_SERVED,
-    REASON_ZONE_FAILED, is_terminal_failure,
+    REASON_CLUSTER_NOT_FOUND, REASON_FOREIGN_CONFLICT, REASON_RRSET_RESTORED,
+    REASON_SECONDARY_ZONE, REASON_SERVED, REASON_ZONE_FAILED, is_terminal_failure,
 };
 use crate::controller::error::backoff;
 
@@ -69,7 +71,9 @@ pub async fn apply(zone: &Arc<BindZone>, ctx: &ZoneContext) -> Result<Action, Er
                 Ok(p) => p.clone(),
                 Err(b) => return blocked(ctx, zone, &records, b).await,
             };
+            let kept_keys = dnssec_keys::kept(ctx, zone, &cfg.clause.zone).await?;
             let read = ZoneRead {
+                kept_keys,
                 cfg: dnssec::effective(zone, &cfg),
                 zone: zone.clone(),
                 inputs,
@@ -131,7 +135,20 @@ async fn primary_zone(ctx: &ZoneContext, r: &ZoneRead) -> Result<Action, Error> 
         c.served.serial,
         &r.inputs.pods,
     );
+    if !c.restored.is_empty() {
+        restored(ctx, zone, records, &out.desired, &c.restored).await;
+    }
     let (report, signing) = served_report(zone, &out.desired, &c, servers, dnssec_state);
+    match report.dnssec.as_ref() {
+        // Signed: its keys kept where a rebuilt primary gets them back.
+        Some(Some(d)) => {
+            let target = ctx.target(&r.primary.pod);
+            dnssec_keys::keep(ctx, zone, &target, &r.cfg.clause.zone, d).await?;
+        }
+        // Withdrawn: no key is served any more.
+        Some(None) if zone.spec.dnssec_policy.is_none() => dnssec_keys::forget(ctx, zone).await?,
+        _ => {}
+    }
     finish(ctx, zone, &report, &r.applied, &out.applied).await?;
     Ok(Action::requeue(if signing {
         DNSSEC_RECHECK.min(c.next_check)
@@ -140,6 +157,59 @@ async fn primary_zone(ctx: &ZoneContext, r: &ZoneRead) -> Result<Action, Error> 
     } else {
         c.next_check
     }))
+}
+
+/// Tells of owned RRsets written back after another client changed them:
+/// a Warning Event on the object that owns each (its DNSRecord, or the
+/// BindZone for `spec.records`), a log line and the repairs counter, so a
+/// user can find the other writer.
+async fn restored(
+    ctx: &ZoneContext,
+    zone: &BindZone,
+    records: &[Arc<DNSRecord>],
+    desired: &Desired,
+    keys: &[RrKey],
+) {
+    let ns = zone.namespace().unwrap_or_default();
+    let zname = &zone.spec.zone_name;
+    ctx.base.metrics.rrset_repairs(&ns, zname, keys.len());
+    for key in keys {
+        let note = format!(
+            "RRset {} {} restored: changed by another client",
+            key.0.fqdn(),
+            key.1
+        );
+        let owner = desired.rrsets.get(key).map(|w| &w.owner);
+        tracing::warn!(namespace = %ns, zone = %zname, rrset = %key_text(key), owner = ?owner.map(ToString::to_string), "owned RRset changed by another client; restored");
+        let record = match owner {
+            Some(Owner::Record(n)) => records.iter().find(|r| r.name_any() == *n),
+            _ => None,
+        };
+        match record {
+            Some(r) => {
+                ctx.base
+                    .publish_event(
+                        r.as_ref(),
+                        EventType::Warning,
+                        REASON_RRSET_RESTORED,
+                        "Repair",
+                        note,
+                    )
+                    .await
+            }
+            None => {
+                ctx.base
+                    .publish_event(
+                        zone,
+                        EventType::Warning,
+                        REASON_RRSET_RESTORED,
+                        "Repair",
+                        note,
+                    )
+                    .await
+            }
+        }
+    }
 }
 
 /// A primary zone that did not converge: a plan that cannot be written, or

@@ -67,6 +67,9 @@ pub struct ZoneRead {
     pub records: Vec<Arc<DNSRecord>>,
     /// The applied annotation (or what this process last wrote into it).
     pub applied: Applied,
+    /// The zone's DNSSEC key files kept in its Secret (see
+    /// [`super::dnssec_keys`]), put back before the zone is created.
+    pub kept_keys: Option<Vec<crate::bind::dnssec::KeyFile>>,
 }
 
 impl Inputs {
@@ -237,6 +240,32 @@ pub fn validate(zone: &BindZone, inputs: &Inputs) -> Result<ZoneConfig, Blocked>
             ),
             permanent: true,
         });
+    }
+    if let Some(view) = zone.spec.view.as_deref() {
+        let views = &inputs.cluster.spec.views;
+        if !views.iter().any(|v| v.name == view) {
+            let have = if views.is_empty() {
+                "it has no views".to_string()
+            } else {
+                format!(
+                    "its views: {}",
+                    views
+                        .iter()
+                        .map(|v| v.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            };
+            return Err(Blocked {
+                reason: crate::api::REASON_VIEW_NOT_FOUND,
+                message: format!(
+                    "view {view} is gone from BindCluster {} ({have}): no server serves zone {} there. Set spec.view to a view of the cluster, or add the view back",
+                    inputs.cluster.name_any(),
+                    zone.spec.zone_name
+                ),
+                permanent: true,
+            });
+        }
     }
     zone_config(zone, &inputs.keys.as_loaded(), &inputs.keys.transfer.name).map_err(|e| match e {
         ConfigError::ZoneKeyNotLoaded { .. } => Blocked {

@@ -29,7 +29,7 @@ use std::sync::Arc;
 use crate::bind::commands::{
     self, Command, addzone, delzone, dig_axfr, dig_soa, modzone, write_zone_file, zonestatus,
 };
-use crate::bind::dnssec::{Dnskey, parse_dnskeys};
+use crate::bind::dnssec::{Dnskey, KeyFile, parse_dnskeys, parse_key_files};
 use crate::bind::layout::PodLayout;
 use crate::bind::nsupdate::{BatchError, RrsetChange, UpdateBatch};
 use crate::bind::parse::{
@@ -474,6 +474,34 @@ impl<'a> Target<'a> {
             .await
             .map_err(|e| self.unreachable(e))?;
         Ok(parse_dnskeys(&out.stdout, zone))
+    }
+
+    /// The zone's key files in the pod's key directory (key material:
+    /// kept only in the zone's Secret, never logged).
+    pub async fn key_files(&self, zone: &ZoneName) -> Result<Vec<KeyFile>, ServerError> {
+        let out = self
+            .run(&commands::read_key_files(&self.layout, zone))
+            .await
+            .map_err(|e| self.unreachable(e))?;
+        Ok(parse_key_files(&out.stdout, zone))
+    }
+
+    /// Puts kept key files back into the pod's key directory where no file
+    /// of their name is; returns how many were written.
+    pub async fn restore_key_files(
+        &self,
+        zone: &ZoneName,
+        files: &[KeyFile],
+    ) -> Result<usize, ServerError> {
+        let out = self
+            .run(&commands::restore_key_files(&self.layout, zone, files))
+            .await
+            .map_err(|e| self.unreachable(e))?;
+        Ok(out
+            .stdout
+            .lines()
+            .filter(|l| l.starts_with("@@restored "))
+            .count())
     }
 
     /// `rndc delzone` plus removal of the file and its journal, so a

@@ -79,6 +79,8 @@ pub struct Env {
     pub client: Client,
     pub update: TsigKey,
     pub xfer: TsigKey,
+    /// The controllers' metrics (a restart keeps counting into them).
+    pub metrics: bind_operator::telemetry::Metrics,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
     task: Option<tokio::task::JoinHandle<()>>,
 }
@@ -112,27 +114,54 @@ impl Env {
             client: client.clone(),
             update,
             xfer,
+            metrics: bind_operator::telemetry::Metrics::new(),
             stop: None,
             task: None,
         };
         env.seed().await;
+        env.spawn(exec, settings);
+        env
+    }
+
+    /// Starts the controllers (caches and memory empty, as a fresh
+    /// operator process) on this environment's API.
+    fn spawn(&mut self, exec: Arc<dyn PodExecutor>, settings: Settings) {
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         let shutdown: Shutdown = async move {
             let _ = rx.await;
         }
         .boxed()
         .shared();
+        let client = self.client.clone();
         let (stores, streams) = watch_all(&client);
-        let ctx = Arc::new(Context::new(client, exec, Arc::new(ClusterNetwork), stores));
+        let ctx = Arc::new(Context::with_metrics(
+            client,
+            exec,
+            Arc::new(ClusterNetwork),
+            stores,
+            self.metrics.clone(),
+        ));
         let task = tokio::spawn(async move {
             tokio::select! {
                 () = streams.drive() => {},
                 () = bind_operator::controller::zones::run(ctx, settings, shutdown) => {},
             }
         });
-        env.stop = Some(tx);
-        env.task = Some(task);
-        env
+        self.stop = Some(tx);
+        self.task = Some(task);
+    }
+
+    /// An operator restart: the controllers stop and a fresh process's
+    /// controllers start on the same API (objects and Secrets kept,
+    /// everything remembered in memory lost).
+    pub async fn restart_operator(&mut self, exec: Arc<dyn PodExecutor>, settings: Settings) {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+        if let Some(t) = self.task.take() {
+            let _ = tokio::time::timeout(Duration::from_secs(5), t).await;
+        }
+        self.spawn(exec, settings);
     }
 
     async fn seed(&self) {

@@ -55,7 +55,7 @@ use crate::api::BindZone;
 use crate::bind::{TsigKey, ViewName, ZoneName};
 use crate::controller::zonesync::ZoneContext;
 use crate::controller::zonesync::diff::Served;
-use crate::controller::zonesync::plan::Desired;
+use crate::controller::zonesync::plan::{Desired, RrKey};
 use crate::controller::zonesync::server::{ServerError, Target};
 use crate::controller::zonesync::state::{ClusterMemory, ObjKey, Snapshot, Survey};
 use crate::controller::zonesync::survey::PodInfo;
@@ -81,6 +81,9 @@ pub struct Converged {
     /// Whether the primary was asked this time (false: a recent snapshot
     /// answered, no exec ran).
     pub verified: bool,
+    /// Owned RRsets another client had changed since this process last
+    /// saw them served as planned, written back by this pass.
+    pub restored: Vec<RrKey>,
 }
 
 /// Why a convergence did not happen.
@@ -271,6 +274,8 @@ struct Job<'a> {
     /// The last serial this process saw, even from before a restart (it
     /// still bounds a re-created zone's serial from below).
     last_serial: Option<u32>,
+    /// The zone's kept DNSSEC key files, put back before it is created.
+    kept_keys: Option<&'a [crate::bind::dnssec::KeyFile]>,
 }
 
 impl<'a> Job<'a> {
@@ -293,6 +298,7 @@ impl<'a> Job<'a> {
             snap: snap.filter(|s| s.primary == read.primary.identity),
             last_serial,
             zkey,
+            kept_keys: read.kept_keys.as_deref(),
         }
     }
 
@@ -343,4 +349,6 @@ struct Written {
     joined: bool,
     /// Anything was written.
     wrote: bool,
+    /// Owned RRsets restored after another client changed them.
+    restored: Vec<RrKey>,
 }

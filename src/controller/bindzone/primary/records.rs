@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use crate::bind::nsupdate::RrsetChange;
 use crate::controller::zonesync::diff::{Foreign, diff};
+use crate::controller::zonesync::plan::RrKey;
 use crate::controller::zonesync::server::ServerError;
 
 use super::{Job, Step, StepError, Written};
@@ -30,6 +31,18 @@ async fn rrsets(job: &Job<'_>, written: &mut Written) -> Result<(), ServerError>
     {
         written.served = Arc::new(target.transfer(zname, key).await?);
     }
+    // Drift: owned RRsets this process saw served as planned (its
+    // snapshot of this primary) that the primary, at a serial another
+    // client moved, no longer serves so. Rewritten below, and told.
+    let drifted: Vec<RrKey> = match &job.snap {
+        Some(sn) if sn.served.serial != written.served.serial && !written.created => desired
+            .rrsets
+            .keys()
+            .filter(|k| sn.served.holds(k, desired) && !written.served.holds(k, desired))
+            .cloned()
+            .collect(),
+        _ => Vec::new(),
+    };
     let batch = diff(zname, desired, &written.served);
     let updated = target.update_and_read_serial(&batch, key, view).await?;
     // Copied (from the snapshot it shares) only when something changes.
@@ -59,6 +72,11 @@ async fn rrsets(job: &Job<'_>, written: &mut Written) -> Result<(), ServerError>
             *served = target.transfer(zname, key).await?;
         }
     }
+    // Only what the primary now serves as planned counts as restored.
+    written.restored = drifted
+        .into_iter()
+        .filter(|k| served.holds(k, desired))
+        .collect();
     // spec.soa changed after the zone was made: names and timers follow.
     if served.soa_differs(zname.as_domain(), soa) {
         let next = served.serial.wrapping_add(1);

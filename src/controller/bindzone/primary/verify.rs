@@ -35,6 +35,7 @@ pub(super) async fn unchanged(job: &Job<'_>, snap: &Snapshot, age: Duration) -> 
             interval - age
         },
         verified: false,
+        restored: Vec::new(),
     }
 }
 
@@ -54,6 +55,7 @@ pub(super) fn remember(job: &Job<'_>, written: Written) -> Converged {
         wrote: written.wrote,
         next_check: job.ctx.settings.verify_interval,
         verified: true,
+        restored: written.restored,
     }
 }
 

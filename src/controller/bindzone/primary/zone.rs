@@ -19,8 +19,8 @@ use crate::bind::{RecordType, ViewName, ZoneName};
 use crate::controller::zonesync::diff::Served;
 use crate::controller::zonesync::server::{Created, ServerError};
 
-use super::super::catalog;
 use super::super::serials::{of, start_serial};
+use super::super::{catalog, dnssec_keys};
 use super::{Job, Seen, Step, StepError, TYPE_PRIMARY, Written};
 
 /// Removes the zone from where the annotation says it was applied before.
@@ -62,6 +62,13 @@ pub(super) async fn ensure(job: &Job<'_>, seen: &Seen) -> Result<Written, StepEr
     let skel = skeleton(job, &seen.peers);
     let served = match seen.serial {
         None => {
+            // A signed zone's kept keys go back first: named signs the
+            // new zone with them, so its DS at the parent still matches.
+            if let Some(files) = job.kept_keys {
+                dnssec_keys::restore(target, zname, files)
+                    .await
+                    .map_err(job.at(Step::Zone))?;
+            }
             let full = with_records(job, &skel);
             let (text, bare) = (full.render(), skel.render());
             let fallback = (full.records.len() > skel.records.len()).then_some(bare.as_str());
@@ -147,6 +154,7 @@ pub(super) async fn ensure(job: &Job<'_>, seen: &Seen) -> Result<Written, StepEr
         created,
         joined,
         wrote,
+        restored: Vec::new(),
     })
 }
 
