@@ -17,7 +17,7 @@ pub mod validation;
 
 pub use bindcluster::{
     BindCluster, BindClusterSpec, BindClusterStatus, CatalogSpec, DnsServiceSpec, DnssecValidation,
-    ExternalTrafficPolicy, ForwardZone, ImagePullPolicy, ServiceType, StorageSpec, TrustAnchor,
+    ExternalRndc, ExternalServer, ExternalSpec, ExternalTrafficPolicy, ForwardZone, ImagePullPolicy, ServiceType, StorageSpec, TrustAnchor,
     TrustAnchorType, View,
 };
 pub use bindtsigkey::{BindTSIGKey, BindTSIGKeySpec, BindTSIGKeyStatus, TsigAlgorithm};

@@ -63,6 +63,21 @@ pub async fn apply(zone: &Arc<BindZone>, ctx: &ZoneContext) -> Result<Action, Er
         Err(b) => return blocked(ctx, zone, &records, b).await,
     };
     let applied = applied_of(ctx, zone);
+    if inputs.cluster.external().is_some() {
+        return match config {
+            ZoneConfig::Primary(cfg) => {
+                super::external::apply(ctx, zone, &inputs, &cfg, &records, &applied).await
+            }
+            ZoneConfig::Secondary(_) => {
+                let b = Blocked {
+                    reason: crate::api::REASON_INVALID_SPEC,
+                    message: "a secondary zone cannot be placed on an external cluster: configure it on that server".into(),
+                    permanent: true,
+                };
+                blocked(ctx, zone, &records, b).await
+            }
+        };
+    }
     match config {
         ZoneConfig::Primary(cfg) => {
             let primary = match read::primary(&inputs) {
@@ -249,7 +264,7 @@ fn served_report(
 
 /// A converged zone: its status, its applied annotation when it changed,
 /// and its failure count reset.
-async fn finish(
+pub(super) async fn finish(
     ctx: &ZoneContext,
     zone: &BindZone,
     report: &ZoneReport,
@@ -346,7 +361,7 @@ fn zone_key(zone: &BindZone) -> (String, String) {
 /// Writes the DNSRecords' statuses from the plan and, when the flush
 /// succeeded (`served` is what the primary now holds), releases the
 /// finalizers of deleted DNSRecords: their RRsets were in the flush.
-async fn settle_records(
+pub(super) async fn settle_records(
     ctx: &ZoneContext,
     zone: &ZoneName,
     records: &[Arc<DNSRecord>],
@@ -402,7 +417,7 @@ async fn settle_records(
 
 /// Reports a failed convergence in the zone's status and returns the
 /// error (the guard publishes its Event, `error_policy` backs off).
-async fn failed(ctx: &ZoneContext, zone: &BindZone, e: ServerError) -> Result<Action, Error> {
+pub(super) async fn failed(ctx: &ZoneContext, zone: &BindZone, e: ServerError) -> Result<Action, Error> {
     write_zone_report(ctx, zone, &server_problem(&e)).await?;
     // The Warning Event is the measuring guard's (`error::measured`).
     Err(Error::Server {
@@ -435,7 +450,7 @@ fn problem(phase: Phase, reason: &'static str, message: String) -> ZoneReport {
 }
 
 /// The zone cannot be written now: say why on it and its DNSRecords.
-async fn blocked(
+pub(super) async fn blocked(
     ctx: &ZoneContext,
     zone: &BindZone,
     records: &[Arc<DNSRecord>],
