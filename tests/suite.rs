@@ -75,6 +75,7 @@ mod deploy_monitoring;
 mod e2e_acme;
 mod e2e_config;
 mod e2e_examples;
+mod e2e_external;
 mod e2e_foreign;
 mod e2e_hostile;
 mod e2e_kubeconfig;

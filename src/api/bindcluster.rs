@@ -638,8 +638,10 @@ pub struct ExternalRndc {
     #[schemars(range(min = 1))]
     pub port: u16,
     /// Name of the BindTSIGKey (same namespace) whose algorithm and secret
-    /// are the rndc key named in the server's `controls ... keys { }`; its
-    /// keyName must be that key's name.
+    /// are those of a key in the server's `controls ... keys { }`. The
+    /// control channel carries no key name, so its keyName need not match
+    /// (and cannot be `rndc-key`, which the operator keeps for its own
+    /// clusters).
     #[schemars(length(min = 1, max = MAX_K8S_NAME_LEN), regex(pattern = K8S_NAME_PATTERN))]
     pub key_ref: String,
     /// Path, on the server, of a zone file new zones start from (BIND 9.20

@@ -342,7 +342,7 @@ fn applied_of(ctx: &ZoneContext, zone: &BindZone) -> Applied {
 }
 
 /// Writes the applied annotation and remembers it.
-async fn record_applied(
+pub(super) async fn record_applied(
     ctx: &ZoneContext,
     zone: &BindZone,
     applied: &Applied,

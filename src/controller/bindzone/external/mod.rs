@@ -55,7 +55,7 @@ use crate::render::validate::PrimaryZoneConfig;
 
 use super::Error;
 use super::applied::Applied;
-use super::apply::{blocked, failed, finish, settle_records};
+use super::apply::{blocked, failed, finish, record_applied, settle_records};
 use super::read::{Blocked, Inputs};
 
 /// Applied type of a zone that was on the server before (records only).
@@ -201,6 +201,24 @@ pub async fn apply(
         Ok(a) => a,
         Err(e) => return failed(ctx, zone, wire_failure(&pod, zname, e)).await,
     };
+    // The apex NS is ours on a zone we create (or created), or when the
+    // BindZone names nameservers; its glue is checked before anything is
+    // created.
+    let creating = answer.is_err() && at.rndc.is_some();
+    let manage_apex = created || creating || !zone.spec.nameservers.is_empty();
+    if manage_apex && !desired.missing_glue.is_empty() {
+        let names: Vec<String> = desired.missing_glue.iter().map(|n| n.fqdn()).collect();
+        let b = Blocked {
+            reason: crate::api::REASON_MISSING_GLUE,
+            message: format!(
+                "nameserver {} is inside the zone but has no A or AAAA record; add one (spec.records or a DNSRecord)",
+                names.join(", ")
+            ),
+            permanent: true,
+        };
+        return blocked(ctx, zone, records, b).await;
+    }
+
     if let Err(said) = &answer {
         let Some(rndc_at) = at.rndc else {
             let b = Blocked {
@@ -218,21 +236,13 @@ pub async fn apply(
             return blocked(ctx, zone, records, b).await;
         }
         created = true;
+        // Recorded at once: should the rest of this pass fail, the zone is
+        // still known as ours (its SOA and NS converged, deleted with the
+        // BindZone).
+        let mut made = applied.clone();
+        made.type_ = Some(TYPE_EXTERNAL_CREATED.into());
+        record_applied(ctx, zone, &made).await?;
     }
-    let manage_apex = created || !zone.spec.nameservers.is_empty();
-    if manage_apex && !desired.missing_glue.is_empty() {
-        let names: Vec<String> = desired.missing_glue.iter().map(|n| n.fqdn()).collect();
-        let b = Blocked {
-            reason: crate::api::REASON_MISSING_GLUE,
-            message: format!(
-                "nameserver {} is inside the zone but has no A or AAAA record; add one (spec.records or a DNSRecord)",
-                names.join(", ")
-            ),
-            permanent: true,
-        };
-        return blocked(ctx, zone, records, b).await;
-    }
-
     // Nothing moved since the last pass (same serial, same plan): no
     // transfer, no write.
     let zkey = (zone.namespace().unwrap_or_default(), zone.name_any());
@@ -266,19 +276,21 @@ pub async fn apply(
             source,
         })?;
         let mut wrote = false;
-        if !messages.is_empty() {
-            tracing::debug!(zone = %zname, primary = %at.primary, messages = messages.len(), "updating external zone");
-            primary
-                .update(&messages, ukey)
-                .await
-                .map_err(|e| wire_failure(&pod, zname, e))?;
-            wrote = true;
-        }
+        // The SOA first: its serial must be above the served one, which
+        // the record update would move.
         if created && served.soa_differs(zname.as_domain(), &cfg.soa) {
             let next = served.serial.wrapping_add(1);
             let msg = wire::update::soa_message(zname, &cfg.soa, next, cfg.default_ttl);
             primary
                 .update(std::slice::from_ref(&msg), ukey)
+                .await
+                .map_err(|e| wire_failure(&pod, zname, e))?;
+            wrote = true;
+        }
+        if !messages.is_empty() {
+            tracing::debug!(zone = %zname, primary = %at.primary, messages = messages.len(), "updating external zone");
+            primary
+                .update(&messages, ukey)
                 .await
                 .map_err(|e| wire_failure(&pod, zname, e))?;
             wrote = true;
