@@ -63,21 +63,6 @@ pub async fn apply(zone: &Arc<BindZone>, ctx: &ZoneContext) -> Result<Action, Er
         Err(b) => return blocked(ctx, zone, &records, b).await,
     };
     let applied = applied_of(ctx, zone);
-    if inputs.cluster.external().is_some() {
-        return match config {
-            ZoneConfig::Primary(cfg) => {
-                super::external::apply(ctx, zone, &inputs, &cfg, &records, &applied).await
-            }
-            ZoneConfig::Secondary(_) => {
-                let b = Blocked {
-                    reason: crate::api::REASON_INVALID_SPEC,
-                    message: "a secondary zone cannot be placed on an external cluster: configure it on that server".into(),
-                    permanent: true,
-                };
-                blocked(ctx, zone, &records, b).await
-            }
-        };
-    }
     match config {
         ZoneConfig::Primary(cfg) => {
             let primary = match read::primary(&inputs) {
@@ -333,7 +318,7 @@ async fn secondary_zone(
 
 /// What was last applied for the zone: what this process wrote (the cache
 /// may not show it yet), else the object's annotation.
-fn applied_of(ctx: &ZoneContext, zone: &BindZone) -> Applied {
+pub(super) fn applied_of(ctx: &ZoneContext, zone: &BindZone) -> Applied {
     let uid = zone.metadata.uid.as_deref().unwrap_or_default();
     ctx.state
         .applied(&zone_key(zone), uid)

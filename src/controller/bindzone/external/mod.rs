@@ -51,11 +51,11 @@ use crate::controller::zonesync::plan::{Desired, ZoneInputs};
 use crate::controller::zonesync::server::{ServerError, wire_failure};
 use crate::controller::zonesync::state::{Snapshot, lock};
 use crate::controller::zonesync::writes::ZoneReport;
-use crate::render::validate::PrimaryZoneConfig;
+use crate::render::validate::{PrimaryZoneConfig, ZoneConfig};
 
 use super::Error;
 use super::applied::Applied;
-use super::apply::{blocked, failed, finish, record_applied, settle_records};
+use super::apply::{applied_of, blocked, failed, finish, record_applied, settle_records};
 use super::read::{Blocked, Inputs};
 
 /// Applied type of a zone that was on the server before (records only).
@@ -156,7 +156,41 @@ fn update_key<'a>(zone: &BindZone, inputs: &'a Inputs) -> Option<&'a TsigKey> {
         .and_then(|r| inputs.keys.by_object(r))
 }
 
-/// Reconciles a live BindZone of an external cluster.
+/// Whether the zone's cluster is an external one.
+pub fn on_external_cluster(ctx: &ZoneContext, zone: &BindZone) -> bool {
+    super::read::cluster_of(ctx, zone).is_some_and(|c| c.external().is_some())
+}
+
+/// Reconciles a live BindZone of an external cluster: read and validate
+/// as for any zone, then [`apply`].
+pub async fn reconcile(zone: &Arc<BindZone>, ctx: &ZoneContext) -> Result<Action, Error> {
+    let records = super::read::records_of(ctx, zone);
+    if let Some(b) = super::read::duplicate_of(ctx, zone) {
+        return blocked(ctx, zone, &records, b).await;
+    }
+    let inputs = match super::read::inputs(ctx, zone).await? {
+        Ok(i) => i,
+        Err(b) => return blocked(ctx, zone, &records, b).await,
+    };
+    let config = match super::read::validate(zone, &inputs) {
+        Ok(c) => c,
+        Err(b) => return blocked(ctx, zone, &records, b).await,
+    };
+    let applied = applied_of(ctx, zone);
+    match config {
+        ZoneConfig::Primary(cfg) => apply(ctx, zone, &inputs, &cfg, &records, &applied).await,
+        ZoneConfig::Secondary(_) => {
+            let b = Blocked {
+                reason: REASON_INVALID_SPEC,
+                message: "a secondary zone cannot be placed on an external cluster: configure it on that server".into(),
+                permanent: true,
+            };
+            blocked(ctx, zone, &records, b).await
+        }
+    }
+}
+
+/// Converges a validated primary zone on the external primary.
 pub async fn apply(
     ctx: &ZoneContext,
     zone: &Arc<BindZone>,
