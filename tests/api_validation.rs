@@ -552,7 +552,9 @@ fn an_external_cluster_deploys_nothing_so_pod_fields_are_refused_beside_it() {
     }
     // Addresses only: what is written to must not move with DNS.
     rejected(
-        cluster(json!({"external": {"primary": {"address": "ns1.example.com"}, "transferKeyRef": "xfer-key"}})),
+        cluster(
+            json!({"external": {"primary": {"address": "ns1.example.com"}, "transferKeyRef": "xfer-key"}}),
+        ),
         "spec.external.primary.address",
     );
     rejected(

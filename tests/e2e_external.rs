@@ -17,8 +17,10 @@ use std::time::Duration;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use bind_operator::api::BindZone;
+use bind_operator::api::{BindCluster, BindZone};
 use bind_operator::local::command::Backend;
+use k8s_openapi::api::apps::v1::StatefulSet;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
 use kube::api::Api;
 use support::{Fixture, blocking, dig, nsupdate};
 use tokio_util::sync::CancellationToken;
@@ -171,8 +173,15 @@ fn record_manifest(name: &str, owner: &str, value: &str) -> String {
     )
 }
 
-async fn zone_status(api: &Api<BindZone>, name: &str) -> Option<bind_operator::api::BindZoneStatus> {
-    api.get_opt(name).await.ok().flatten().and_then(|z| z.status)
+async fn zone_status(
+    api: &Api<BindZone>,
+    name: &str,
+) -> Option<bind_operator::api::BindZoneStatus> {
+    api.get_opt(name)
+        .await
+        .ok()
+        .flatten()
+        .and_then(|z| z.status)
 }
 
 /// Polls the BindZone until `pred` holds on its status.
@@ -207,14 +216,20 @@ async fn an_external_bind_gets_its_records_written_repaired_and_its_zones_made_b
         secondary.log()
     );
 
-    f.write("keys.yaml", &[
-        key_manifest("update-key", &UPDATE),
-        key_manifest("xfer-key", &XFER),
-        key_manifest("ext-rndc", &RNDC),
-    ]
-    .join("---\n"));
+    f.write(
+        "keys.yaml",
+        &[
+            key_manifest("update-key", &UPDATE),
+            key_manifest("xfer-key", &XFER),
+            key_manifest("ext-rndc", &RNDC),
+        ]
+        .join("---\n"),
+    );
     f.write("cluster.yaml", &cluster_manifest(&primary, &secondary));
-    f.write("zone.yaml", &zone_manifest("ext-example", "ext.example", ""));
+    f.write(
+        "zone.yaml",
+        &zone_manifest("ext-example", "ext.example", ""),
+    );
     f.write("www.yaml", &record_manifest("www", "www", "192.0.2.10"));
 
     let mode = support::local_in_process(&f, Backend::InMemory).await;
@@ -230,7 +245,9 @@ async fn an_external_bind_gets_its_records_written_repaired_and_its_zones_made_b
     .await;
     for port in [p, s] {
         blocking(move || {
-            let ok = wait_until(WAIT, || dig(port, "www.ext.example.", "A") == ["192.0.2.10"]);
+            let ok = wait_until(WAIT, || {
+                dig(port, "www.ext.example.", "A") == ["192.0.2.10"]
+            });
             assert!(ok, "www not served on {port}");
         })
         .await;
@@ -241,17 +258,72 @@ async fn an_external_bind_gets_its_records_written_repaired_and_its_zones_made_b
     );
     // The zone's own SOA and NS are its owner's: untouched.
     let soa = dig(p, "ext.example.", "SOA");
-    assert!(soa[0].starts_with("ns1.ext.example. hostmaster.ext.example."), "{soa:?}");
+    assert!(
+        soa[0].starts_with("ns1.ext.example. hostmaster.ext.example."),
+        "{soa:?}"
+    );
     assert_eq!(dig(p, "ext.example.", "NS"), ["ns1.ext.example."]);
     // Status: Ready, the serial on the primary and on the secondary.
-    let st = wait_zone(&api, "ext-example", "Ready with both servers in sync", |st| {
-        let serial = st.serial.unwrap_or(0);
-        st.phase == Some(bind_operator::api::Phase::Ready)
-            && st.servers.get(&format!("127.0.0.1:{p}")) == Some(&serial)
-            && st.servers.get(&format!("127.0.0.1:{s}")) == Some(&serial)
-    })
+    let st = wait_zone(
+        &api,
+        "ext-example",
+        "Ready with both servers in sync",
+        |st| {
+            let serial = st.serial.unwrap_or(0);
+            st.phase == Some(bind_operator::api::Phase::Ready)
+                && st.servers.get(&format!("127.0.0.1:{p}")) == Some(&serial)
+                && st.servers.get(&format!("127.0.0.1:{s}")) == Some(&serial)
+        },
+    )
     .await;
     assert!(st.serial.unwrap() > 100, "{st:?}");
+    // The operator deployed nothing for the external cluster.
+    let client = api.clone().into_client();
+    let cluster: Api<BindCluster> = Api::namespaced(client.clone(), "default");
+    let c = cluster.get("ext").await.unwrap();
+    let ready = c
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.iter().find(|c| c.type_ == "Ready"));
+    assert_eq!(
+        ready.map(|c| (c.status.as_str(), c.reason.as_str())),
+        Some(("True", "External")),
+        "{c:?}"
+    );
+    let params = kube::api::ListParams::default();
+    assert!(
+        Api::<StatefulSet>::namespaced(client.clone(), "default")
+            .list(&params)
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
+    assert!(
+        Api::<ConfigMap>::namespaced(client.clone(), "default")
+            .list(&params)
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
+    assert!(
+        Api::<Service>::namespaced(client.clone(), "default")
+            .list(&params)
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
+    let secrets = Api::<Secret>::namespaced(client, "default")
+        .list(&params)
+        .await
+        .unwrap();
+    assert_eq!(
+        secrets.items.len(),
+        3,
+        "only the key Secrets of the manifests"
+    );
 
     // Another client's record: left alone by every later write.
     let key = format!("hmac-sha256:update-key:{}", b64(&UPDATE));
@@ -308,14 +380,22 @@ async fn an_external_bind_gets_its_records_written_repaired_and_its_zones_made_b
         .map(|_| 0)
     })
     .unwrap();
-    f.write("made.yaml", &zone_manifest("made", "made.example", "  nameservers: [ns1.example.net.]\n"));
+    f.write(
+        "made.yaml",
+        &zone_manifest(
+            "made",
+            "made.example",
+            "  nameservers: [ns1.example.net.]\n",
+        ),
+    );
     wait_zone(&api, "made", "the new zone Ready", |st| {
         st.phase == Some(bind_operator::api::Phase::Ready)
     })
     .await;
     blocking(move || {
         assert!(
-            wait_until(WAIT, || dig(p, "inline.made.example.", "TXT") == ["\"from spec.records\""]),
+            wait_until(WAIT, || dig(p, "inline.made.example.", "TXT")
+                == ["\"from spec.records\""]),
             "the zone was not created with its records"
         );
     })
@@ -327,8 +407,15 @@ async fn an_external_bind_gets_its_records_written_repaired_and_its_zones_made_b
     .await;
     assert!(made.serial.is_some());
     let soa = dig(p, "made.example.", "SOA");
-    assert!(!soa.is_empty() && !soa[0].starts_with("localhost."), "{soa:?}");
-    assert!(primary.log().contains("received control channel command 'addzone"));
+    assert!(
+        !soa.is_empty() && !soa[0].starts_with("localhost."),
+        "{soa:?}"
+    );
+    assert!(
+        primary
+            .log()
+            .contains("received control channel command 'addzone")
+    );
 
     // ... and deleting the BindZone removes the zone, with its files.
     f.remove("made.yaml");
@@ -344,6 +431,20 @@ async fn an_external_bind_gets_its_records_written_repaired_and_its_zones_made_b
     // The zone that was there before stays.
     assert_eq!(dig(p, "legacy.ext.example.", "A"), ["192.0.2.9"]);
 
+    // Deleting the BindZone of a zone that was there before takes back
+    // only what it wrote: the zone, its SOA and NS and other data stay.
+    f.remove("zone.yaml");
+    blocking(move || {
+        assert!(
+            wait_until(WAIT, || dig(p, "inline.ext.example.", "TXT").is_empty()),
+            "the BindZone's inline record was left behind"
+        );
+    })
+    .await;
+    assert_eq!(dig(p, "ext.example.", "NS"), ["ns1.ext.example."]);
+    assert_eq!(dig(p, "legacy.ext.example.", "A"), ["192.0.2.9"]);
+    assert_eq!(dig(p, "other.ext.example.", "A"), ["192.0.2.77"]);
+
     stop.cancel();
     let _ = tokio::time::timeout(Duration::from_secs(20), serving).await;
 }
@@ -352,7 +453,14 @@ async fn an_external_bind_gets_its_records_written_repaired_and_its_zones_made_b
 async fn a_zone_missing_on_an_external_bind_without_rndc_is_zone_not_found() {
     let f = Fixture::empty();
     let (primary, secondary) = servers(f.tmp.path());
-    f.write("keys.yaml", &[key_manifest("update-key", &UPDATE), key_manifest("xfer-key", &XFER)].join("---\n"));
+    f.write(
+        "keys.yaml",
+        &[
+            key_manifest("update-key", &UPDATE),
+            key_manifest("xfer-key", &XFER),
+        ]
+        .join("---\n"),
+    );
     let cluster = cluster_manifest(&primary, &secondary);
     let cluster = cluster
         .lines()
@@ -397,7 +505,10 @@ async fn the_rndc_client_speaks_to_named_and_is_refused_with_a_wrong_key() {
         algorithm: TsigAlgorithm::HmacSha256,
         secret: TsigSecret::from_bytes(material).unwrap(),
     };
-    let status = Client::new(addr, key(&RNDC)).command("status").await.unwrap();
+    let status = Client::new(addr, key(&RNDC))
+        .command("status")
+        .await
+        .unwrap();
     assert!(status.contains("server is up and running"), "{status}");
     // named's own refusal, in its words.
     let err = Client::new(addr, key(&RNDC))
@@ -406,7 +517,10 @@ async fn the_rndc_client_speaks_to_named_and_is_refused_with_a_wrong_key() {
         .unwrap_err();
     assert_eq!(err.server_reason(), Some("not found"), "{err}");
     // Another secret: no answer named would sign, and nothing run.
-    let err = Client::new(addr, key(&UPDATE)).command("status").await.unwrap_err();
+    let err = Client::new(addr, key(&UPDATE))
+        .command("status")
+        .await
+        .unwrap_err();
     assert!(matches!(err, RndcError::BadAuth { .. }), "{err}");
     assert!(!err.to_string().contains(&b64(&UPDATE)));
 }

@@ -69,7 +69,10 @@ pub enum RndcError {
         source: std::io::Error,
     },
     #[error("rndc channel at {addr} sent a reply that could not be read: {what}")]
-    Malformed { addr: SocketAddr, what: &'static str },
+    Malformed {
+        addr: SocketAddr,
+        what: &'static str,
+    },
     /// The reply was not signed with our key (or the server dropped the
     /// connection: what named does with a request whose key it rejects).
     #[error(
@@ -311,7 +314,10 @@ fn now() -> u64 {
 fn request(command: &str, nonce: Option<&str>) -> Vec<(String, Value)> {
     let t = now();
     let mut ctrl = vec![
-        ("_ser".to_string(), Value::text(&rand::random::<u32>().to_string())),
+        (
+            "_ser".to_string(),
+            Value::text(&rand::random::<u32>().to_string()),
+        ),
         ("_tim".to_string(), Value::text(&t.to_string())),
         ("_exp".to_string(), Value::text(&(t + EXPIRY).to_string())),
     ];

@@ -402,7 +402,11 @@ pub(super) async fn settle_records(
 
 /// Reports a failed convergence in the zone's status and returns the
 /// error (the guard publishes its Event, `error_policy` backs off).
-pub(super) async fn failed(ctx: &ZoneContext, zone: &BindZone, e: ServerError) -> Result<Action, Error> {
+pub(super) async fn failed(
+    ctx: &ZoneContext,
+    zone: &BindZone,
+    e: ServerError,
+) -> Result<Action, Error> {
     write_zone_report(ctx, zone, &server_problem(&e)).await?;
     // The Warning Event is the measuring guard's (`error::measured`).
     Err(Error::Server {

@@ -37,8 +37,8 @@ use kube::ResourceExt as _;
 use kube::runtime::controller::Action;
 
 use crate::api::{
-    BindCluster, BindZone, DNSRecord, ExternalSpec, Phase, REASON_INVALID_SPEC,
-    REASON_RNDC_FAILED, REASON_SERVED, REASON_ZONE_NOT_FOUND,
+    BindCluster, BindZone, DNSRecord, ExternalSpec, Phase, REASON_INVALID_SPEC, REASON_RNDC_FAILED,
+    REASON_SERVED, REASON_ZONE_NOT_FOUND,
 };
 use crate::bind::nsupdate::{RrsetChange, UpdateBatch};
 use crate::bind::rndc::{self, quoted};
@@ -116,7 +116,14 @@ fn server_ref(zone: &BindZone, addr: SocketAddr) -> PodRef {
 }
 
 /// The zone's plan, through its plan memo (as on our own pods).
-fn plan(ctx: &ZoneContext, zone: &BindZone, cluster: &BindCluster, cfg: &PrimaryZoneConfig, records: &[Arc<DNSRecord>], applied: &Applied) -> Arc<Desired> {
+fn plan(
+    ctx: &ZoneContext,
+    zone: &BindZone,
+    cluster: &BindCluster,
+    cfg: &PrimaryZoneConfig,
+    records: &[Arc<DNSRecord>],
+    applied: &Applied,
+) -> Arc<Desired> {
     use std::hash::{Hash, Hasher};
     let object_name = zone.name_any();
     let zkey = (zone.namespace().unwrap_or_default(), object_name.clone());
@@ -284,7 +291,13 @@ pub async fn apply(
     let fingerprint = {
         use std::hash::{Hash, Hasher};
         let mut h = std::collections::hash_map::DefaultHasher::new();
-        (desired.fingerprint(), format!("{:?}", cfg.soa), manage_apex, created).hash(&mut h);
+        (
+            desired.fingerprint(),
+            format!("{:?}", cfg.soa),
+            manage_apex,
+            created,
+        )
+            .hash(&mut h);
         h.finish()
     };
     let identity = {
@@ -294,7 +307,9 @@ pub async fn apply(
         h.finish()
     };
     let known = ctx.state.snapshot(&zkey).filter(|s| {
-        s.primary == identity && s.applied == Some(fingerprint) && Some(s.served.serial) == serial_now
+        s.primary == identity
+            && s.applied == Some(fingerprint)
+            && Some(s.served.serial) == serial_now
     });
     let written = async {
         if let Some(snap) = known {
@@ -377,7 +392,14 @@ pub async fn apply(
         dnssec: Some(None),
     };
     let mut want = Applied {
-        type_: Some(if created { TYPE_EXTERNAL_CREATED } else { TYPE_EXTERNAL }.into()),
+        type_: Some(
+            if created {
+                TYPE_EXTERNAL_CREATED
+            } else {
+                TYPE_EXTERNAL
+            }
+            .into(),
+        ),
         ..Default::default()
     };
     want.set_inline(&desired.inline_owned);
@@ -423,7 +445,9 @@ async fn serials(at: &Servers, zone: &ZoneName, primary: u32) -> BTreeMap<String
                 out.insert(addr.to_string(), s);
             }
             Ok(None) => {}
-            Err(e) => tracing::debug!(zone = %zone, secondary = %addr, error = %e, "secondary did not answer"),
+            Err(e) => {
+                tracing::debug!(zone = %zone, secondary = %addr, error = %e, "secondary did not answer")
+            }
         }
     }
     out
@@ -491,8 +515,14 @@ async fn create(
 /// Deletes a BindZone's data from the external primary: the zone itself
 /// when the operator created it, else only the RRsets it owns (never the
 /// apex NS or SOA of a zone that was there before).
-pub async fn remove(ctx: &ZoneContext, zone: &BindZone, cluster: &BindCluster) -> Result<(), Error> {
-    let ext = cluster.external().expect("called for external clusters only");
+pub async fn remove(
+    ctx: &ZoneContext,
+    zone: &BindZone,
+    cluster: &BindCluster,
+) -> Result<(), Error> {
+    let ext = cluster
+        .external()
+        .expect("called for external clusters only");
     let applied = Applied::of(zone);
     let Some(type_) = applied.type_.as_deref() else {
         return Ok(());
@@ -524,7 +554,10 @@ pub async fn remove(ctx: &ZoneContext, zone: &BindZone, cluster: &BindCluster) -
             message: b.message,
         })?;
         let command = format!("delzone -clean {}", quoted(zname.as_str()));
-        return match rndc::Client::new(rndc_at, key.clone()).command(&command).await {
+        return match rndc::Client::new(rndc_at, key.clone())
+            .command(&command)
+            .await
+        {
             Ok(_) => {
                 tracing::info!(zone = %zname, rndc = %rndc_at, "deleted zone on the external primary");
                 Ok(())
@@ -542,7 +575,8 @@ pub async fn remove(ctx: &ZoneContext, zone: &BindZone, cluster: &BindCluster) -
         tracing::warn!(zone = %zname, "no update key; leaving the zone's records on the external primary");
         return Ok(());
     };
-    let mut owned: Vec<(crate::bind::DomainName, RecordType)> = applied.inline_keys().into_iter().collect();
+    let mut owned: Vec<(crate::bind::DomainName, RecordType)> =
+        applied.inline_keys().into_iter().collect();
     if let Ok(crate::render::validate::ZoneConfig::Primary(cfg)) =
         super::read::validate(zone, &inputs).map_err(|_| ())
     {
@@ -608,7 +642,10 @@ mod tests {
         );
         assert!(!cmd.contains(u.secret.expose_base64()));
         let cmd = addzone_command(&z, &u, &t, Some("/etc/bind/db.empty"));
-        assert!(cmd.contains(r#"initial-file "/etc/bind/db.empty";"#), "{cmd}");
+        assert!(
+            cmd.contains(r#"initial-file "/etc/bind/db.empty";"#),
+            "{cmd}"
+        );
     }
 
     #[test]

@@ -79,9 +79,7 @@ pub fn from_axfr(zone: &ZoneName, records: &[Record], desired: &Desired) -> Opti
     // Wanted rdata, by (owner, type code), as canonical wire bytes.
     let mut wanted: BTreeMap<(String, u16), Vec<(Vec<u8>, String)>> = BTreeMap::new();
     for ((name, rtype), w) in &desired.rrsets {
-        let entry = wanted
-            .entry((name.fqdn(), type_code(*rtype)))
-            .or_default();
+        let entry = wanted.entry((name.fqdn(), type_code(*rtype))).or_default();
         for v in &w.values {
             entry.push((encode(v), v.to_string()));
         }
@@ -173,13 +171,19 @@ mod tests {
                 .get(&(DomainName::parse_absolute(n).unwrap(), t.to_string()))
                 .map(|s| s.values.iter().cloned().collect::<Vec<_>>())
         };
-        assert_eq!(get("example.com", "NS"), Some(vec!["ns1.example.com.".into()]));
+        assert_eq!(
+            get("example.com", "NS"),
+            Some(vec!["ns1.example.com.".into()])
+        );
         assert_eq!(get("www.example.com", "A"), Some(vec!["192.0.2.1".into()]));
         assert_eq!(
             get("alias.example.com", "CNAME"),
             Some(vec!["www.example.com.".into()])
         );
-        assert_eq!(get("t.example.com", "TXT"), Some(vec!["\\# 3 026869".into()]));
+        assert_eq!(
+            get("t.example.com", "TXT"),
+            Some(vec!["\\# 3 026869".into()])
+        );
         assert_eq!(
             get("example.com", "SOA"),
             Some(vec![
