@@ -183,9 +183,12 @@ impl<'a> Reader<'a> {
     }
 }
 
+/// A table's entries, in wire order.
+type Entries = Vec<(String, Value)>;
+
 /// Parses table entries until the end of `buf`; also returns where the
 /// bytes after a leading `_auth` entry start (what its HMAC covers).
-fn read_table(buf: &[u8], depth: u8) -> Option<(Vec<(String, Value)>, Option<usize>)> {
+fn read_table(buf: &[u8], depth: u8) -> Option<(Entries, Option<usize>)> {
     let mut r = Reader { buf, pos: 0 };
     let mut kv = Vec::new();
     let mut after_auth = None;

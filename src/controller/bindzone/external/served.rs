@@ -73,11 +73,14 @@ fn soa_text(rdata: &[u8]) -> Option<String> {
     Some(format!("{mname} {rname} {}", nums.join(" ")))
 }
 
+/// A wanted rdata: canonical wire bytes and its text.
+type WantedRdata = (Vec<u8>, String);
+
 /// The zone as served, from its AXFR (records in canonical wire form);
 /// `None` without the zone's SOA.
 pub fn from_axfr(zone: &ZoneName, records: &[Record], desired: &Desired) -> Option<Served> {
     // Wanted rdata, by (owner, type code), as canonical wire bytes.
-    let mut wanted: BTreeMap<(String, u16), Vec<(Vec<u8>, String)>> = BTreeMap::new();
+    let mut wanted: BTreeMap<(String, u16), Vec<WantedRdata>> = BTreeMap::new();
     for ((name, rtype), w) in &desired.rrsets {
         let entry = wanted.entry((name.fqdn(), type_code(*rtype))).or_default();
         for v in &w.values {
