@@ -277,6 +277,17 @@ async fn an_external_bind_gets_its_records_written_repaired_and_its_zones_made_b
     )
     .await;
     assert!(st.serial.unwrap() > 100, "{st:?}");
+    // Local mode counts it converged: no pods awaited for it.
+    let state = f.state.clone();
+    blocking(move || {
+        assert!(
+            wait_until(WAIT, || support::read_status(&state)
+                .is_some_and(|s| s.ready)),
+            "local mode never called the external cluster ready: {:?}",
+            support::read_status(&state)
+        );
+    })
+    .await;
     // The operator deployed nothing for the external cluster.
     let client = api.clone().into_client();
     let cluster: Api<BindCluster> = Api::namespaced(client.clone(), "default");

@@ -73,7 +73,10 @@ pub fn missing_pods<'a>(
 ) -> Vec<String> {
     let mut out = Vec::new();
     for c in clusters {
-        if c.pointer("/metadata/deletionTimestamp").is_some() {
+        // An external cluster (spec.external) has no pods of ours.
+        if c.pointer("/metadata/deletionTimestamp").is_some()
+            || c.pointer("/spec/external").is_some()
+        {
             continue;
         }
         let s = |p: &str| c.pointer(p).and_then(Value::as_str).unwrap_or_default();
