@@ -541,3 +541,45 @@ fn update_grants_need_a_name_unless_zonesub_and_only_on_primary_zones() {
         "spec.updatePolicy is only for primary zones",
     );
 }
+
+#[test]
+fn an_external_cluster_deploys_nothing_so_pod_fields_are_refused_beside_it() {
+    let external = json!({
+        "primary": {"address": "192.0.2.53"},
+        "secondaries": [{"address": "192.0.2.54", "port": 5353}],
+        "transferKeyRef": "xfer-key",
+        "rndc": {"address": "192.0.2.53", "keyRef": "rndc-key"},
+    });
+    let admitted = accepted(cluster(json!({"external": external})));
+    assert_eq!(admitted["spec"]["external"]["primary"]["port"], 53);
+    assert_eq!(admitted["spec"]["external"]["rndc"]["port"], 953);
+    const MSG: &str = "spec.external is a BIND the operator did not deploy";
+    for (field, value) in [
+        ("replicas", json!(3)),
+        ("image", json!("example.org/bind:1")),
+        ("resources", json!({"limits": {"memory": "256Mi"}})),
+        ("nodeSelector", json!({"zone": "a"})),
+        ("service", json!({"type": "LoadBalancer"})),
+        ("storage", json!({"size": "1Gi"})),
+        ("catalog", json!({"transferKeyRef": "xfer-key"})),
+        ("views", json!([{"name": "internal"}])),
+        ("recursion", json!(true)),
+        ("forwarders", json!(["192.0.2.1"])),
+        ("allowQuery", json!(["any"])),
+    ] {
+        let mut spec = json!({"external": external});
+        spec[field] = value;
+        rejected(cluster(spec), MSG);
+    }
+    // Addresses only: what is written to must not move with DNS.
+    rejected(
+        cluster(
+            json!({"external": {"primary": {"address": "ns1.example.com"}, "transferKeyRef": "xfer-key"}}),
+        ),
+        "spec.external.primary.address",
+    );
+    rejected(
+        cluster(json!({"external": {"primary": {"address": "192.0.2.53"}}})),
+        "transferKeyRef",
+    );
+}

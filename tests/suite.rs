@@ -78,6 +78,7 @@ mod e2e_catalog_block;
 mod e2e_config;
 mod e2e_dnssec_keys;
 mod e2e_examples;
+mod e2e_external;
 mod e2e_foreign;
 mod e2e_hostile;
 mod e2e_kubeconfig;

@@ -23,6 +23,7 @@ use super::validation::{
     MSG_ANCHOR_FIELDS, MSG_CATALOG_NAME_KEPT, MSG_FORWARDERS_IPS, RULE_ALL_IPS, RULE_ANCHOR_FIELDS,
     RULE_CATALOG_NAME_KEPT, VIEW_NAME_PATTERN,
 };
+use super::validation::{MSG_EXTERNAL_DEPLOYS_NOTHING, RULE_EXTERNAL_DEPLOYS_NOTHING};
 
 /// Most trust anchors a cluster takes (bounds the CEL cost of their rules).
 pub const MAX_TRUST_ANCHORS: u32 = 16;
@@ -82,6 +83,7 @@ fn default_storage_size() -> Quantity {
     )
 )]
 #[serde(rename_all = "camelCase")]
+#[x_kube(validation = Rule::new(RULE_EXTERNAL_DEPLOYS_NOTHING).message(MSG_EXTERNAL_DEPLOYS_NOTHING))]
 pub struct BindClusterSpec {
     /// Number of BIND pods. Pod 0 is the primary; every other pod is a
     /// secondary that follows the primary through the catalog zone.
@@ -228,6 +230,14 @@ pub struct BindClusterSpec {
     #[schemars(extend("default" = {}))]
     #[x_kube(validation = Rule::new(RULE_CATALOG_NAME_KEPT).message(MSG_CATALOG_NAME_KEPT))]
     pub catalog: Option<CatalogSpec>,
+
+    /// A BIND the operator did not deploy (on a VM, another cluster): its
+    /// zones' records are written to `primary` over TSIG-signed DNS, and
+    /// with `rndc` set missing zones are created there. Set, the operator
+    /// deploys nothing for this cluster, and none of the fields above that
+    /// shape pods or named.conf may be set. See docs/external.md.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub external: Option<ExternalSpec>,
 }
 
 impl Default for BindClusterSpec {
@@ -258,6 +268,7 @@ impl Default for BindClusterSpec {
             forward_zones: Vec::new(),
             views: Vec::new(),
             catalog: None,
+            external: None,
         }
     }
 }
@@ -283,9 +294,18 @@ impl BindCluster {
         format!("{name}.{namespace}.{CATALOG_ZONE_SUFFIX}")
     }
 
-    /// Name of the BindTSIGKey that signs transfers and NOTIFY, if set.
+    /// Name of the BindTSIGKey that signs transfers and NOTIFY, if set (on
+    /// an external cluster: the key its primary already trusts for AXFR).
     pub fn transfer_key_ref(&self) -> Option<&str> {
+        if let Some(ext) = &self.spec.external {
+            return Some(&ext.transfer_key_ref);
+        }
         self.spec.catalog.as_ref()?.transfer_key_ref.as_deref()
+    }
+
+    /// The external BIND this cluster stands for, if it is one.
+    pub fn external(&self) -> Option<&ExternalSpec> {
+        self.spec.external.as_ref()
     }
 }
 
@@ -557,4 +577,85 @@ pub struct BindClusterStatus {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
     pub conditions: Vec<Condition>,
+}
+
+// --- spec.external: a BIND the operator did not deploy -----------------------
+
+/// DNS port when an external server's `port` is not set.
+pub const DEFAULT_DNS_PORT: u16 = 53;
+/// rndc control-channel port when `rndc.port` is not set (BIND's default).
+pub const DEFAULT_RNDC_PORT: u16 = 953;
+
+fn default_dns_port() -> u16 {
+    DEFAULT_DNS_PORT
+}
+
+fn default_rndc_port() -> u16 {
+    DEFAULT_RNDC_PORT
+}
+
+/// A BIND server the operator did not deploy.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ExternalSpec {
+    /// The primary: every write (TSIG-signed DNS UPDATE, rndc) goes here
+    /// and nowhere else.
+    pub primary: ExternalServer,
+    /// Servers that only ever get read (SOA serials shown in each zone's
+    /// status), e.g. the primary's secondaries.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = MAX_LIST_ITEMS))]
+    pub secondaries: Vec<ExternalServer>,
+    /// Name of the BindTSIGKey (same namespace) the primary already trusts
+    /// for zone transfers (`allow-transfer { key ...; }`): the operator
+    /// reads zones with it to find drift and other clients' data.
+    #[schemars(length(min = 1, max = MAX_K8S_NAME_LEN), regex(pattern = K8S_NAME_PATTERN))]
+    pub transfer_key_ref: String,
+    /// The primary's rndc control channel. Set: a BindZone whose zone the
+    /// primary does not serve is created there (`rndc addzone`) and removed
+    /// again (`rndc delzone`) when the BindZone is deleted. Unset: such a
+    /// zone is reported `ZoneNotFound`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rndc: Option<ExternalRndc>,
+}
+
+/// An external server's DNS address.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ExternalServer {
+    /// IP address (no hostname: what is written to must not move with DNS).
+    #[schemars(length(min = 1, max = MAX_IP_LEN), regex(pattern = IP_PATTERN))]
+    pub address: String,
+    /// DNS port (TCP). Default 53.
+    #[serde(default = "default_dns_port")]
+    #[schemars(range(min = 1))]
+    pub port: u16,
+}
+
+/// An external primary's rndc control channel (BIND `controls`).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ExternalRndc {
+    /// IP address of the control channel.
+    #[schemars(length(min = 1, max = MAX_IP_LEN), regex(pattern = IP_PATTERN))]
+    pub address: String,
+    /// Control-channel port. Default 953.
+    #[serde(default = "default_rndc_port")]
+    #[schemars(range(min = 1))]
+    pub port: u16,
+    /// Name of the BindTSIGKey (same namespace) whose algorithm and secret
+    /// are those of a key in the server's `controls ... keys { }`. The
+    /// control channel carries no key name, so its keyName need not match
+    /// (and cannot be `rndc-key`, which the operator keeps for its own
+    /// clusters).
+    #[schemars(length(min = 1, max = MAX_K8S_NAME_LEN), regex(pattern = K8S_NAME_PATTERN))]
+    pub key_ref: String,
+    /// Path, on the server, of a zone file new zones start from (BIND 9.20
+    /// `initial-file`, e.g. Debian's `/etc/bind/db.empty`). Unset: the zone
+    /// is added with `file "<zone>.db"` in the server's directory, which
+    /// must then exist (BIND 9.18 cannot create a primary zone from
+    /// nothing).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 1024), regex(pattern = r"^[A-Za-z0-9_./-]+$"))]
+    pub initial_file: Option<String>,
 }

@@ -156,6 +156,12 @@ pub const REASON_PUBLIC_SUFFIX: &str = "PublicSuffix";
 /// Warning reason: a target that looks absolute but has no trailing dot
 /// (it is read relative to the zone).
 pub const REASON_RELATIVE_TARGET: &str = "RelativeTarget";
+/// BindCluster reason: an external BIND (spec.external) answers for the zones
+/// it is asked about; the operator deploys nothing for it.
+pub const REASON_EXTERNAL: &str = "External";
+/// BindZone reason: the external primary's rndc control channel refused or
+/// failed a zone command (the message carries its answer).
+pub const REASON_RNDC_FAILED: &str = "RndcFailed";
 
 /// What a condition reason says about its object.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -226,6 +232,8 @@ pub const CONDITION_REASONS: &[(&str, ReasonKind)] = &[
     (REASON_WEAK_KEY, ReasonKind::Done),
     (REASON_PUBLIC_SUFFIX, ReasonKind::Done),
     (REASON_RELATIVE_TARGET, ReasonKind::Done),
+    (REASON_EXTERNAL, ReasonKind::Done),
+    (REASON_RNDC_FAILED, ReasonKind::Failed),
 ];
 
 /// The kind of a reason in [`CONDITION_REASONS`]; None for a reason no

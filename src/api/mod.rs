@@ -17,8 +17,8 @@ pub mod validation;
 
 pub use bindcluster::{
     BindCluster, BindClusterSpec, BindClusterStatus, CatalogSpec, DnsServiceSpec, DnssecValidation,
-    ExternalTrafficPolicy, ForwardZone, ImagePullPolicy, ServiceType, StorageSpec, TrustAnchor,
-    TrustAnchorType, View,
+    ExternalRndc, ExternalServer, ExternalSpec, ExternalTrafficPolicy, ForwardZone,
+    ImagePullPolicy, ServiceType, StorageSpec, TrustAnchor, TrustAnchorType, View,
 };
 pub use bindtsigkey::{BindTSIGKey, BindTSIGKeySpec, BindTSIGKeyStatus, TsigAlgorithm};
 pub use bindzone::{

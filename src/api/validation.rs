@@ -165,3 +165,10 @@ pub const MSG_GRANTS_PRIMARY: &str =
 pub const RULE_ANCHOR_FIELDS: &str = "self.type.endsWith('-ds') ? (has(self.keyTag) && has(self.digestType) && has(self.digest)) : (has(self.flags) && has(self.publicKey))";
 /// Message for [`RULE_ANCHOR_FIELDS`].
 pub const MSG_ANCHOR_FIELDS: &str = "a static-ds or initial-ds anchor needs keyTag, digestType and digest; a static-key or initial-key anchor needs flags and publicKey";
+
+/// CEL on BindCluster.spec: an external cluster deploys nothing, so no field
+/// that shapes pods, Services or named.conf may be set beside `external`.
+/// `replicas` and `image` carry schema defaults, so only their defaults pass.
+pub const RULE_EXTERNAL_DEPLOYS_NOTHING: &str = "!has(self.external) || (self.replicas == 2 && self.image == 'internetsystemsconsortium/bind9:9.20' && !has(self.imagePullPolicy) && !has(self.imagePullSecrets) && !has(self.resources) && !has(self.nodeSelector) && !has(self.tolerations) && !has(self.affinity) && !has(self.podAnnotations) && !has(self.podSecurityContext) && !has(self.securityContext) && !has(self.podDisruptionBudget) && !has(self.service) && !has(self.storage) && (!has(self.recursion) || !self.recursion) && !has(self.allowQuery) && !has(self.allowRecursion) && !has(self.forwarders) && (!has(self.forwardOnly) || !self.forwardOnly) && !has(self.dnssecValidation) && !has(self.trustAnchors) && !has(self.validateExcept) && !has(self.forwardZones) && !has(self.views) && !has(self.catalog))";
+/// Message for [`RULE_EXTERNAL_DEPLOYS_NOTHING`].
+pub const MSG_EXTERNAL_DEPLOYS_NOTHING: &str = "spec.external is a BIND the operator did not deploy: it cannot be set together with fields that deploy or configure pods (replicas, image, resources, scheduling, service, storage, catalog, views, recursion and the other named.conf options); configure those on that server itself";

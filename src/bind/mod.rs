@@ -19,6 +19,7 @@ pub mod nsupdate;
 pub mod parse;
 pub mod rdata;
 pub mod render;
+pub mod rndc;
 pub mod types;
 pub mod viewkey;
 pub mod wire;

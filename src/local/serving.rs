@@ -73,7 +73,10 @@ pub fn missing_pods<'a>(
 ) -> Vec<String> {
     let mut out = Vec::new();
     for c in clusters {
-        if c.pointer("/metadata/deletionTimestamp").is_some() {
+        // An external cluster (spec.external) has no pods of ours.
+        if c.pointer("/metadata/deletionTimestamp").is_some()
+            || c.pointer("/spec/external").is_some()
+        {
             continue;
         }
         let s = |p: &str| c.pointer(p).and_then(Value::as_str).unwrap_or_default();
@@ -249,6 +252,16 @@ fn parse_soa(buf: &[u8], id: u16) -> Option<SoaAnswer> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_external_cluster_waits_for_no_pods() {
+        let own = serde_json::json!({"metadata": {"namespace": "d", "name": "own"}, "spec": {"replicas": 1}});
+        let ext = serde_json::json!({"metadata": {"namespace": "d", "name": "ext"},
+            "spec": {"replicas": 2, "external": {"primary": {"address": "192.0.2.1"}}}});
+        let missing = missing_pods([&own, &ext], &[]);
+        assert_eq!(missing.len(), 1, "{missing:?}");
+        assert!(missing[0].contains("d/own"), "{missing:?}");
+    }
 
     /// A response to `soa_query(7, "example.com")` with a compressed SOA.
     fn response(flags: [u8; 2], serial: u32) -> Vec<u8> {

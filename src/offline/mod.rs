@@ -339,6 +339,13 @@ pub fn render_dir(
     for cluster in &m.clusters {
         let namespace = cluster.metadata.namespace.clone().unwrap_or_default();
         let name = cluster.metadata.name.clone().unwrap_or_default();
+        if let Some(ext) = cluster.external() {
+            report.notes.push(format!(
+                "BindCluster {namespace}/{name} is an external BIND at {}:{}: the operator deploys nothing for it, so nothing is rendered",
+                ext.primary.address, ext.primary.port
+            ));
+            continue;
+        }
         let result = match render_one(&m, cluster, opts) {
             Ok(files) => Ok(write_cluster(&out.join(&namespace).join(&name), files)?),
             Err(e) => Err(e),

@@ -207,6 +207,44 @@ impl Client {
         not_served_is_none(resp).map(|r| r.and_then(|r| served_serial(zone, &r)))
     }
 
+    /// Like [`Self::serial`], but a zone the server does not serve comes
+    /// back as the server's answer in words (`REFUSED`, `NXDOMAIN`, `a
+    /// non-authoritative answer`...), for a status that says what the
+    /// server said.
+    pub async fn soa_answer(
+        &self,
+        zone: &ZoneName,
+        key: Option<&TsigKey>,
+    ) -> Result<Result<u32, String>, WireError> {
+        let mut conn = self.connect().await?;
+        let msg = soa_query(zone, next_id());
+        let resp = match key {
+            Some(k) => self.signed(&mut conn, &msg, k).await,
+            None => {
+                conn.write(&msg.encode()).await?;
+                self.response(&mut conn, msg.id, None).await
+            }
+        };
+        match resp {
+            Ok(r) => Ok(served_serial(zone, &r).ok_or_else(|| {
+                if r.aa {
+                    "an answer without the zone's SOA".to_string()
+                } else {
+                    "a non-authoritative answer (the server does not serve the zone)".to_string()
+                }
+            })),
+            Err(WireError::Rejected { rcode, .. })
+                if matches!(
+                    rcode,
+                    Rcode::Refused | Rcode::ServFail | Rcode::NotAuth | Rcode::NxDomain
+                ) =>
+            {
+                Ok(Err(rcode.to_string()))
+            }
+            Err(e) => Err(e),
+        }
+    }
+
     /// Serials of many zones, unsigned queries pipelined on one
     /// connection. A zone missing from the result is not served.
     pub async fn serials(&self, zones: &[ZoneName]) -> Result<BTreeMap<ZoneName, u32>, WireError> {

@@ -70,7 +70,12 @@ fn run<M: Mac + hmac::digest::KeyInit>(key: &[u8], parts: &[&[u8]], tag: Option<
     }
 }
 
-fn mac_with(alg: TsigAlgorithm, key: &[u8], parts: &[&[u8]], tag: Option<&[u8]>) -> Vec<u8> {
+pub(crate) fn mac_with(
+    alg: TsigAlgorithm,
+    key: &[u8],
+    parts: &[&[u8]],
+    tag: Option<&[u8]>,
+) -> Vec<u8> {
     match alg {
         TsigAlgorithm::HmacMd5 => run::<Hmac<md5::Md5>>(key, parts, tag),
         TsigAlgorithm::HmacSha1 => run::<Hmac<sha1::Sha1>>(key, parts, tag),

@@ -228,6 +228,16 @@ pub async fn reconcile(cluster: Arc<BindCluster>, ctx: Arc<Context>) -> Result<A
 }
 
 async fn converge(cluster: &BindCluster, ctx: &Context) -> Result<Action, Error> {
+    // A BIND the operator did not deploy: no children, no exec; its zones
+    // are written over the network by the zone controllers.
+    if let Some(ext) = cluster.external() {
+        let message = format!(
+            "external BIND at {}:{}; the operator deploys nothing for it and writes its zones over DNS",
+            ext.primary.address, ext.primary.port
+        );
+        write_status(ctx, cluster, status::external_status(cluster, message)).await?;
+        return Ok(Action::await_change());
+    }
     // Read what the cluster refers to.
     ensure_rndc_secret(ctx, cluster).await?;
     ensure_transfer_secret(ctx, cluster).await?;

@@ -228,6 +228,40 @@ pub fn converged_status(
 /// or what it refers to: Ready False with the error's category; the last
 /// applied config and ConfigApplied stay as they were (the old config is
 /// still serving).
+/// The status of an external cluster (`spec.external`): Ready and
+/// ConfigApplied (its config is the server's own, nothing to apply), reason
+/// External, no pods.
+pub fn external_status(cluster: &BindCluster, message: String) -> BindClusterStatus {
+    let generation = cluster.metadata.generation;
+    let mut status = cluster.status.clone().unwrap_or_default();
+    status.observed_generation = generation;
+    status.ready_replicas = 0;
+    status.applied_config.clear();
+    set_condition(
+        &mut status.conditions,
+        new_condition(
+            CONDITION_CONFIG_APPLIED,
+            true,
+            crate::api::REASON_EXTERNAL,
+            "the server's configuration is its own; the operator applies none",
+            generation,
+            now(),
+        ),
+    );
+    set_condition(
+        &mut status.conditions,
+        new_condition(
+            CONDITION_READY,
+            true,
+            crate::api::REASON_EXTERNAL,
+            message,
+            generation,
+            now(),
+        ),
+    );
+    status
+}
+
 pub fn failed_status(
     cluster: &BindCluster,
     ready_replicas: i32,

@@ -319,7 +319,7 @@ fn served_report(
 
 /// A converged zone: its status, its applied annotation when it changed,
 /// and its failure count reset.
-async fn finish(
+pub(super) async fn finish(
     ctx: &ZoneContext,
     zone: &BindZone,
     report: &ZoneReport,
@@ -388,7 +388,7 @@ async fn secondary_zone(
 
 /// What was last applied for the zone: what this process wrote (the cache
 /// may not show it yet), else the object's annotation.
-fn applied_of(ctx: &ZoneContext, zone: &BindZone) -> Applied {
+pub(super) fn applied_of(ctx: &ZoneContext, zone: &BindZone) -> Applied {
     let uid = zone.metadata.uid.as_deref().unwrap_or_default();
     ctx.state
         .applied(&zone_key(zone), uid)
@@ -397,7 +397,7 @@ fn applied_of(ctx: &ZoneContext, zone: &BindZone) -> Applied {
 }
 
 /// Writes the applied annotation and remembers it.
-async fn record_applied(
+pub(super) async fn record_applied(
     ctx: &ZoneContext,
     zone: &BindZone,
     applied: &Applied,
@@ -416,7 +416,7 @@ fn zone_key(zone: &BindZone) -> (String, String) {
 /// Writes the DNSRecords' statuses from the plan and, when the flush
 /// succeeded (`served` is what the primary now holds), releases the
 /// finalizers of deleted DNSRecords: their RRsets were in the flush.
-async fn settle_records(
+pub(super) async fn settle_records(
     ctx: &ZoneContext,
     zone: &ZoneName,
     records: &[Arc<DNSRecord>],
@@ -472,7 +472,11 @@ async fn settle_records(
 
 /// Reports a failed convergence in the zone's status and returns the
 /// error (the guard publishes its Event, `error_policy` backs off).
-async fn failed(ctx: &ZoneContext, zone: &BindZone, e: ServerError) -> Result<Action, Error> {
+pub(super) async fn failed(
+    ctx: &ZoneContext,
+    zone: &BindZone,
+    e: ServerError,
+) -> Result<Action, Error> {
     write_zone_report(ctx, zone, &server_problem(&e)).await?;
     // The Warning Event is the measuring guard's (`error::measured`).
     Err(Error::Server {
@@ -505,7 +509,7 @@ fn problem(phase: Phase, reason: &'static str, message: String) -> ZoneReport {
 }
 
 /// The zone cannot be written now: say why on it and its DNSRecords.
-async fn blocked(
+pub(super) async fn blocked(
     ctx: &ZoneContext,
     zone: &BindZone,
     records: &[Arc<DNSRecord>],

@@ -99,6 +99,10 @@ pub async fn cleanup(zone: &Arc<BindZone>, ctx: &ZoneContext) -> Result<Action, 
     let reserved = cluster_of(ctx, zone).is_some_and(|c| read::is_catalog_zone(zone, &c));
     if owned_by_other || reserved {
         tracing::info!(zone = %zone.spec.zone_name, "zone served by another BindZone or the catalog; not removing it");
+    } else if let Some(cluster) = cluster_of(ctx, zone)
+        && cluster.external().is_some()
+    {
+        super::external::remove(ctx, zone, &cluster).await?;
     } else if let Some(cluster) = cluster_of(ctx, zone) {
         match zone_placement(zone, &cluster) {
             Ok(spec) => {

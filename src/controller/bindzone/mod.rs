@@ -7,7 +7,9 @@
 //! releases the finalizers of deleted DNSRecords whose RRsets are gone.
 //!
 //! Pipeline (see [`apply::apply`]): read -> validate -> plan -> converge ->
-//! status. A zone with a `dnssec-policy` is Ready only once the primary
+//! status. A zone of an external cluster (`spec.external`, a BIND the
+//! operator did not deploy) takes the same read and plan but converges over
+//! the network only ([`external`]). A zone with a `dnssec-policy` is Ready only once the primary
 //! serves it signed ([`dnssec`]). Deletion ([`cleanup::cleanup`]) removes
 //! the zone from its catalog and the servers, with every file named keeps
 //! for it (journal, signed copies, keys), behind kube's finalizer helper;
@@ -24,6 +26,7 @@ pub mod catalog;
 pub mod cleanup;
 pub mod dnssec;
 pub mod dnssec_keys;
+pub mod external;
 pub mod primary;
 pub mod read;
 pub mod secondary;
@@ -158,6 +161,9 @@ async fn converge(zone: Arc<BindZone>, ctx: &ZoneContext) -> Result<Action, Erro
     let key = (zone.namespace().unwrap_or_default(), name.clone());
     let result = finalizer(&api, ZONE_FINALIZER, zone, |event| async {
         match event {
+            Event::Apply(z) if external::on_external_cluster(ctx, &z) => {
+                external::reconcile(&z, ctx).await
+            }
             Event::Apply(z) => apply::apply(&z, ctx).await,
             Event::Cleanup(z) => cleanup::cleanup(&z, ctx).await,
         }

@@ -120,6 +120,13 @@ pub async fn inputs(ctx: &ZoneContext, zone: &BindZone) -> Result<Result<Inputs,
     // Keys `spec.updatePolicy` grants to: resolved like the others, so a
     // grant to a key the cluster does not load fails validation by name.
     refs.extend(zone.spec.update_policy.iter().map(|g| g.key_ref.as_str()));
+    // An external cluster's rndc key (zones are created through it).
+    refs.extend(
+        cluster
+            .external()
+            .and_then(|e| e.rndc.as_ref())
+            .map(|r| r.key_ref.as_str()),
+    );
     let keys = match keys::resolve(ctx, &cluster, &refs).await {
         Ok(k) => k,
         Err(e) if e.is_api() => return Err(Error::Keys(e)),
