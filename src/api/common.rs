@@ -140,6 +140,10 @@ pub const REASON_FOREIGN_CONFLICT: &str = "ForeignConflict";
 /// Reason: an NS record set below the apex would hide record sets that
 /// are already served under it.
 pub const REASON_DELEGATION_CONFLICT: &str = "DelegationConflict";
+/// DNSRecord reason: the BindZone it names (in another namespace, or one
+/// that restricts its own) grants its namespace no right to this name and
+/// type (`BindZone.spec.recordsFrom`); nothing of it is served.
+pub const REASON_NOT_ALLOWED: &str = "NotAllowed";
 /// Condition type for weak but valid input (status True while it applies).
 pub const CONDITION_WARNING: &str = "Warning";
 /// Warning reason: a TSIG key shorter than its algorithm's output, or
@@ -216,6 +220,7 @@ pub const CONDITION_REASONS: &[(&str, ReasonKind)] = &[
     (REASON_OCCLUDED, ReasonKind::Failed),
     (REASON_FOREIGN_CONFLICT, ReasonKind::Failed),
     (REASON_DELEGATION_CONFLICT, ReasonKind::Failed),
+    (REASON_NOT_ALLOWED, ReasonKind::Failed),
     (REASON_WEAK_KEY, ReasonKind::Done),
     (REASON_PUBLIC_SUFFIX, ReasonKind::Done),
     (REASON_RELATIVE_TARGET, ReasonKind::Done),

@@ -179,7 +179,7 @@ pub fn zone_group(z: &BindZone) -> ZoneGroup {
 }
 
 fn record_zone(r: &DNSRecord) -> Option<RefKey> {
-    Some((r.meta().namespace.clone()?, r.spec.zone_ref.clone()))
+    Some((r.zone_namespace()?, r.spec.zone_ref.clone()))
 }
 
 fn zone_cluster(z: &BindZone) -> Option<RefKey> {
@@ -189,7 +189,8 @@ fn zone_cluster(z: &BindZone) -> Option<RefKey> {
 /// The indexes of [`crate::controller::stores::Stores`].
 #[derive(Clone)]
 pub struct Indexes {
-    /// DNSRecords by (namespace, spec.zoneRef).
+    /// DNSRecords by the zone they name: (spec.zoneNamespace or their own
+    /// namespace, spec.zoneRef).
     pub records_by_zone: Arc<ByKey<DNSRecord, RefKey>>,
     /// BindZones by (namespace, spec.clusterRef).
     pub zones_by_cluster: Arc<ByKey<BindZone, RefKey>>,
@@ -207,7 +208,8 @@ impl Indexes {
         }
     }
 
-    /// The DNSRecords whose zoneRef names the BindZone `zone` in `ns`, by name.
+    /// The DNSRecords naming the BindZone `zone` in `ns` (from any
+    /// namespace), by namespace and name.
     pub fn records_of_zone(&self, ns: &str, zone: &str) -> Vec<Arc<DNSRecord>> {
         self.records_by_zone
             .get(&(ns.to_string(), zone.to_string()))

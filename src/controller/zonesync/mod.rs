@@ -19,6 +19,7 @@
 //! Touches the cluster (watches, Secret reads) and BIND pods (exec). Key
 //! material lives only in redacting types and is never logged.
 
+pub mod access;
 pub mod diff;
 pub mod keys;
 pub mod plan;
@@ -144,6 +145,8 @@ pub struct ZoneContext {
     pub settings: Settings,
     /// Present when `settings.batch_gather` is.
     pub batcher: Option<Arc<server::batch::Batcher>>,
+    /// Namespace labels for `spec.recordsFrom` selectors (started on use).
+    pub namespaces: crate::controller::namespaces::NamespaceWatch,
 }
 
 impl ZoneContext {

@@ -121,6 +121,9 @@ pub struct ZoneInputs<'a> {
     pub inline: &'a [InlineRecord],
     /// Inline RRsets applied before (from the zone's applied annotation).
     pub applied_inline: &'a BTreeSet<RrKey>,
+    /// Who may publish what (`spec.recordsFrom`): applied to each
+    /// DNSRecord as it is validated ([`PlanMemo`]).
+    pub access: &'a super::access::Access,
 }
 
 /// Everything the zone should hold, and what to remove.
@@ -191,6 +194,7 @@ const PLAN_REFUSALS: &[&str] = &[
     REASON_INVALID_RECORD,
     REASON_TOO_MANY_VALUES,
     REASON_APEX_NS_UNSUPPORTED,
+    crate::api::REASON_NOT_ALLOWED,
 ];
 
 /// Whether the DNSRecord's status says the servers hold `key` for it: the
@@ -249,6 +253,11 @@ pub fn plan<R: Borrow<ValidRecord>>(z: &ZoneInputs<'_>, records: &[R]) -> Desire
             }
             verdicts.insert(name, Verdict::Deleting);
             continue;
+        }
+        if super::access::not_allowed(r) {
+            // What it was served for goes (a narrowed grant); the retain
+            // below keeps an RRset someone allowed now owns.
+            retired.extend(r.status_key.clone());
         }
         claimants.push(Claimant {
             created: r.created.as_ref(),

@@ -270,6 +270,7 @@ mod tests {
             "r",
             DNSRecordSpec {
                 zone_ref: "z".into(),
+                zone_namespace: None,
                 name: name.into(),
                 type_: t,
                 ttl,
