@@ -128,8 +128,7 @@ pub const MAX_RECORD_GRANTS: u32 = 32;
 /// Most owner names one `recordsFrom` grant lists.
 pub const MAX_GRANT_NAMES: u32 = 32;
 /// CEL on a `recordsFrom` grant: a selector with, and only with, `from: Selector`.
-pub const RULE_RECORDS_FROM_SELECTOR: &str =
-    "(self.from == 'Selector') == has(self.selector)";
+pub const RULE_RECORDS_FROM_SELECTOR: &str = "(self.from == 'Selector') == has(self.selector)";
 /// Message for [`RULE_RECORDS_FROM_SELECTOR`].
 pub const MSG_RECORDS_FROM_SELECTOR: &str = "recordsFrom[].selector is required when from is Selector and not allowed when from is Same or All";
 /// A `recordsFrom` name: `@`, `*` (every name below the apex), an exact

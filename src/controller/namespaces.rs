@@ -120,7 +120,9 @@ impl NamespaceWatch {
                 let listed = st.lock().unwrap_or_else(|e| e.into_inner()).listed;
                 // Before the first list a label "change" is only the list
                 // arriving; InitDone wakes once for all of it.
-                if changed && (listed || st.lock().unwrap_or_else(|e| e.into_inner()).error.is_some()) {
+                if changed
+                    && (listed || st.lock().unwrap_or_else(|e| e.into_inner()).error.is_some())
+                {
                     for z in zones.state().iter().filter(|z| uses_selector(z)) {
                         let _ = wake.unbounded_send(ObjectRef::from_obj(z.as_ref()));
                     }

@@ -107,7 +107,15 @@ async fn primary_zone(ctx: &ZoneContext, r: &ZoneRead) -> Result<Action, Error> 
         // Nothing written, nothing to report yet.
         Err(Failure::Deferred(wait)) => return Ok(Action::requeue(wait)),
         Err(f) => {
-            settle_records(ctx, &zone_ns, &r.cfg.clause.zone, records, &out.desired, None).await?;
+            settle_records(
+                ctx,
+                &zone_ns,
+                &r.cfg.clause.zone,
+                records,
+                &out.desired,
+                None,
+            )
+            .await?;
             // The records the plan accepted wait on the zone: when it
             // cannot be written they say why (the rest say their own
             // refusal, written just now).

@@ -198,11 +198,11 @@ impl Access {
             return Ok(());
         }
         let grants: Vec<&Grant> = self.for_namespace(ns).collect();
+        let unknown = match &self.labels {
+            Some(Err(why)) => format!(" (namespace labels are unknown: {why})"),
+            _ => String::new(),
+        };
         if grants.is_empty() {
-            let unknown = match &self.labels {
-                Some(Err(why)) => format!(" (namespace labels are unknown: {why})"),
-                _ => String::new(),
-            };
             return Err(format!(
                 "BindZone {} does not accept DNSRecords from namespace {ns}: no grant in its spec.recordsFrom covers that namespace{unknown}",
                 self.zone_object
@@ -239,7 +239,7 @@ impl Access {
             })
             .collect();
         Err(format!(
-            "BindZone {} does not let namespace {ns} publish {} {}: its spec.recordsFrom grants that namespace only {}",
+            "BindZone {} does not let namespace {ns} publish {} {}: its spec.recordsFrom grants that namespace only {}{unknown}",
             self.zone_object,
             name.fqdn(),
             rtype,
@@ -323,7 +323,7 @@ mod tests {
         let z = zone(serde_json::json!([
             {"from": "Selector", "selector": {"matchLabels": {"dns": "team-a"}},
              "names": ["*.team-a", "api"], "types": ["A", "AAAA", "CNAME"]},
-            {"from": "All", "names": ["_acme-challenge.*"]}
+            {"from": "All", "names": ["_acme-challenge"], "types": ["TXT"]}
         ]));
         let zn = ZoneName::parse("example.com").unwrap();
         let a = Access::new(
@@ -337,7 +337,10 @@ mod tests {
         assert!(ok("team-a", "api.example.com.", RecordType::Aaaa).is_ok());
         // `*.team-a` is below team-a, not team-a itself.
         let e = ok("team-a", "team-a.example.com.", RecordType::A).unwrap_err();
-        assert!(e.contains("platform/example-com") && e.contains("*.team-a, api"), "{e}");
+        assert!(
+            e.contains("platform/example-com") && e.contains("*.team-a, api"),
+            "{e}"
+        );
         assert!(ok("team-a", "www.team-a.example.com.", RecordType::Txt).is_err());
         assert!(ok("team-a", "www.team-b.example.com.", RecordType::A).is_err());
         let e = ok("team-b", "www.example.com.", RecordType::A).unwrap_err();
@@ -347,7 +350,10 @@ mod tests {
         // Labels unknown: the selector grant covers nobody, and says so.
         let blind = Access::new(&z, &zn, Some(Err("forbidden".into())));
         let e = blind
-            .check("team-a", Some((&name("www.team-a.example.com."), RecordType::A)))
+            .check(
+                "team-a",
+                Some((&name("www.team-a.example.com."), RecordType::A)),
+            )
             .unwrap_err();
         assert!(e.contains("labels are unknown: forbidden"), "{e}");
     }
@@ -362,8 +368,11 @@ mod tests {
                 .is_ok()
         );
         assert!(
-            a.check("platform", Some((&name("mail.example.com."), RecordType::A)))
-                .is_err()
+            a.check(
+                "platform",
+                Some((&name("mail.example.com."), RecordType::A))
+            )
+            .is_err()
         );
         assert!(
             a.check("team-a", Some((&name("www.example.com."), RecordType::A)))
@@ -393,5 +402,198 @@ mod tests {
         assert!(!matches(&sel, &l(&[("tier", "db")])));
         assert!(!matches(&sel, &l(&[("tier", "web"), ("frozen", "1")])));
         assert!(matches(&LabelSelector::default(), &l(&[])));
+    }
+
+    /// The zone's plan with these grants, through the memo as production.
+    fn plan_with(
+        access: &Access,
+        records: &[DNSRecord],
+    ) -> crate::controller::zonesync::plan::Desired {
+        use crate::bind::Ttl;
+        use crate::controller::zonesync::plan::{PlanMemo, ZoneInputs};
+        let zn = ZoneName::parse("example.com").unwrap();
+        let ns1 = name("ns1.example.com.");
+        let records: Vec<std::sync::Arc<DNSRecord>> =
+            records.iter().cloned().map(std::sync::Arc::new).collect();
+        let d = PlanMemo::default().plan(
+            &ZoneInputs {
+                zone: &zn,
+                object_name: "example-com",
+                created: None,
+                default_ttl: Ttl::new(300).unwrap(),
+                nameservers: std::slice::from_ref(&ns1),
+                soa_mname: &ns1,
+                inline: &[],
+                applied_inline: &Default::default(),
+                access,
+            },
+            0,
+            &records,
+        );
+        std::sync::Arc::unwrap_or_clone(d)
+    }
+
+    fn record(ns: &str, obj: &str, owner: &str, t: &str, value: &str) -> DNSRecord {
+        let mut r: DNSRecord = serde_json::from_value(serde_json::json!({
+            "apiVersion": "bind.unkin.net/v1alpha1", "kind": "DNSRecord",
+            "metadata": {"name": obj, "namespace": ns, "uid": format!("{ns}-{obj}"),
+                         "resourceVersion": "1", "finalizers": [crate::controller::zonesync::RECORD_FINALIZER]},
+            "spec": {"zoneRef": "example-com", "zoneNamespace": "platform",
+                     "name": owner, "type": t, "values": [value]}
+        }))
+        .unwrap();
+        r.metadata.namespace = Some(ns.into());
+        r
+    }
+
+    fn served(mut r: DNSRecord, fqdn: &str) -> DNSRecord {
+        let t = r.spec.type_;
+        r.status = Some(crate::api::DNSRecordStatus {
+            phase: Some(crate::api::Phase::Ready),
+            fqdn: Some(fqdn.into()),
+            record_type: Some(t),
+            ..Default::default()
+        });
+        r
+    }
+
+    fn team_a_grant() -> BindZone {
+        zone(serde_json::json!([{"from": "Selector",
+            "selector": {"matchLabels": {"team": "a"}},
+            "names": ["*.team-a"], "types": ["A", "AAAA", "CNAME"]}]))
+    }
+
+    fn team_labels() -> Option<NamespaceLabels> {
+        Some(labels(&[
+            ("team-a", &[("team", "a")]),
+            ("team-b", &[("team", "b")]),
+        ]))
+    }
+
+    fn verdict(
+        d: &crate::controller::zonesync::plan::Desired,
+        id: &str,
+    ) -> crate::controller::zonesync::plan::Verdict {
+        d.verdicts
+            .get(id)
+            .cloned()
+            .unwrap_or_else(|| panic!("no verdict for {id}: {:?}", d.verdicts))
+    }
+
+    fn reason(d: &crate::controller::zonesync::plan::Desired, id: &str) -> &'static str {
+        match verdict(d, id) {
+            crate::controller::zonesync::plan::Verdict::Rejected { reason, .. } => reason,
+            other => panic!("{id}: expected a refusal, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_plan_serves_granted_records_and_refuses_the_rest_by_namespace() {
+        use crate::controller::zonesync::plan::Verdict;
+        let zn = ZoneName::parse("example.com").unwrap();
+        let access = Access::new(&team_a_grant(), &zn, team_labels());
+        let d = plan_with(
+            &access,
+            &[
+                record("team-a", "api", "api.team-a", "A", "192.0.2.1"),
+                record("team-b", "www", "www", "A", "192.0.2.2"),
+                record("team-a", "steal", "www.team-b", "A", "192.0.2.3"),
+                record("team-a", "txt", "t.team-a", "TXT", "x"),
+            ],
+        );
+        assert!(matches!(verdict(&d, "team-a/api"), Verdict::Accepted(_)));
+        for id in ["team-b/www", "team-a/steal", "team-a/txt"] {
+            assert_eq!(reason(&d, id), REASON_NOT_ALLOWED, "{id}");
+        }
+        assert_eq!(d.rrsets.len(), 1, "only the granted record set is wanted");
+        assert!(
+            d.retired.is_empty(),
+            "nothing was served for the refused ones"
+        );
+    }
+
+    #[test]
+    fn a_removed_grant_takes_the_served_record_set_down_and_never_anothers() {
+        use crate::bind::RecordType as T;
+        let zn = ZoneName::parse("example.com").unwrap();
+        // team-a's record was served; platform serves www.
+        let recs = [
+            served(
+                record("team-a", "api", "api.team-a", "A", "192.0.2.1"),
+                "api.team-a.example.com.",
+            ),
+            served(
+                record("platform", "www", "www", "A", "192.0.2.9"),
+                "www.example.com.",
+            ),
+        ];
+        let granted = plan_with(&Access::new(&team_a_grant(), &zn, team_labels()), &recs);
+        assert_eq!(granted.rrsets.len(), 2);
+        // The namespace's labels no longer match: refused, its RRset retired.
+        let unlabelled = Some(labels(&[("team-a", &[])]));
+        let d = plan_with(&Access::new(&team_a_grant(), &zn, unlabelled), &recs);
+        assert_eq!(reason(&d, "team-a/api"), REASON_NOT_ALLOWED);
+        assert!(d.retired.contains(&(name("api.team-a.example.com."), T::A)));
+        assert!(d.rrsets.contains_key(&(name("www.example.com."), T::A)));
+        // A team-b record whose status claims platform's www (forged or
+        // stale), refused and then deleted, never retires what platform owns.
+        let mut forged = served(
+            record("team-b", "www", "www", "A", "192.0.2.2"),
+            "www.example.com.",
+        );
+        let d = plan_with(
+            &Access::new(&team_a_grant(), &zn, team_labels()),
+            &[recs[1].clone(), forged.clone()],
+        );
+        assert!(d.retired.is_empty(), "{:?}", d.retired);
+        forged.metadata.deletion_timestamp =
+            Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                jiff::Timestamp::from_second(9).unwrap(),
+            ));
+        forged.status = None;
+        let d = plan_with(&Access::new(&team_a_grant(), &zn, team_labels()), &[forged]);
+        assert!(
+            d.retired.is_empty(),
+            "a deleted refused record retires nothing: {:?}",
+            d.retired
+        );
+    }
+
+    #[test]
+    fn teams_claiming_one_name_follow_the_conflict_rules() {
+        use crate::api::REASON_CONFLICT;
+        use crate::controller::zonesync::plan::Verdict;
+        let zn = ZoneName::parse("example.com").unwrap();
+        let both = zone(serde_json::json!([{"from": "All", "names": ["shared"]}]));
+        let access = Access::new(&both, &zn, None);
+        // New together: all refused.
+        let d = plan_with(
+            &access,
+            &[
+                record("team-a", "s", "shared", "A", "192.0.2.1"),
+                record("team-b", "s", "shared", "A", "192.0.2.2"),
+            ],
+        );
+        assert_eq!(reason(&d, "team-a/s"), REASON_CONFLICT);
+        assert_eq!(reason(&d, "team-b/s"), REASON_CONFLICT);
+        // The incumbent keeps it; the newcomer's message names it.
+        let d = plan_with(
+            &access,
+            &[
+                served(
+                    record("team-a", "s", "shared", "A", "192.0.2.1"),
+                    "shared.example.com.",
+                ),
+                record("team-b", "s", "shared", "A", "192.0.2.2"),
+            ],
+        );
+        assert!(matches!(verdict(&d, "team-a/s"), Verdict::Accepted(_)));
+        match verdict(&d, "team-b/s") {
+            Verdict::Rejected { reason, message } => {
+                assert_eq!(reason, REASON_CONFLICT);
+                assert!(message.contains("DNSRecord team-a/s"), "{message}");
+            }
+            other => panic!("{other:?}"),
+        }
     }
 }
