@@ -90,6 +90,7 @@ mod e2e_zone_owner;
 mod import_output;
 mod import_roundtrip;
 mod local_runtime_cluster;
+mod local_runtime_cross_namespace;
 mod local_runtime_exec;
 mod local_runtime_pods;
 mod local_runtime_serving;
