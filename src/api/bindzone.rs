@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, LabelSelector};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kube::{CustomResource, KubeSchema};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -317,7 +317,7 @@ pub struct RecordsFrom {
     pub from: FromNamespaces,
     /// Namespace label selector; required with, and only with, `from: Selector`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub selector: Option<LabelSelector>,
+    pub selector: Option<NamespaceSelector>,
     /// Owner names the grant covers, relative to the zone: `@` (the apex),
     /// an exact name (`api`, `www.team-a`), `*.suffix` (every name below
     /// `suffix`, not `suffix` itself) or `*` (every name below the apex).
@@ -329,6 +329,51 @@ pub struct RecordsFrom {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 17))]
     pub types: Vec<RecordType>,
+}
+
+/// A label selector over namespaces (a Kubernetes LabelSelector, bounded
+/// so the API server can price the grant's CEL rule). Every condition
+/// must hold; an empty selector selects every namespace.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NamespaceSelector {
+    /// Labels a namespace must carry with exactly these values.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schemars(extend("maxProperties" = 16))]
+    pub match_labels: BTreeMap<String, String>,
+    /// Conditions on labels.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 16))]
+    pub match_expressions: Vec<LabelRequirement>,
+}
+
+/// One condition of a [`NamespaceSelector`].
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LabelRequirement {
+    /// The label key.
+    #[schemars(length(min = 1, max = 317))]
+    pub key: String,
+    /// `In`, `NotIn`, `Exists` or `DoesNotExist`.
+    pub operator: LabelOperator,
+    /// The values for `In` and `NotIn`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 64), inner(length(max = 63)))]
+    pub values: Vec<String>,
+}
+
+/// How a [`LabelRequirement`] tests its key.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+#[schemars(transform = super::common::drop_type_description, extend("maxLength" = 12))]
+pub enum LabelOperator {
+    /// The label's value is one of `values`.
+    In,
+    /// The label is absent or its value is none of `values`.
+    NotIn,
+    /// The label is present.
+    Exists,
+    /// The label is absent.
+    DoesNotExist,
 }
 
 /// An external primary of a secondary zone.

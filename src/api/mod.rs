@@ -22,8 +22,9 @@ pub use bindcluster::{
 };
 pub use bindtsigkey::{BindTSIGKey, BindTSIGKeySpec, BindTSIGKeyStatus, TsigAlgorithm};
 pub use bindzone::{
-    BindZone, BindZoneSpec, BindZoneStatus, FromNamespaces, GrantMatch, RecordsFrom, SoaSpec,
-    UpdateGrant, ZoneDnssecStatus, ZonePrimary, ZoneRecord, ZoneType,
+    BindZone, BindZoneSpec, BindZoneStatus, FromNamespaces, GrantMatch, LabelOperator,
+    LabelRequirement, NamespaceSelector, RecordsFrom, SoaSpec, UpdateGrant, ZoneDnssecStatus,
+    ZonePrimary, ZoneRecord, ZoneType,
 };
 pub use common::*;
 pub use dnsrecord::{DNSRecord, DNSRecordSpec, DNSRecordStatus, RecordType, UnknownRecordType};

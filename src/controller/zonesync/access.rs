@@ -20,11 +20,11 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kube::ResourceExt as _;
 
 use crate::api::{
-    BindZone, DNSRecord, FromNamespaces, REASON_NOT_ALLOWED, RecordType as ApiRecordType,
+    BindZone, DNSRecord, FromNamespaces, LabelOperator, NamespaceSelector as LabelSelector,
+    REASON_NOT_ALLOWED, RecordType as ApiRecordType,
 };
 use crate::bind::{DomainName, RecordType, ZoneName};
 use crate::render::validate::{RecordError, ValidRecord};
@@ -263,23 +263,19 @@ impl Access {
     }
 }
 
-/// Whether `labels` satisfy `sel` (matchLabels and matchExpressions with
-/// In, NotIn, Exists, DoesNotExist; an unknown operator matches nothing).
+/// Whether `labels` satisfy `sel` (as a Kubernetes label selector).
 pub fn matches(sel: &LabelSelector, labels: &Labels) -> bool {
     let by_labels = sel
         .match_labels
         .iter()
-        .flatten()
         .all(|(k, v)| labels.get(k) == Some(v));
-    let by_expressions = sel.match_expressions.iter().flatten().all(|e| {
-        let values = e.values.as_deref().unwrap_or_default();
+    let by_expressions = sel.match_expressions.iter().all(|e| {
         let have = labels.get(&e.key);
-        match e.operator.as_str() {
-            "In" => have.is_some_and(|v| values.contains(v)),
-            "NotIn" => have.is_none_or(|v| !values.contains(v)),
-            "Exists" => have.is_some(),
-            "DoesNotExist" => have.is_none(),
-            _ => false,
+        match e.operator {
+            LabelOperator::In => have.is_some_and(|v| e.values.contains(v)),
+            LabelOperator::NotIn => have.is_none_or(|v| !e.values.contains(v)),
+            LabelOperator::Exists => have.is_some(),
+            LabelOperator::DoesNotExist => have.is_none(),
         }
     });
     by_labels && by_expressions
