@@ -11,6 +11,7 @@
 use crate::support_local as support;
 
 use bind_operator::api::{BindCluster, BindTSIGKey, BindZone, DNSRecord, Phase};
+use bind_operator::local::memapi::{Fault, Verb};
 use k8s_openapi::api::core::v1::Namespace;
 use kube::Api;
 use kube::api::{Patch, PatchParams, PostParams};
@@ -43,7 +44,21 @@ impl Env {
     /// platform a 2-pod cluster and zone example.com granting `grants`,
     /// with platform's own www A 192.0.2.80.
     async fn start(grants: serde_json::Value) -> Env {
+        Env::start_refusing_namespace_lists(grants, 0).await
+    }
+
+    /// [`Env::start`] with the first `refusals` lists of Namespaces
+    /// answered 403, as RBAC without the Namespace ClusterRole does.
+    async fn start_refusing_namespace_lists(grants: serde_json::Value, refusals: usize) -> Env {
         let (h, stop, manager) = support::start_controllers(|_| {}).await;
+        if refusals > 0 {
+            h.api.fail_next(
+                Fault::new(Verb::List, "namespaces")
+                    .times(refusals)
+                    .status(403, "Forbidden")
+                    .message("namespaces is forbidden"),
+            );
+        }
         let env = Env { h, stop, manager };
         let namespaces: Api<Namespace> = Api::all(env.h.client.clone());
         for (ns, labels) in [
@@ -255,5 +270,27 @@ async fn two_teams_claiming_one_name_follow_the_conflict_rules() {
     env.both_answer("pair.example.com", "").await;
     // Still the incumbent's.
     env.status("team-a", "shared", Phase::Ready, "Served").await;
+    // No zone selects by label: the operator never listed Namespaces (a
+    // namespaced install without the right to do so keeps working).
+    assert_eq!(env.h.api.count(Verb::List, "namespaces"), 0);
+    assert_eq!(env.h.api.count(Verb::Watch, "namespaces"), 0);
+    env.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_the_right_to_list_namespaces_selector_grants_cover_nobody_and_say_so() {
+    // Namespaces listed as soon as a zone selects by label, and refused
+    // three times (a ClusterRole granted meanwhile): the team's record says why,
+    // the platform's own records are served all along, then the list
+    // succeeds and the team's record is served.
+    let env = Env::start_refusing_namespace_lists(json!([team_a_grant()]), 3).await;
+    env.record("team-a", "api", "api.team-a", "192.0.2.1").await;
+    let m = env
+        .status("team-a", "api", Phase::Error, "NotAllowed")
+        .await;
+    assert!(m.contains("may not list Namespaces"), "{m}");
+    env.both_answer("www.example.com", "192.0.2.80").await;
+    env.both_answer("api.team-a.example.com", "192.0.2.1").await;
+    env.status("team-a", "api", Phase::Ready, "Served").await;
     env.finish().await;
 }

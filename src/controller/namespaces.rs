@@ -5,10 +5,11 @@
 //! label change (and a namespace created or deleted) wakes the zones that
 //! use a selector, so their records are granted or refused again.
 //!
-//! If Namespaces cannot be listed (no RBAC for it), the labels are
-//! reported unknown with the reason, and selector grants cover nobody; the
-//! watch keeps retrying with kube's backoff, so granting the right later
-//! heals it.
+//! If RBAC refuses the list, the labels are reported unknown with the
+//! reason, and selector grants cover nobody; the watch keeps retrying with
+//! kube's backoff, so granting the right later heals it. Any other failure
+//! before the first list keeps the zones waiting (judging with no labels
+//! would take served records down over a network blip).
 //!
 //! Touches the cluster: list/watch of Namespaces, once started.
 
@@ -97,32 +98,43 @@ impl NamespaceWatch {
             let mut seen: HashMap<String, Labels> = HashMap::new();
             let mut events = std::pin::pin!(events);
             while let Some(event) = events.next().await {
-                let changed = match event {
-                    Ok(watcher::Event::Apply(n) | watcher::Event::InitApply(n)) => {
-                        seen.insert(n.name_any(), labels_of(&n)).as_ref() != Some(&labels_of(&n))
-                    }
-                    Ok(watcher::Event::Delete(n)) => seen.remove(&n.name_any()).is_some(),
-                    Ok(watcher::Event::InitDone) => {
-                        let mut s = st.lock().unwrap_or_else(|e| e.into_inner());
-                        s.listed = true;
-                        s.error = None;
-                        true
-                    }
-                    Ok(watcher::Event::Init) => false,
-                    Err(e) => {
-                        let mut s = st.lock().unwrap_or_else(|e| e.into_inner());
-                        let first = s.error.is_none() && !s.listed;
-                        s.error = Some(describe(&e));
-                        tracing::warn!(error = %e, "failed to watch Namespaces (spec.recordsFrom selectors cover nobody meanwhile)");
-                        first
+                let wake_zones = {
+                    let mut s = st.lock().unwrap_or_else(|e| e.into_inner());
+                    match event {
+                        // Before the first list a "change" is only the list
+                        // arriving: InitDone wakes once for all of it.
+                        Ok(watcher::Event::Apply(n) | watcher::Event::InitApply(n)) => {
+                            let labels = labels_of(&n);
+                            seen.insert(n.name_any(), labels.clone()) != Some(labels) && s.listed
+                        }
+                        Ok(watcher::Event::Delete(n)) => {
+                            seen.remove(&n.name_any()).is_some() && s.listed
+                        }
+                        Ok(watcher::Event::InitDone) => {
+                            s.listed = true;
+                            s.error = None;
+                            true
+                        }
+                        Ok(watcher::Event::Init) => false,
+                        Err(e) => {
+                            tracing::warn!(error = %e, "failed to watch Namespaces");
+                            // Refused by RBAC (no list will come until the
+                            // right is granted): the zones stop waiting and
+                            // go on with the labels unknown. Any other
+                            // failure is retried and the zones keep waiting:
+                            // a blip must not take served records down.
+                            match forbidden(&e) {
+                                Some(why) if !s.listed => {
+                                    let first = s.error.is_none();
+                                    s.error = Some(why);
+                                    first
+                                }
+                                _ => false,
+                            }
+                        }
                     }
                 };
-                let listed = st.lock().unwrap_or_else(|e| e.into_inner()).listed;
-                // Before the first list a label "change" is only the list
-                // arriving; InitDone wakes once for all of it.
-                if changed
-                    && (listed || st.lock().unwrap_or_else(|e| e.into_inner()).error.is_some())
-                {
+                if wake_zones {
                     for z in zones.state().iter().filter(|z| uses_selector(z)) {
                         let _ = wake.unbounded_send(ObjectRef::from_obj(z.as_ref()));
                     }
@@ -141,19 +153,17 @@ fn labels_of(n: &Namespace) -> Labels {
     n.metadata.labels.clone().unwrap_or_default()
 }
 
-/// Why labels are unknown, as a record's status says it: RBAC refusals
-/// name the right to add.
-fn describe(e: &watcher::Error) -> String {
-    let forbidden = match e {
+/// When RBAC refuses the watch: why labels are unknown, as a record's
+/// status says it (naming the right to add).
+fn forbidden(e: &watcher::Error) -> Option<String> {
+    let code = match e {
         watcher::Error::InitialListFailed(kube::Error::Api(s))
         | watcher::Error::WatchStartFailed(kube::Error::Api(s))
-        | watcher::Error::WatchFailed(kube::Error::Api(s)) => s.code == 403,
-        watcher::Error::WatchError(s) => s.code == 403,
-        _ => false,
+        | watcher::Error::WatchFailed(kube::Error::Api(s)) => s.code,
+        watcher::Error::WatchError(s) => s.code,
+        _ => return None,
     };
-    if forbidden {
-        "the operator may not list Namespaces (grant it get, list and watch on namespaces: docs/cross-namespace.md)".into()
-    } else {
-        format!("failed to list Namespaces: {e}")
-    }
+    (code == 403).then(|| {
+        "the operator may not list Namespaces (grant it get, list and watch on namespaces: docs/cross-namespace.md)".to_string()
+    })
 }
