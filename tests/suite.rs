@@ -74,6 +74,7 @@ mod controller_zone_repair;
 mod deploy_monitoring;
 mod e2e_acme;
 mod e2e_config;
+mod e2e_cross_namespace;
 mod e2e_examples;
 mod e2e_foreign;
 mod e2e_hostile;
