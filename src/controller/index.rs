@@ -1,4 +1,6 @@
-//! Secondary indexes over the shared stores: the DNSRecords of a zone, the
+//! Secondary indexes over the shared stores: the DNSRecords of a zone
+//! (from any namespace: a record names its zone's namespace with
+//! `spec.zoneNamespace`), the
 //! BindZones of a cluster, the BindZones naming one zone. A zone reconcile
 //! asks these instead of scanning a whole store, which at 1,000 zones and
 //! 10,000 records made a first sync cost O(zones x records) CPU.
@@ -411,5 +413,38 @@ mod tests {
         let mut in_view = bindzone("x", "example.com", "c1");
         in_view.spec.view = Some("inside".into());
         assert!(ix.zones_naming(&in_view).is_empty());
+    }
+
+    #[test]
+    fn a_record_is_found_under_the_zone_it_names_in_another_namespace() {
+        let (store, mut writer) = kube::runtime::reflector::store::<DNSRecord>();
+        let index = ByKey::new(store.clone(), record_zone);
+        let mut team = record("api", "example-com");
+        team.metadata.namespace = Some("team-a".into());
+        team.spec.zone_namespace = Some("platform".into());
+        let mut own = record("www", "example-com");
+        own.metadata.namespace = Some("platform".into());
+        for r in [team, own] {
+            apply(&mut writer, &store, &index, watcher::Event::Apply(r));
+        }
+        let key = |ns: &str| (ns.to_string(), "example-com".to_string());
+        let found = index.get(&key("platform"));
+        let ids: Vec<(String, String)> = found
+            .iter()
+            .map(|r| {
+                (
+                    r.metadata.namespace.clone().unwrap(),
+                    r.metadata.name.clone().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            ids,
+            [
+                ("platform".to_string(), "www".to_string()),
+                ("team-a".to_string(), "api".to_string())
+            ]
+        );
+        assert!(index.get(&key("team-a")).is_empty());
     }
 }

@@ -7,6 +7,8 @@
 //! - [`plan`]: the desired owned RRsets of a zone, conflicts decided (pure);
 //!   its [`plan::PlanMemo`] keeps a zone's plan between reconciles so one
 //!   costs what changed.
+//! - [`access`]: who may publish what in a zone (`spec.recordsFrom`),
+//!   applied to each DNSRecord before the plan (pure).
 //! - [`diff`]: served contents vs desired, as one update batch (pure).
 //! - [`server`]: zone operations on a BIND pod.
 //! - [`server::batch`]: group commit of those operations per pod: what the zones of

@@ -59,7 +59,8 @@ pub fn parse_key_text(text: &str) -> Option<RrKey> {
 pub enum Owner {
     /// `spec.records[i]` of the zone.
     Inline(usize),
-    /// A DNSRecord, by name (same namespace as the zone).
+    /// A DNSRecord, by its plan id: its name in the zone's namespace,
+    /// `namespace/name` from another ([`super::access::record_id`]).
     Record(String),
 }
 
@@ -133,7 +134,8 @@ pub struct Desired {
     pub apex_ns: ApexWanted,
     /// Owned before, owned no more: deleted when served.
     pub retired: BTreeSet<RrKey>,
-    /// DNSRecord name -> verdict (every DNSRecord of the zone).
+    /// DNSRecord plan id ([`super::access::record_id`]) -> verdict (every
+    /// DNSRecord of the zone).
     pub verdicts: BTreeMap<String, Verdict>,
     /// `spec.records` problems (`spec.records[i]: ...`).
     pub inline_errors: Vec<(&'static str, String)>,
