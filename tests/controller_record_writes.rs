@@ -308,7 +308,7 @@ async fn a_report_is_written_when_the_cache_predates_our_last_write() {
         state: Default::default(),
         settings: settings(),
         batcher: None,
-        namespaces: bind_operator::controller::namespaces::NamespaceWatch::new(
+        namespaces: bind_operator::controller::zonesync::namespaces::NamespaceWatch::new(
             client.clone(),
             kube::runtime::reflector::store::<BindZone>().0,
             futures::channel::mpsc::unbounded().0,
@@ -488,7 +488,7 @@ async fn a_finalizer_patch_against_a_stale_copy_is_retried_soon_not_failed() {
         state: Default::default(),
         settings: settings(),
         batcher: None,
-        namespaces: bind_operator::controller::namespaces::NamespaceWatch::new(
+        namespaces: bind_operator::controller::zonesync::namespaces::NamespaceWatch::new(
             client.clone(),
             kube::runtime::reflector::store::<BindZone>().0,
             futures::channel::mpsc::unbounded().0,

@@ -58,7 +58,6 @@ pub mod index;
 pub mod kube_message;
 pub mod memo;
 pub mod names;
-pub mod namespaces;
 pub mod network;
 pub mod pods;
 pub mod scope;

@@ -340,7 +340,7 @@ pub async fn run(ctx: Arc<Context>, settings: Settings, shutdown: Shutdown) {
         ZONE_CONCURRENCY
     };
     let (wake_tx, wake_rx) = mpsc::unbounded();
-    let namespaces = crate::controller::namespaces::NamespaceWatch::new(
+    let namespaces = crate::controller::zonesync::namespaces::NamespaceWatch::new(
         ctx.client.clone(),
         zones.clone(),
         wake_tx.clone(),

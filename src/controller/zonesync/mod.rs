@@ -9,6 +9,8 @@
 //!   costs what changed.
 //! - [`access`]: who may publish what in a zone (`spec.recordsFrom`),
 //!   applied to each DNSRecord before the plan (pure).
+//! - [`namespaces`]: Namespace labels for `recordsFrom` selectors, watched
+//!   only once a zone uses one.
 //! - [`diff`]: served contents vs desired, as one update batch (pure).
 //! - [`server`]: zone operations on a BIND pod.
 //! - [`server::batch`]: group commit of those operations per pod: what the zones of
@@ -24,6 +26,7 @@
 pub mod access;
 pub mod diff;
 pub mod keys;
+pub mod namespaces;
 pub mod plan;
 pub mod server;
 pub mod state;
@@ -148,7 +151,7 @@ pub struct ZoneContext {
     /// Present when `settings.batch_gather` is.
     pub batcher: Option<Arc<server::batch::Batcher>>,
     /// Namespace labels for `spec.recordsFrom` selectors (started on use).
-    pub namespaces: crate::controller::namespaces::NamespaceWatch,
+    pub namespaces: namespaces::NamespaceWatch,
 }
 
 impl ZoneContext {

@@ -446,6 +446,8 @@ fn dedup(mut v: Vec<DomainName>) -> Vec<DomainName> {
     v
 }
 
+#[cfg(test)]
+mod access_tests;
 mod decide;
 mod memo;
 #[cfg(test)]

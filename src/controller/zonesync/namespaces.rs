@@ -24,8 +24,8 @@ use kube::runtime::{WatchStreamExt as _, watcher};
 use kube::{Api, Client, ResourceExt as _};
 use tokio_util::task::AbortOnDropHandle;
 
+use super::access::{Labels, NamespaceLabels, uses_selector};
 use crate::api::BindZone;
-use crate::controller::zonesync::access::{Labels, NamespaceLabels, uses_selector};
 
 /// What the watch knows so far.
 #[derive(Default)]
