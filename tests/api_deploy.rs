@@ -128,6 +128,8 @@ fn kustomize_base_renders_a_complete_install() {
         kinds,
         [
             "ClusterRole",
+            "ClusterRole",
+            "ClusterRoleBinding",
             "ClusterRoleBinding",
             "CustomResourceDefinition",
             "CustomResourceDefinition",
@@ -140,7 +142,29 @@ fn kustomize_base_renders_a_complete_install() {
             "ServiceAccount"
         ]
     );
-    let find = |kind: &str| docs.iter().find(|d| d["kind"] == kind).unwrap();
+    // The operator's own rights; the Namespace reader comes apart.
+    let find = |kind: &str| {
+        docs.iter()
+            .find(|d| d["kind"] == kind && d["metadata"]["name"] != "bind-operator-namespaces")
+            .unwrap()
+    };
+    let reader = |kind: &str| {
+        docs.iter()
+            .find(|d| d["kind"] == kind && d["metadata"]["name"] == "bind-operator-namespaces")
+            .unwrap()
+    };
+    // Read-only, on Namespaces only (used for recordsFrom selectors).
+    assert_eq!(
+        permissions(reader("ClusterRole")),
+        BTreeMap::from([(
+            (String::new(), "namespaces".to_string()),
+            vec!["get".to_string(), "list".to_string(), "watch".to_string()]
+        )])
+    );
+    assert_eq!(
+        reader("ClusterRoleBinding")["subjects"][0]["namespace"],
+        NAMESPACE
+    );
     for kind in ["ServiceAccount", "Deployment", "Role", "RoleBinding"] {
         assert_eq!(find(kind)["metadata"]["namespace"], NAMESPACE, "{kind}");
     }

@@ -583,3 +583,61 @@ fn an_external_cluster_deploys_nothing_so_pod_fields_are_refused_beside_it() {
         "transferKeyRef",
     );
 }
+
+/// #26: a DNSRecord names a zone in another namespace; that choice is as
+/// permanent as zoneRef (the RRset already written lives in that zone).
+#[test]
+fn zone_namespace_is_a_namespace_name_and_immutable() {
+    let plain = accepted(record(
+        json!({"zoneRef": "z", "name": "www", "type": "A", "values": ["192.0.2.1"]}),
+    ));
+    let cross = accepted(record(json!({"zoneRef": "z", "zoneNamespace": "platform",
+        "name": "api.team-a", "type": "A", "values": ["192.0.2.1"]})));
+    rejected(
+        record(json!({"zoneRef": "z", "zoneNamespace": "Platform_NS",
+            "name": "www", "type": "A", "values": ["192.0.2.1"]})),
+        "zoneNamespace",
+    );
+    let with_ns = |ns: Value| {
+        let mut spec = json!({"zoneRef": "z", "name": "www", "type": "A", "values": ["192.0.2.1"]});
+        if !ns.is_null() {
+            spec["zoneNamespace"] = ns;
+        }
+        record(spec)
+    };
+    for (old, new) in [
+        (&plain, with_ns(json!("platform"))),
+        (&cross, with_ns(json!("other"))),
+        (&cross, with_ns(Value::Null)),
+    ] {
+        rejected_update(new, Some(old), "zoneNamespace is immutable");
+    }
+    let mut same = cross.clone();
+    same["spec"]["values"] = json!(["192.0.2.2"]);
+    admit(&same, Some(&cross)).expect("changing values keeps the zone");
+}
+
+/// #26: `spec.recordsFrom` grants: a selector with, and only with, `from:
+/// Selector`; names are `@`, exact relative names, `*` or `*.suffix`.
+#[test]
+fn records_from_grants_are_checked_at_admission() {
+    let z = |grants: Value| {
+        zone(json!({"clusterRef": "c", "zoneName": "example.com", "recordsFrom": grants}))
+    };
+    accepted(z(json!([
+        {"from": "Selector", "selector": {"matchLabels": {"team": "a"}},
+         "names": ["*.team-a", "api", "@", "*"], "types": ["A", "AAAA", "CNAME"]},
+        {"from": "Same"},
+        {"from": "All", "names": ["_acme-challenge"], "types": ["TXT"]}
+    ])));
+    rejected(z(json!([{"from": "Selector"}])), "selector is required");
+    rejected(
+        z(json!([{"from": "All", "selector": {"matchLabels": {"a": "b"}}}])),
+        "selector is required",
+    );
+    rejected(z(json!([{"from": "Elsewhere"}])), "from");
+    for bad in ["www.*", "a b", "example.com.", "\"; include"] {
+        rejected(z(json!([{"from": "All", "names": [bad]}])), "names");
+    }
+    rejected(z(json!([{"from": "All", "types": ["SOA"]}])), "types");
+}

@@ -224,6 +224,7 @@ fn base_zone() -> BindZone {
             update_key_ref: Some("upd".into()),
             allow_transfer: vec![],
             update_policy: vec![],
+            records_from: vec![],
             dnssec_policy: None,
         },
         status: None,
@@ -271,6 +272,7 @@ fn plan_zone(cfg: &PrimaryZoneConfig, records: &[DNSRecord]) -> Desired {
             soa_mname: &cfg.soa.mname,
             inline: &cfg.records,
             applied_inline: &Default::default(),
+            access: &bind_operator::controller::zonesync::access::Access::own_namespace_only("ns"),
         },
         0,
         &records,
@@ -390,6 +392,7 @@ fn dns_record(name: &str, rtype: RecordType, values: &[&str]) -> DNSRecord {
         metadata: m,
         spec: DNSRecordSpec {
             zone_ref: "z".into(),
+            zone_namespace: None,
             name: name.into(),
             type_: rtype,
             ttl: None,

@@ -241,6 +241,7 @@ fn every_admitted_type_round_trips_through_named_without_a_rewrite() {
             },
             spec: DNSRecordSpec {
                 zone_ref: "rt".into(),
+                zone_namespace: None,
                 name: owner.into(),
                 type_: *bind_operator::api::dnsrecord::RecordType::ALL
                     .iter()

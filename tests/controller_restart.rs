@@ -60,6 +60,7 @@ async fn objects_that_exist_at_start_are_reconciled_and_children_come_back() {
         "www",
         DNSRecordSpec {
             zone_ref: "example".into(),
+            zone_namespace: None,
             name: "www".into(),
             type_: RecordType::A,
             ttl: None,

@@ -31,6 +31,24 @@ fn valid_objects() -> Vec<Value> {
             "ok-record",
             json!({"zoneRef": "ok-zone", "name": "www", "type": "A", "values": ["192.0.2.1"]}),
         ),
+        // #26: a zone granting other namespaces, a record naming a zone in another.
+        meta(
+            "BindZone",
+            "ok-shared-zone",
+            json!({"clusterRef": "ok-cluster", "zoneName": "example.org", "recordsFrom": [
+                {"from": "Selector",
+                 "selector": {"matchLabels": {"team": "a"},
+                              "matchExpressions": [{"key": "tier", "operator": "In", "values": ["web"]}]},
+                 "names": ["*.team-a", "api"], "types": ["A", "AAAA", "CNAME"]},
+                {"from": "Same"},
+                {"from": "All", "names": ["_acme-challenge"], "types": ["TXT"]}]}),
+        ),
+        meta(
+            "DNSRecord",
+            "ok-team-record",
+            json!({"zoneRef": "ok-shared-zone", "zoneNamespace": "platform",
+                   "name": "api.team-a", "type": "A", "values": ["192.0.2.1"]}),
+        ),
     ]
 }
 

@@ -22,6 +22,10 @@ use super::validation::{
     RULE_CNAME_SINGLE, RULE_GRANT_NAME, RULE_GRANTS_PRIMARY, RULE_IMMUTABLE, RULE_IS_IP,
     RULE_SECONDARY_PRIMARIES, VALUE_PATTERN, VIEW_NAME_PATTERN,
 };
+use super::validation::{
+    GRANT_NAME_PATTERN, MAX_GRANT_NAMES, MAX_RECORD_GRANTS, MSG_RECORDS_FROM_SELECTOR,
+    RULE_RECORDS_FROM_SELECTOR,
+};
 
 /// Zone default TTL when spec.defaultTTL is not set.
 pub const DEFAULT_ZONE_TTL: u32 = 3600;
@@ -172,6 +176,20 @@ pub struct BindZoneSpec {
     #[schemars(length(max = MAX_UPDATE_GRANTS))]
     pub update_policy: Vec<UpdateGrant>,
 
+    /// Which namespaces may publish DNSRecords in this zone, and which
+    /// names and types each may publish. Empty: only the zone's own
+    /// namespace, any name and type (as before). A DNSRecord from another
+    /// namespace names the zone with `zoneRef` plus `zoneNamespace` and is
+    /// served only if a grant here covers its namespace, owner name and
+    /// type; otherwise it is refused with reason `NotAllowed` in its own
+    /// status and nothing of it is served. The zone's own namespace keeps
+    /// every right unless a grant says `from: Same`: then it too is held
+    /// to the grants. Narrowing a grant (or a namespace's labels no longer
+    /// matching) takes the records it allowed off the servers.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = MAX_RECORD_GRANTS))]
+    pub records_from: Vec<RecordsFrom>,
+
     /// Extra address match list allowed to transfer the zone (BIND
     /// `allow-transfer`), in addition to the cluster's transfer key.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -272,6 +290,90 @@ pub struct UpdateGrant {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 17))]
     pub types: Vec<RecordType>,
+}
+
+/// Which namespaces a [`RecordsFrom`] grant is for (as Gateway API's
+/// `allowedRoutes.namespaces.from`).
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash, JsonSchema)]
+#[schemars(transform = super::common::drop_type_description, extend("maxLength" = 8))]
+pub enum FromNamespaces {
+    /// The zone's own namespace.
+    Same,
+    /// Every namespace the operator watches.
+    All,
+    /// The namespaces whose labels match `selector`.
+    Selector,
+}
+
+/// One grant of `BindZone.spec.recordsFrom`: DNSRecords from these
+/// namespaces may publish these names with these types.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[x_kube(validation = Rule::new(RULE_RECORDS_FROM_SELECTOR).message(MSG_RECORDS_FROM_SELECTOR))]
+#[serde(rename_all = "camelCase")]
+pub struct RecordsFrom {
+    /// `Same` (the zone's namespace), `All` (every namespace), or
+    /// `Selector` (namespaces whose labels match `selector`; the operator
+    /// then needs to read Namespaces, see docs/cross-namespace.md).
+    pub from: FromNamespaces,
+    /// Namespace label selector; required with, and only with, `from: Selector`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selector: Option<NamespaceSelector>,
+    /// Owner names the grant covers, relative to the zone: `@` (the apex),
+    /// an exact name (`api`, `www.team-a`), `*.suffix` (every name below
+    /// `suffix`, not `suffix` itself) or `*` (every name below the apex).
+    /// Empty: every name in the zone.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = MAX_GRANT_NAMES), inner(length(min = 1, max = MAX_DNS_NAME_LEN), regex(pattern = GRANT_NAME_PATTERN)))]
+    pub names: Vec<String>,
+    /// Record types the grant covers. Empty: every type.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 17))]
+    pub types: Vec<RecordType>,
+}
+
+/// A label selector over namespaces (a Kubernetes LabelSelector, bounded
+/// so the API server can price the grant's CEL rule). Every condition
+/// must hold; an empty selector selects every namespace.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NamespaceSelector {
+    /// Labels a namespace must carry with exactly these values.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schemars(extend("maxProperties" = 16))]
+    pub match_labels: BTreeMap<String, String>,
+    /// Conditions on labels.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 16))]
+    pub match_expressions: Vec<LabelRequirement>,
+}
+
+/// One condition of a [`NamespaceSelector`].
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LabelRequirement {
+    /// The label key.
+    #[schemars(length(min = 1, max = 317))]
+    pub key: String,
+    /// `In`, `NotIn`, `Exists` or `DoesNotExist`.
+    pub operator: LabelOperator,
+    /// The values for `In` and `NotIn`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 64), inner(length(max = 63)))]
+    pub values: Vec<String>,
+}
+
+/// How a [`LabelRequirement`] tests its key.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+#[schemars(transform = super::common::drop_type_description, extend("maxLength" = 12))]
+pub enum LabelOperator {
+    /// The label's value is one of `values`.
+    In,
+    /// The label is absent or its value is none of `values`.
+    NotIn,
+    /// The label is present.
+    Exists,
+    /// The label is absent.
+    DoesNotExist,
 }
 
 /// An external primary of a secondary zone.

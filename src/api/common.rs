@@ -146,6 +146,10 @@ pub const REASON_RRSET_RESTORED: &str = "RRsetRestored";
 /// Reason: an NS record set below the apex would hide record sets that
 /// are already served under it.
 pub const REASON_DELEGATION_CONFLICT: &str = "DelegationConflict";
+/// DNSRecord reason: the BindZone it names (in another namespace, or one
+/// that restricts its own) grants its namespace no right to this name and
+/// type (`BindZone.spec.recordsFrom`); nothing of it is served.
+pub const REASON_NOT_ALLOWED: &str = "NotAllowed";
 /// Condition type for weak but valid input (status True while it applies).
 pub const CONDITION_WARNING: &str = "Warning";
 /// Warning reason: a TSIG key shorter than its algorithm's output, or
@@ -229,6 +233,7 @@ pub const CONDITION_REASONS: &[(&str, ReasonKind)] = &[
     (REASON_FOREIGN_CONFLICT, ReasonKind::Failed),
     (REASON_VIEW_NOT_FOUND, ReasonKind::Failed),
     (REASON_DELEGATION_CONFLICT, ReasonKind::Failed),
+    (REASON_NOT_ALLOWED, ReasonKind::Failed),
     (REASON_WEAK_KEY, ReasonKind::Done),
     (REASON_PUBLIC_SUFFIX, ReasonKind::Done),
     (REASON_RELATIVE_TARGET, ReasonKind::Done),

@@ -10,10 +10,11 @@ use serde::{Deserialize, Serialize};
 
 use super::common::{MAX_TTL, Phase};
 use super::validation::{
-    K8S_NAME_PATTERN, MAX_DNS_NAME_LEN, MAX_K8S_NAME_LEN, MAX_VALUE_LEN, MAX_VALUES, MSG_A_IS_IPV4,
-    MSG_AAAA_IS_IPV6, MSG_CNAME_SINGLE, MSG_NO_APEX_NS, MSG_ZONE_REF_IMMUTABLE, OWNER_NAME_PATTERN,
+    K8S_NAME_PATTERN, MAX_DNS_NAME_LEN, MAX_K8S_NAME_LEN, MAX_NAMESPACE_LEN, MAX_VALUE_LEN,
+    MAX_VALUES, MSG_A_IS_IPV4, MSG_AAAA_IS_IPV6, MSG_CNAME_SINGLE, MSG_NO_APEX_NS,
+    MSG_ZONE_NAMESPACE_IMMUTABLE, MSG_ZONE_REF_IMMUTABLE, NAMESPACE_PATTERN, OWNER_NAME_PATTERN,
     RULE_A_IS_IPV4, RULE_AAAA_IS_IPV6, RULE_CNAME_SINGLE, RULE_IMMUTABLE, RULE_NO_APEX_NS,
-    VALUE_PATTERN,
+    RULE_ZONE_NAMESPACE_IMMUTABLE, VALUE_PATTERN,
 };
 
 /// Owner name when spec.name is not set: the zone apex.
@@ -38,6 +39,12 @@ pub(crate) fn default_name() -> String {
     category = "bind",
     doc = "One record set (owner name and type) in a BindZone, kept on the zone's primary by TSIG-signed dynamic update.",
     printcolumn(name = "Zone", type_ = "string", json_path = ".spec.zoneRef"),
+    printcolumn(
+        name = "Zone Namespace",
+        type_ = "string",
+        priority = 1,
+        json_path = ".spec.zoneNamespace"
+    ),
     printcolumn(name = "Name", type_ = "string", json_path = ".spec.name"),
     printcolumn(name = "Type", type_ = "string", json_path = ".spec.type"),
     printcolumn(name = "Phase", type_ = "string", json_path = ".status.phase"),
@@ -63,13 +70,23 @@ pub(crate) fn default_name() -> String {
 #[x_kube(validation = Rule::new(RULE_A_IS_IPV4).message(MSG_A_IS_IPV4))]
 #[x_kube(validation = Rule::new(RULE_AAAA_IS_IPV6).message(MSG_AAAA_IS_IPV6))]
 #[x_kube(validation = Rule::new(RULE_CNAME_SINGLE).message(MSG_CNAME_SINGLE))]
+#[x_kube(validation = Rule::new(RULE_ZONE_NAMESPACE_IMMUTABLE).message(MSG_ZONE_NAMESPACE_IMMUTABLE))]
 #[serde(rename_all = "camelCase")]
 pub struct DNSRecordSpec {
-    /// Name of the BindZone (same namespace) this record set belongs to; the
-    /// cluster, view and update key come from it. Immutable.
+    /// Name of the BindZone this record set belongs to (in zoneNamespace,
+    /// else the record's own namespace); the cluster, view and update key
+    /// come from it. Immutable.
     #[schemars(length(min = 1, max = MAX_K8S_NAME_LEN), regex(pattern = K8S_NAME_PATTERN))]
     #[x_kube(validation = Rule::new(RULE_IMMUTABLE).message(MSG_ZONE_REF_IMMUTABLE))]
     pub zone_ref: String,
+
+    /// Namespace of the BindZone named by zoneRef. Unset: the record's own
+    /// namespace. A zone in another namespace serves the record only if
+    /// its `spec.recordsFrom` grants this namespace the name and type;
+    /// otherwise the record is refused (`NotAllowed`). Immutable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = MAX_NAMESPACE_LEN), regex(pattern = NAMESPACE_PATTERN))]
+    pub zone_namespace: Option<String>,
 
     /// Owner name: `@` for the apex, relative to the zone (`www`,
     /// `_sip._tcp`, `*.app`), or absolute with a trailing dot.
@@ -91,6 +108,17 @@ pub struct DNSRecordSpec {
     /// (e.g. `192.0.2.10`, `10 mail.example.com.`, `"v=spf1 -all"`).
     #[schemars(length(min = 1, max = MAX_VALUES), inner(length(min = 1, max = MAX_VALUE_LEN), regex(pattern = VALUE_PATTERN)))]
     pub values: Vec<String>,
+}
+
+impl DNSRecord {
+    /// The namespace of the BindZone the record names: `spec.zoneNamespace`,
+    /// else its own (`None` only for an object without a namespace).
+    pub fn zone_namespace(&self) -> Option<String> {
+        self.spec
+            .zone_namespace
+            .clone()
+            .or_else(|| self.metadata.namespace.clone())
+    }
 }
 
 /// Record types a DNSRecord or inline zone record may manage.

@@ -22,7 +22,8 @@ pub use bindcluster::{
 };
 pub use bindtsigkey::{BindTSIGKey, BindTSIGKeySpec, BindTSIGKeyStatus, TsigAlgorithm};
 pub use bindzone::{
-    BindZone, BindZoneSpec, BindZoneStatus, GrantMatch, SoaSpec, UpdateGrant, ZoneDnssecStatus,
+    BindZone, BindZoneSpec, BindZoneStatus, FromNamespaces, GrantMatch, LabelOperator,
+    LabelRequirement, NamespaceSelector, RecordsFrom, SoaSpec, UpdateGrant, ZoneDnssecStatus,
     ZonePrimary, ZoneRecord, ZoneType,
 };
 pub use common::*;

@@ -54,6 +54,11 @@ pub const MAX_VIEW_NAME_LEN: u32 = 63;
 pub const K8S_NAME_PATTERN: &str =
     r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$";
 
+/// Longest namespace name (DNS-1123 label).
+pub const MAX_NAMESPACE_LEN: u32 = 63;
+/// A namespace name (DNS-1123 label).
+pub const NAMESPACE_PATTERN: &str = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$";
+
 /// A domain name (zone name, nameserver, key name): dot-separated labels of
 /// letters, digits, `_` and `-`, optionally with a trailing dot. Rejects
 /// everything that could escape a quoted named.conf string.
@@ -112,6 +117,23 @@ pub const RULE_IMMUTABLE: &str = "self == oldSelf";
 /// Message for `zoneRef` immutability.
 pub const MSG_ZONE_REF_IMMUTABLE: &str =
     "zoneRef is immutable: delete this DNSRecord and create one in the other zone";
+/// CEL on a DNSRecord spec (a transition rule): `zoneNamespace` keeps its
+/// first value and cannot be added or removed later (the RRset already
+/// written lives in the other zone).
+pub const RULE_ZONE_NAMESPACE_IMMUTABLE: &str = "(has(self.zoneNamespace) ? self.zoneNamespace : '') == (has(oldSelf.zoneNamespace) ? oldSelf.zoneNamespace : '')";
+/// Message for [`RULE_ZONE_NAMESPACE_IMMUTABLE`].
+pub const MSG_ZONE_NAMESPACE_IMMUTABLE: &str = "zoneNamespace is immutable (it cannot be set, changed or removed later): delete this DNSRecord and create one for the other zone";
+/// Most `spec.recordsFrom` grants on one zone.
+pub const MAX_RECORD_GRANTS: u32 = 32;
+/// Most owner names one `recordsFrom` grant lists.
+pub const MAX_GRANT_NAMES: u32 = 32;
+/// CEL on a `recordsFrom` grant: a selector with, and only with, `from: Selector`.
+pub const RULE_RECORDS_FROM_SELECTOR: &str = "(self.from == 'Selector') == has(self.selector)";
+/// Message for [`RULE_RECORDS_FROM_SELECTOR`].
+pub const MSG_RECORDS_FROM_SELECTOR: &str = "recordsFrom[].selector is required when from is Selector and not allowed when from is Same or All";
+/// A `recordsFrom` name: `@`, `*` (every name below the apex), an exact
+/// relative name, or `*.` and a relative suffix (every name below it).
+pub const GRANT_NAME_PATTERN: &str = r"^(@|\*|(\*\.)?[A-Za-z0-9_]([A-Za-z0-9_.-]*[A-Za-z0-9_])?)$";
 /// Message for `zoneName` immutability.
 pub const MSG_ZONE_NAME_IMMUTABLE: &str =
     "zoneName is immutable: create a new BindZone for the other zone name and delete this one";

@@ -1,4 +1,6 @@
-//! Secondary indexes over the shared stores: the DNSRecords of a zone, the
+//! Secondary indexes over the shared stores: the DNSRecords of a zone
+//! (from any namespace: a record names its zone's namespace with
+//! `spec.zoneNamespace`), the
 //! BindZones of a cluster, the BindZones naming one zone. A zone reconcile
 //! asks these instead of scanning a whole store, which at 1,000 zones and
 //! 10,000 records made a first sync cost O(zones x records) CPU.
@@ -179,7 +181,7 @@ pub fn zone_group(z: &BindZone) -> ZoneGroup {
 }
 
 fn record_zone(r: &DNSRecord) -> Option<RefKey> {
-    Some((r.meta().namespace.clone()?, r.spec.zone_ref.clone()))
+    Some((r.zone_namespace()?, r.spec.zone_ref.clone()))
 }
 
 fn zone_cluster(z: &BindZone) -> Option<RefKey> {
@@ -189,7 +191,8 @@ fn zone_cluster(z: &BindZone) -> Option<RefKey> {
 /// The indexes of [`crate::controller::stores::Stores`].
 #[derive(Clone)]
 pub struct Indexes {
-    /// DNSRecords by (namespace, spec.zoneRef).
+    /// DNSRecords by the zone they name: (spec.zoneNamespace or their own
+    /// namespace, spec.zoneRef).
     pub records_by_zone: Arc<ByKey<DNSRecord, RefKey>>,
     /// BindZones by (namespace, spec.clusterRef).
     pub zones_by_cluster: Arc<ByKey<BindZone, RefKey>>,
@@ -207,7 +210,8 @@ impl Indexes {
         }
     }
 
-    /// The DNSRecords whose zoneRef names the BindZone `zone` in `ns`, by name.
+    /// The DNSRecords naming the BindZone `zone` in `ns` (from any
+    /// namespace), by namespace and name.
     pub fn records_of_zone(&self, ns: &str, zone: &str) -> Vec<Arc<DNSRecord>> {
         self.records_by_zone
             .get(&(ns.to_string(), zone.to_string()))
@@ -409,5 +413,38 @@ mod tests {
         let mut in_view = bindzone("x", "example.com", "c1");
         in_view.spec.view = Some("inside".into());
         assert!(ix.zones_naming(&in_view).is_empty());
+    }
+
+    #[test]
+    fn a_record_is_found_under_the_zone_it_names_in_another_namespace() {
+        let (store, mut writer) = kube::runtime::reflector::store::<DNSRecord>();
+        let index = ByKey::new(store.clone(), record_zone);
+        let mut team = record("api", "example-com");
+        team.metadata.namespace = Some("team-a".into());
+        team.spec.zone_namespace = Some("platform".into());
+        let mut own = record("www", "example-com");
+        own.metadata.namespace = Some("platform".into());
+        for r in [team, own] {
+            apply(&mut writer, &store, &index, watcher::Event::Apply(r));
+        }
+        let key = |ns: &str| (ns.to_string(), "example-com".to_string());
+        let found = index.get(&key("platform"));
+        let ids: Vec<(String, String)> = found
+            .iter()
+            .map(|r| {
+                (
+                    r.metadata.namespace.clone().unwrap(),
+                    r.metadata.name.clone().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            ids,
+            [
+                ("platform".to_string(), "www".to_string()),
+                ("team-a".to_string(), "api".to_string())
+            ]
+        );
+        assert!(index.get(&key("team-a")).is_empty());
     }
 }

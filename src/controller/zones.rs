@@ -156,7 +156,7 @@ where
 
 /// The BindZone of a DNSRecord.
 fn zone_of(r: Arc<DNSRecord>) -> Option<ObjectRef<BindZone>> {
-    Some(ObjectRef::new(&r.spec.zone_ref).within(&r.namespace()?))
+    Some(ObjectRef::new(&r.spec.zone_ref).within(&r.zone_namespace()?))
 }
 
 /// What about a cluster wakes its zones: the cluster object (generation,
@@ -339,6 +339,12 @@ pub async fn run(ctx: Arc<Context>, settings: Settings, shutdown: Shutdown) {
     } else {
         ZONE_CONCURRENCY
     };
+    let (wake_tx, wake_rx) = mpsc::unbounded();
+    let namespaces = crate::controller::zonesync::namespaces::NamespaceWatch::new(
+        ctx.client.clone(),
+        zones.clone(),
+        wake_tx.clone(),
+    );
     let zctx = Arc::new(ZoneContext {
         base: ctx,
         zones: zones.clone(),
@@ -346,8 +352,8 @@ pub async fn run(ctx: Arc<Context>, settings: Settings, shutdown: Shutdown) {
         state: Default::default(),
         settings,
         batcher,
+        namespaces,
     });
-    let (wake_tx, wake_rx) = mpsc::unbounded();
 
     let controllers = {
         let zctx = zctx.clone();

@@ -319,6 +319,7 @@ impl Collector {
                 allow_transfer: Vec::new(),
                 dnssec_policy: None,
                 update_policy: Vec::new(),
+                records_from: Vec::new(),
             },
             status: None,
         };
@@ -344,6 +345,7 @@ impl Collector {
                 metadata: meta(&object, target),
                 spec: DNSRecordSpec {
                     zone_ref: zone_object.clone(),
+                    zone_namespace: None,
                     name: owner,
                     type_: api_type(rtype),
                     ttl: (set.ttl != default_ttl).then_some(set.ttl),

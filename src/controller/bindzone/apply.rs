@@ -17,6 +17,7 @@ use crate::api::{BindZone, DNSRecord, Phase, ZoneDnssecStatus};
 use crate::bind::ZoneName;
 use crate::bind::zone::SecondaryZone;
 use crate::controller::zonesync::ZoneContext;
+use crate::controller::zonesync::access::record_id;
 use crate::controller::zonesync::diff::{Foreign, Served};
 use crate::controller::zonesync::plan::{
     Desired, Owner, RrKey, Verdict, has_record_finalizer, key_text,
@@ -50,6 +51,10 @@ const GRACE_MARGIN: Duration = Duration::from_millis(50);
 /// wakes it when that finishes).
 const DNSSEC_RECHECK: Duration = Duration::from_secs(2);
 
+/// Requeue of a zone waiting for the Namespace watch's first list (the
+/// watch also wakes it).
+const NAMESPACES_RECHECK: Duration = Duration::from_secs(2);
+
 /// Reconciles a live BindZone.
 pub async fn apply(zone: &Arc<BindZone>, ctx: &ZoneContext) -> Result<Action, Error> {
     let records = read::records_of(ctx, zone);
@@ -71,9 +76,16 @@ pub async fn apply(zone: &Arc<BindZone>, ctx: &ZoneContext) -> Result<Action, Er
                 Ok(p) => p.clone(),
                 Err(b) => return blocked(ctx, zone, &records, b).await,
             };
+            let labels = match read::namespace_labels(ctx, zone, &records) {
+                None => None,
+                Some(Some(l)) => Some(l),
+                // The Namespace watch wakes the zone once it has listed.
+                Some(None) => return Ok(Action::requeue(NAMESPACES_RECHECK)),
+            };
             let kept_keys = dnssec_keys::kept(ctx, zone, &cfg.clause.zone).await?;
             let read = ZoneRead {
                 kept_keys,
+                labels,
                 cfg: dnssec::effective(zone, &cfg),
                 zone: zone.clone(),
                 inputs,
@@ -92,13 +104,22 @@ pub async fn apply(zone: &Arc<BindZone>, ctx: &ZoneContext) -> Result<Action, Er
 /// A primary zone: converge, settle its records, sign, report.
 async fn primary_zone(ctx: &ZoneContext, r: &ZoneRead) -> Result<Action, Error> {
     let (zone, records) = (r.zone.as_ref(), r.records.as_slice());
+    let zone_ns = zone.namespace().unwrap_or_default();
     let out = primary::converge(ctx, r).await;
     let c = match out.result {
         Ok(c) => c,
         // Nothing written, nothing to report yet.
         Err(Failure::Deferred(wait)) => return Ok(Action::requeue(wait)),
         Err(f) => {
-            settle_records(ctx, &r.cfg.clause.zone, records, &out.desired, None).await?;
+            settle_records(
+                ctx,
+                &zone_ns,
+                &r.cfg.clause.zone,
+                records,
+                &out.desired,
+                None,
+            )
+            .await?;
             // The records the plan accepted wait on the zone: when it
             // cannot be written they say why (the rest say their own
             // refusal, written just now).
@@ -106,7 +127,7 @@ async fn primary_zone(ctx: &ZoneContext, r: &ZoneRead) -> Result<Action, Error> 
                 .iter()
                 .filter(|r| {
                     matches!(
-                        out.desired.verdicts.get(&r.name_any()),
+                        out.desired.verdicts.get(&record_id(&zone_ns, r)),
                         Some(Verdict::Accepted(_))
                     )
                 })
@@ -117,6 +138,7 @@ async fn primary_zone(ctx: &ZoneContext, r: &ZoneRead) -> Result<Action, Error> 
     };
     settle_records(
         ctx,
+        &zone_ns,
         &r.cfg.clause.zone,
         records,
         &out.desired,
@@ -418,6 +440,7 @@ fn zone_key(zone: &BindZone) -> (String, String) {
 /// finalizers of deleted DNSRecords: their RRsets were in the flush.
 pub(super) async fn settle_records(
     ctx: &ZoneContext,
+    zone_ns: &str,
     zone: &ZoneName,
     records: &[Arc<DNSRecord>],
     desired: &Desired,
@@ -428,7 +451,7 @@ pub(super) async fn settle_records(
     let foreign = served.map(|s| Foreign::new(zone, s, desired));
     let hidden = |key| foreign.as_ref().and_then(|f| f.blocker(key));
     for r in records {
-        match desired.verdicts.get(&r.name_any()) {
+        match desired.verdicts.get(&record_id(zone_ns, r)) {
             Some(Verdict::Accepted(key)) => {
                 let report = match served {
                     // Ready means a resolver gets it: not while other data

@@ -14,6 +14,7 @@ use kube::runtime::reflector::ObjectRef;
 use crate::api::{BindCluster, BindZone, DNSRecord};
 use crate::controller::names::primary_pod_name;
 use crate::controller::zonesync::ZoneContext;
+use crate::controller::zonesync::access::{NamespaceLabels, uses_selector};
 use crate::controller::zonesync::keys::{self, ZoneKeys};
 use crate::controller::zonesync::state::ObjKey;
 use crate::controller::zonesync::survey::{PodInfo, cluster_pods};
@@ -70,6 +71,26 @@ pub struct ZoneRead {
     /// The zone's DNSSEC key files kept in its Secret (see
     /// [`super::dnssec_keys`]), put back before the zone is created.
     pub kept_keys: Option<Vec<crate::bind::dnssec::KeyFile>>,
+    /// Labels of the records' namespaces, when `spec.recordsFrom` selects
+    /// namespaces by label ([`namespace_labels`]).
+    pub labels: Option<NamespaceLabels>,
+}
+
+/// What a zone whose `spec.recordsFrom` selects by label needs to know of
+/// the namespaces its records come from: `Some(None)` while the Namespace
+/// watch has not listed yet (the zone waits: judging with half the labels
+/// would take served records down); `None` when no grant uses a selector.
+pub fn namespace_labels(
+    ctx: &ZoneContext,
+    zone: &BindZone,
+    records: &[Arc<DNSRecord>],
+) -> Option<Option<NamespaceLabels>> {
+    if !uses_selector(zone) {
+        return None;
+    }
+    let namespaces: std::collections::BTreeSet<String> =
+        records.iter().filter_map(|r| r.namespace()).collect();
+    Some(ctx.namespaces.labels(namespaces.iter().map(String::as_str)))
 }
 
 impl Inputs {

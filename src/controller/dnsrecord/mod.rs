@@ -46,7 +46,7 @@ impl Categorized for Error {
 
 /// The record's zone from the cache.
 pub(crate) fn zone_of(ctx: &ZoneContext, r: &DNSRecord) -> Option<Arc<BindZone>> {
-    let ns = r.namespace()?;
+    let ns = r.zone_namespace()?;
     ctx.zones.get(&ObjectRef::new(&r.spec.zone_ref).within(&ns))
 }
 
@@ -85,7 +85,7 @@ async fn settle(record: &Arc<DNSRecord>, ctx: &ZoneContext) -> Result<Action, Er
             reason: REASON_ZONE_NOT_FOUND,
             message: format!(
                 "BindZone {}/{} does not exist",
-                record.namespace().unwrap_or_default(),
+                record.zone_namespace().unwrap_or_default(),
                 record.spec.zone_ref
             ),
         };

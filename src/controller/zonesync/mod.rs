@@ -7,6 +7,10 @@
 //! - [`plan`]: the desired owned RRsets of a zone, conflicts decided (pure);
 //!   its [`plan::PlanMemo`] keeps a zone's plan between reconciles so one
 //!   costs what changed.
+//! - [`access`]: who may publish what in a zone (`spec.recordsFrom`),
+//!   applied to each DNSRecord before the plan (pure).
+//! - [`namespaces`]: Namespace labels for `recordsFrom` selectors, watched
+//!   only once a zone uses one.
 //! - [`diff`]: served contents vs desired, as one update batch (pure).
 //! - [`server`]: zone operations on a BIND pod.
 //! - [`server::batch`]: group commit of those operations per pod: what the zones of
@@ -19,8 +23,10 @@
 //! Touches the cluster (watches, Secret reads) and BIND pods (exec). Key
 //! material lives only in redacting types and is never logged.
 
+pub mod access;
 pub mod diff;
 pub mod keys;
+pub mod namespaces;
 pub mod plan;
 pub mod server;
 pub mod state;
@@ -144,6 +150,8 @@ pub struct ZoneContext {
     pub settings: Settings,
     /// Present when `settings.batch_gather` is.
     pub batcher: Option<Arc<server::batch::Batcher>>,
+    /// Namespace labels for `spec.recordsFrom` selectors (started on use).
+    pub namespaces: namespaces::NamespaceWatch,
 }
 
 impl ZoneContext {

@@ -59,7 +59,8 @@ pub fn parse_key_text(text: &str) -> Option<RrKey> {
 pub enum Owner {
     /// `spec.records[i]` of the zone.
     Inline(usize),
-    /// A DNSRecord, by name (same namespace as the zone).
+    /// A DNSRecord, by its plan id: its name in the zone's namespace,
+    /// `namespace/name` from another ([`super::access::record_id`]).
     Record(String),
 }
 
@@ -121,6 +122,9 @@ pub struct ZoneInputs<'a> {
     pub inline: &'a [InlineRecord],
     /// Inline RRsets applied before (from the zone's applied annotation).
     pub applied_inline: &'a BTreeSet<RrKey>,
+    /// Who may publish what (`spec.recordsFrom`): applied to each
+    /// DNSRecord as it is validated ([`PlanMemo`]).
+    pub access: &'a super::access::Access,
 }
 
 /// Everything the zone should hold, and what to remove.
@@ -130,7 +134,8 @@ pub struct Desired {
     pub apex_ns: ApexWanted,
     /// Owned before, owned no more: deleted when served.
     pub retired: BTreeSet<RrKey>,
-    /// DNSRecord name -> verdict (every DNSRecord of the zone).
+    /// DNSRecord plan id ([`super::access::record_id`]) -> verdict (every
+    /// DNSRecord of the zone).
     pub verdicts: BTreeMap<String, Verdict>,
     /// `spec.records` problems (`spec.records[i]: ...`).
     pub inline_errors: Vec<(&'static str, String)>,
@@ -191,6 +196,7 @@ const PLAN_REFUSALS: &[&str] = &[
     REASON_INVALID_RECORD,
     REASON_TOO_MANY_VALUES,
     REASON_APEX_NS_UNSUPPORTED,
+    crate::api::REASON_NOT_ALLOWED,
 ];
 
 /// Whether the DNSRecord's status says the servers hold `key` for it: the
@@ -249,6 +255,11 @@ pub fn plan<R: Borrow<ValidRecord>>(z: &ZoneInputs<'_>, records: &[R]) -> Desire
             }
             verdicts.insert(name, Verdict::Deleting);
             continue;
+        }
+        if super::access::not_allowed(r) {
+            // What it was served for goes (a narrowed grant); the retain
+            // below keeps an RRset someone allowed now owns.
+            retired.extend(r.status_key.clone());
         }
         claimants.push(Claimant {
             created: r.created.as_ref(),
@@ -435,6 +446,8 @@ fn dedup(mut v: Vec<DomainName>) -> Vec<DomainName> {
     v
 }
 
+#[cfg(test)]
+mod access_tests;
 mod decide;
 mod memo;
 #[cfg(test)]

@@ -829,6 +829,7 @@ mod tests {
             "www",
             DNSRecordSpec {
                 zone_ref: "z".into(),
+                zone_namespace: None,
                 name: "www".into(),
                 type_: RecordType::A,
                 ttl: None,

@@ -409,6 +409,7 @@ fn record_object(r: &PlannedRecord) -> DNSRecord {
         &r.object,
         DNSRecordSpec {
             zone_ref: zone_object(r.zone),
+            zone_namespace: None,
             name: r.owner.clone(),
             type_: ApiRecordType::A,
             ttl: None,

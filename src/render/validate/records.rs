@@ -200,7 +200,8 @@ pub fn inline_record(zone: &ZoneName, r: &api::ZoneRecord, default_ttl: Ttl) -> 
 /// and what its metadata and status tell the zone's plan.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ValidRecord {
-    /// metadata.name (same namespace as the zone).
+    /// metadata.name; the zone's plan makes it `namespace/name` for a
+    /// record from another namespace (`zonesync::access::record_id`).
     pub object_name: String,
     pub created: Option<Time>,
     /// It carries the operator's finalizer: only then may it be written
@@ -270,6 +271,7 @@ mod tests {
             "r",
             DNSRecordSpec {
                 zone_ref: "z".into(),
+                zone_namespace: None,
                 name: name.into(),
                 type_: t,
                 ttl,

@@ -350,5 +350,35 @@ pub fn rejections() -> Vec<Case> {
             client: "zoneName is immutable",
             server: &["zoneName is immutable"],
         },
+        Case {
+            what: "zoneNamespace added later",
+            old: Some(named(
+                "r-crossed",
+                record(json!({"zoneRef": "z", "name": "www", "type": "TXT", "values": ["x"]})),
+            )),
+            object: named(
+                "r-crossed",
+                record(
+                    json!({"zoneRef": "z", "zoneNamespace": "platform", "name": "www",
+                              "type": "TXT", "values": ["x"]}),
+                ),
+            ),
+            client: "zoneNamespace is immutable",
+            server: &["zoneNamespace is immutable"],
+        },
+        case(
+            "recordsFrom Selector without a selector",
+            zone(json!({"clusterRef": "c", "zoneName": "example.com",
+                        "recordsFrom": [{"from": "Selector", "names": ["*.team-a"]}]})),
+            "selector is required",
+            &["selector is required"],
+        ),
+        case(
+            "recordsFrom name with a wildcard inside",
+            zone(json!({"clusterRef": "c", "zoneName": "example.com",
+                        "recordsFrom": [{"from": "All", "names": ["www.*"]}]})),
+            "names",
+            &["recordsFrom", "names"],
+        ),
     ]
 }

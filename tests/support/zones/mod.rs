@@ -405,6 +405,7 @@ pub fn record(
         name,
         DNSRecordSpec {
             zone_ref: zone.into(),
+            zone_namespace: None,
             name: owner.into(),
             type_: rtype,
             ttl: None,

@@ -12,6 +12,7 @@ use crate::api::{BindCluster, BindZone, REASON_MISSING_GLUE};
 use crate::bind::ZoneName;
 use crate::bind::zone::catalog_zone_for;
 use crate::controller::zonesync::ZoneContext;
+use crate::controller::zonesync::access::Access;
 use crate::controller::zonesync::plan::{Desired, Verdict, ZoneInputs};
 use crate::controller::zonesync::state::lock;
 
@@ -33,6 +34,7 @@ pub(super) fn plan(ctx: &ZoneContext, read: &ZoneRead) -> Planned {
     let object_name = zone.name_any();
     let zkey = (zone.namespace().unwrap_or_default(), object_name.clone());
     let memo = ctx.state.plan_memo(&zkey);
+    let access = Access::new(zone, zname, read.labels.clone());
     let desired = lock(&memo).plan(
         &ZoneInputs {
             zone: zname,
@@ -43,6 +45,7 @@ pub(super) fn plan(ctx: &ZoneContext, read: &ZoneRead) -> Planned {
             soa_mname: &cfg.soa.mname,
             inline: &cfg.records,
             applied_inline: &read.applied.inline_keys(),
+            access: &access,
         },
         made_under(zone, &read.inputs.cluster),
         &read.records,

@@ -105,6 +105,9 @@ fn retire_of(v: &ValidRecord, accepted: Option<&RrKey>) -> Vec<RrKey> {
         }
         return out;
     }
+    if super::super::access::not_allowed(v) {
+        return v.status_key.iter().cloned().collect();
+    }
     match (accepted, &v.status_key) {
         (Some(k), Some(old)) if old != k => vec![old.clone()],
         _ => Vec::new(),
@@ -155,7 +158,8 @@ fn basis_of(z: &ZoneInputs<'_>, extra: u64) -> u64 {
     let mut h = std::collections::hash_map::DefaultHasher::new();
     extra.hash(&mut h);
     format!(
-        "{:?}|{}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}",
+        "{:?}|{}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}|{:?}",
+        z.access,
         z.zone,
         z.object_name,
         z.created,
@@ -208,12 +212,9 @@ impl PlanMemo {
                 _ => {
                     self.stats.validated += 1;
                     changed.push(current.len());
-                    Arc::new(dns_record(
-                        r,
-                        z.zone,
-                        z.default_ttl,
-                        has_record_finalizer(r),
-                    ))
+                    let mut v = dns_record(r, z.zone, z.default_ttl, has_record_finalizer(r));
+                    z.access.apply(r, &mut v);
+                    Arc::new(v)
                 }
             };
             current.push((uid, rv, valid));

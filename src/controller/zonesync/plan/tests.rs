@@ -34,6 +34,7 @@ pub(super) fn rec(
         name,
         DNSRecordSpec {
             zone_ref: "z".into(),
+            zone_namespace: None,
             name: owner.into(),
             type_: rtype,
             ttl: None,
@@ -99,6 +100,7 @@ impl Fixture {
                 soa_mname: &self.mname,
                 inline: &inline,
                 applied_inline: &self.applied_inline,
+                access: open_access(),
             },
             &valid_records(&records, &self.zone, default_ttl),
         )
@@ -616,12 +618,21 @@ pub(super) fn valid_records(
     records
         .iter()
         .map(|r| {
-            crate::render::validate::dns_record(
+            let mut v = crate::render::validate::dns_record(
                 r,
                 zone,
                 default_ttl,
                 super::has_record_finalizer(r),
-            )
+            );
+            open_access().apply(r, &mut v);
+            v
         })
         .collect()
+}
+
+/// Today's rights: the test records' namespace `ns` publishes anything.
+pub(super) fn open_access() -> &'static super::super::access::Access {
+    static OPEN: std::sync::LazyLock<super::super::access::Access> =
+        std::sync::LazyLock::new(|| super::super::access::Access::own_namespace_only("ns"));
+    &OPEN
 }

@@ -44,6 +44,7 @@ impl Zone {
             soa_mname: &self.mname,
             inline: &self.inline,
             applied_inline: &self.applied_inline,
+            access: plan_tests::open_access(),
         }
     }
 
