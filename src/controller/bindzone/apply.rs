@@ -53,7 +53,7 @@ const DNSSEC_RECHECK: Duration = Duration::from_secs(2);
 
 /// Requeue of a zone waiting for the Namespace watch's first list (the
 /// watch also wakes it).
-const NAMESPACES_RECHECK: Duration = Duration::from_secs(2);
+pub(super) const NAMESPACES_RECHECK: Duration = Duration::from_secs(2);
 
 /// Reconciles a live BindZone.
 pub async fn apply(zone: &Arc<BindZone>, ctx: &ZoneContext) -> Result<Action, Error> {

@@ -46,6 +46,7 @@ use crate::bind::wire::{self, WireError};
 use crate::bind::{RecordType, TsigKey, ZoneName};
 use crate::controller::exec::PodRef;
 use crate::controller::zonesync::ZoneContext;
+use crate::controller::zonesync::access::{Access, NamespaceLabels};
 use crate::controller::zonesync::diff::{Served, diff};
 use crate::controller::zonesync::plan::{Desired, ZoneInputs};
 use crate::controller::zonesync::server::{ServerError, wire_failure};
@@ -55,7 +56,9 @@ use crate::render::validate::{PrimaryZoneConfig, ZoneConfig};
 
 use super::Error;
 use super::applied::Applied;
-use super::apply::{applied_of, blocked, failed, finish, record_applied, settle_records};
+use super::apply::{
+    NAMESPACES_RECHECK, applied_of, blocked, failed, finish, record_applied, settle_records,
+};
 use super::read::{Blocked, Inputs};
 
 /// Applied type of a zone that was on the server before (records only).
@@ -123,6 +126,7 @@ fn plan(
     cfg: &PrimaryZoneConfig,
     records: &[Arc<DNSRecord>],
     applied: &Applied,
+    labels: Option<NamespaceLabels>,
 ) -> Arc<Desired> {
     use std::hash::{Hash, Hasher};
     let object_name = zone.name_any();
@@ -139,6 +143,7 @@ fn plan(
         h.finish()
     };
     let memo = ctx.state.plan_memo(&zkey);
+    let access = Access::new(zone, &cfg.clause.zone, labels);
     lock(&memo).plan(
         &ZoneInputs {
             zone: &cfg.clause.zone,
@@ -149,6 +154,7 @@ fn plan(
             soa_mname: &cfg.soa.mname,
             inline: &cfg.records,
             applied_inline: &applied.inline_keys(),
+            access: &access,
         },
         made_under,
         records,
@@ -234,7 +240,13 @@ pub async fn apply(
     let xfer = &inputs.keys.transfer;
     let primary = wire::Client::new(at.primary);
     let pod = server_ref(zone, at.primary);
-    let desired = plan(ctx, zone, &inputs.cluster, cfg, records, applied);
+    let labels = match super::read::namespace_labels(ctx, zone, records) {
+        None => None,
+        Some(Some(l)) => Some(l),
+        // The Namespace watch wakes the zone once it has listed.
+        Some(None) => return Ok(Action::requeue(NAMESPACES_RECHECK)),
+    };
+    let desired = plan(ctx, zone, &inputs.cluster, cfg, records, applied, labels);
 
     // Is the zone there?
     let mut created = applied.type_.as_deref() == Some(TYPE_EXTERNAL_CREATED);
@@ -354,7 +366,15 @@ pub async fn apply(
         Ok(w) => w,
         Err(e) => {
             ctx.state.set_snapshot(&zkey, None);
-            settle_records(ctx, zname, records, &desired, None).await?;
+            settle_records(
+                ctx,
+                &zone.namespace().unwrap_or_default(),
+                zname,
+                records,
+                &desired,
+                None,
+            )
+            .await?;
             return failed(ctx, zone, e).await;
         }
     };
@@ -367,7 +387,15 @@ pub async fn apply(
             primary: identity,
         }),
     );
-    settle_records(ctx, zname, records, &desired, Some(&served)).await?;
+    settle_records(
+        ctx,
+        &zone.namespace().unwrap_or_default(),
+        zname,
+        records,
+        &desired,
+        Some(&*served),
+    )
+    .await?;
     let servers = serials(&at, zname, served.serial).await;
     let (phase, reason, message) = match desired.inline_errors.first() {
         None => (Phase::Ready, REASON_SERVED, String::new()),
@@ -581,7 +609,8 @@ pub async fn remove(
         super::read::validate(zone, &inputs).map_err(|_| ())
     {
         let records = super::read::records_of(ctx, zone);
-        let desired = plan(ctx, zone, &inputs.cluster, &cfg, &records, &applied);
+        let labels = super::read::namespace_labels(ctx, zone, &records).flatten();
+        let desired = plan(ctx, zone, &inputs.cluster, &cfg, &records, &applied, labels);
         owned.extend(desired.rrsets.keys().cloned());
         owned.extend(desired.retired.iter().cloned());
     }
