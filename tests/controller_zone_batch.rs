@@ -42,7 +42,7 @@ use bind_operator::bind::{TsigKey, Ttl, ZoneName};
 use bind_operator::controller::exec::{ObservedExecutor, PodExecutor, PodRef};
 use bind_operator::controller::zonesync::server::batch::Batcher;
 use bind_operator::controller::zonesync::server::{CatalogJoin, Created, ServerError};
-use bind_operator::controller::zonesync::{BATCH_GATHER, Settings};
+use bind_operator::controller::zonesync::Settings;
 use kube::Api;
 use kube::api::ListParams;
 use support::{Env, PRIMARY, SECONDARY, record, test_settings, zone};
@@ -142,7 +142,7 @@ fn rig() -> Rig {
     let named = start_named(&update, &xfer, vec![]);
     let counting = Counting::new(local_exec(&named));
     let exec: Arc<dyn PodExecutor> = counting.exec.clone();
-    let batcher = Arc::new(Batcher::new(Duration::from_millis(50)));
+    let batcher = Arc::new(Batcher::new());
     (
         update,
         xfer,
@@ -162,7 +162,7 @@ async fn batched_controllers() -> (crate::controller_zone_named::Named, Arc<Coun
     let named = start_named(&update, &xfer, vec![]);
     let counting = Counting::new(local_exec(&named));
     let settings = Settings {
-        batch_gather: Some(BATCH_GATHER),
+        batched: true,
         ..test_settings()
     };
     let env = Env::start_with_keys(counting.exec.clone(), settings, update, xfer).await;

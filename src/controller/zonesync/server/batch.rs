@@ -31,15 +31,17 @@
 //! one message per catalog. No UPDATE of records follows a creation that
 //! carried them.
 //!
-//! How: the first request for an idle pod starts a drain task; it waits
-//! [`crate::controller::zonesync::Settings::batch_gather`] for the others
-//! (again while more arrived during the wait, up to [`GATHER_ROUNDS`]
-//! waits), takes every queued request, runs the round, hands each request
-//! its own result, and goes on while requests queued during the round
-//! (they join the next one). A zone created in the round carries its
-//! catalog join into the same round's membership message. So a
-//! first sync of 1,000 zones costs a handful of execs per step instead of
-//! one per zone, while a lone change still runs at once.
+//! How (group commit, no timer): the first request for an idle pod starts
+//! a drain task; it lets the tasks already runnable queue theirs (a few
+//! scheduler yields while the queue still grows, at most
+//! [`GATHER_YIELDS`]; no sleep), takes every queued request, runs the
+//! round, hands each request its own result, and goes on while requests
+//! queued during the round (they join the next one). A zone created in the
+//! round carries its catalog join into the same round's membership
+//! message. So a lone change on an idle pod runs at once, and what
+//! arrives while a round is in flight (a first sync of 1,000 zones, a
+//! burst of records) waits for exactly that round and goes as one: a
+//! handful of execs per step instead of one per zone.
 //!
 //! Failure isolation: a zone whose write or update fails gets its own
 //! error (named-checkconf's message for its stanza, rndc's stderr, or its
@@ -67,7 +69,6 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use tokio::sync::{Semaphore, oneshot};
 
@@ -94,10 +95,9 @@ pub const UNBATCHED_AT_ONCE: usize = 8;
 /// TCP connection each).
 pub const UPDATES_AT_ONCE: usize = 16;
 
-/// Most gathering waits before a round runs whatever it has (see
-/// `Batcher::gathered`): a steady stream of requests still gets a round
-/// every `GATHER_ROUNDS` x gather.
-pub const GATHER_ROUNDS: usize = 10;
+/// Most scheduler yields before a round runs whatever it has (see
+/// `Batcher::gathered`). A yield costs microseconds, not a timer.
+pub const GATHER_YIELDS: usize = 16;
 
 type Reply<T> = oneshot::Sender<Result<T, ServerError>>;
 
@@ -148,7 +148,6 @@ struct Queue {
 /// Per-pod request queues and the bound on unbatched commands. Shared by
 /// every zone reconcile of the process.
 pub struct Batcher {
-    gather: Duration,
     queues: Mutex<HashMap<PodRef, Queue>>,
     unbatched: Semaphore,
     /// Per pod, the clause each zone was last seen listed with by a run of
@@ -161,16 +160,19 @@ type ZoneKey = (ZoneName, Option<ViewName>);
 
 impl std::fmt::Debug for Batcher {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Batcher")
-            .field("gather", &self.gather)
-            .finish_non_exhaustive()
+        f.debug_struct("Batcher").finish_non_exhaustive()
+    }
+}
+
+impl Default for Batcher {
+    fn default() -> Self {
+        Self::new()
     }
 }
 
 impl Batcher {
-    pub fn new(gather: Duration) -> Self {
+    pub fn new() -> Self {
         Batcher {
-            gather,
             queues: Mutex::new(HashMap::new()),
             unbatched: Semaphore::new(UNBATCHED_AT_ONCE),
             listed: Mutex::new(HashMap::new()),
@@ -231,18 +233,19 @@ impl Batcher {
         }
     }
 
-    /// Waits for a round's requests: [`Self::gather`] at least, and again
-    /// while requests still arrived during the last wait (a first sync's
-    /// zones reaching the pod over a few hundred ms make one round, not
-    /// several), at most [`GATHER_ROUNDS`] waits.
+    /// Lets the requests of tasks already runnable join the round: yields
+    /// to the scheduler while the queue still grew since the last yield,
+    /// at most [`GATHER_YIELDS`] times. Never sleeps: an idle pod runs a
+    /// lone request at once; a wave (many zone reconciles woken by one
+    /// event) lands in this round or, if it comes later, in the next.
     async fn gathered(&self, pod: &PodRef) {
         let queued = || {
             let queues = self.queues.lock().unwrap_or_else(|e| e.into_inner());
             queues.get(pod).map_or(0, |q| q.requests.len())
         };
         let mut seen = queued();
-        for _ in 0..GATHER_ROUNDS {
-            tokio::time::sleep(self.gather).await;
+        for _ in 0..GATHER_YIELDS {
+            tokio::task::yield_now().await;
             let now = queued();
             if now == seen {
                 return;
