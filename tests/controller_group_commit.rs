@@ -132,7 +132,7 @@ async fn an_idle_pod_writes_at_once_and_what_arrives_meanwhile_joins_the_next_wr
     // A lone change on an idle pod: sent with no time passing.
     let lone = send("a.test");
     let first = started(&gated, 1).await;
-    assert_eq!(first[0].0, "a.test.");
+    assert_eq!(first[0].0, "a.test");
     assert_eq!(first[0].1, t0, "a lone change waited for a timer");
 
     // Three changes while it is in flight: none starts before it returns.
@@ -148,7 +148,7 @@ async fn an_idle_pod_writes_at_once_and_what_arrives_meanwhile_joins_the_next_wr
     let all = started(&gated, 4).await;
     let mut next: Vec<&str> = all[1..].iter().map(|(z, _)| z.as_str()).collect();
     next.sort();
-    assert_eq!(next, ["a.test.", "b.test.", "c.test."]);
+    assert_eq!(next, ["a.test", "b.test", "c.test"]);
     assert!(all.iter().all(|(_, at)| *at == t0), "no timer: {all:?}");
     gated.gate.add_permits(3);
     for h in later {
@@ -160,7 +160,7 @@ async fn an_idle_pod_writes_at_once_and_what_arrives_meanwhile_joins_the_next_wr
 /// executor.
 struct Counted {
     inner: Arc<dyn PodExecutor>,
-    /// zone (with its dot) -> (messages, changes)
+    /// zone -> (messages, changes)
     sent: Mutex<HashMap<String, (usize, usize)>>,
 }
 
@@ -248,7 +248,7 @@ async fn a_lone_record_is_one_update_and_a_burst_a_few_large_ones() {
     follow(p, "lone.gc.test", "A", &["192.0.2.2"]);
     follow(s, "lone.gc.test", "A", &["192.0.2.2"]);
     env.record_phase("lone", Phase::Ready).await;
-    assert_eq!(counted.of("gc.test."), (1, 1), "one message, one change");
+    assert_eq!(counted.of("gc.test"), (1, 1), "one message, one change");
 
     // A burst: every record served, in a few large messages.
     counted.reset();
@@ -297,7 +297,7 @@ async fn a_lone_record_is_one_update_and_a_burst_a_few_large_ones() {
         follow(p, &format!("b{i}.gc.test"), "A", &[&ip]);
         follow(s, &format!("b{i}.gc.test"), "A", &[&ip]);
     }
-    let (messages, changes) = counted.of("gc.test.");
+    let (messages, changes) = counted.of("gc.test");
     println!("burst of {BURST}: {messages} UPDATE messages, {changes} changes");
     assert_eq!(changes, BURST, "each record written once");
     // Group commit: a write takes what arrived while the last one ran.
