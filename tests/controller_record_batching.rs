@@ -15,10 +15,13 @@ use support::fakebind::{FakeBind, Kind};
 use support::{Env, NS, PRIMARY, record, test_settings, zone};
 
 const RECORDS: usize = 1_000;
-/// Exec calls one zone may cost for the whole burst: one per flush (update
-/// and serial read together; a flush takes what arrived while the last
-/// one ran), plus a SOA read when the snapshot aged.
-const MAX_EXECS_PER_ZONE: usize = 12;
+/// Exec calls one zone may cost for the whole burst (500 records): a few
+/// per flush (update, serial read, read-back), a flush per write the
+/// burst spans (group commit: each takes what arrived while the last one
+/// ran), plus a SOA read when the snapshot aged. Observed: 21 with the
+/// burst stretched to 18 s on a loaded machine (7 flushes); one per record
+/// would be 1,500.
+const MAX_EXECS_PER_ZONE: usize = 40;
 /// The burst fails only if no record turns Ready for this long...
 const STALL_LIMIT: Duration = Duration::from_secs(60);
 /// ...or if it takes longer than this in all (a guard against hanging).
