@@ -280,7 +280,10 @@ async fn a_tiny_latency_run_times_each_change_on_every_pod() {
         }
     }
     // Each change written: the operator's own UPDATEs, no nsupdate exec.
-    assert!(s.exec.by_tool.get("dns-update").copied().unwrap_or(0) >= 6, "{s:#?}");
+    assert!(
+        s.exec.by_tool.get("dns-update").copied().unwrap_or(0) >= 6,
+        "{s:#?}"
+    );
     assert_eq!(s.exec.by_tool.get("nsupdate"), None, "{s:#?}");
     // One verdict per phase for the one secondary.
     let latency: Vec<&str> = report

@@ -140,7 +140,11 @@ async fn an_idle_pod_writes_at_once_and_what_arrives_meanwhile_joins_the_next_wr
     for _ in 0..100 {
         tokio::task::yield_now().await;
     }
-    assert_eq!(gated.started.lock().unwrap().len(), 1, "joined the write in flight");
+    assert_eq!(
+        gated.started.lock().unwrap().len(),
+        1,
+        "joined the write in flight"
+    );
     gated.gate.add_permits(1);
     lone.await.unwrap().unwrap();
     // ... then all three in one round: in flight together before any
@@ -235,8 +239,14 @@ async fn a_lone_record_is_one_update_and_a_burst_a_few_large_ones() {
     let env = Env::start_with_keys(counted.clone(), settings, update, xfer).await;
     env.create(zone("gc", "gc.test")).await;
     env.zone_phase("gc", Phase::Ready).await;
-    env.create(record("first", "gc", "first", RecordType::A, &["192.0.2.1"]))
-        .await;
+    env.create(record(
+        "first",
+        "gc",
+        "first",
+        RecordType::A,
+        &["192.0.2.1"],
+    ))
+    .await;
     follow(s, "first.gc.test", "A", &["192.0.2.1"]);
     env.record_phase("first", Phase::Ready).await;
 

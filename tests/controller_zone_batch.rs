@@ -40,9 +40,9 @@ use bind_operator::bind::zone::{
 };
 use bind_operator::bind::{TsigKey, Ttl, ZoneName};
 use bind_operator::controller::exec::{ObservedExecutor, PodExecutor, PodRef};
+use bind_operator::controller::zonesync::Settings;
 use bind_operator::controller::zonesync::server::batch::Batcher;
 use bind_operator::controller::zonesync::server::{CatalogJoin, Created, ServerError};
-use bind_operator::controller::zonesync::Settings;
 use kube::Api;
 use kube::api::ListParams;
 use support::{Env, PRIMARY, SECONDARY, record, test_settings, zone};

@@ -178,7 +178,9 @@ enum Want {
 /// Milliseconds from `t` until each pod answers `name` as wanted.
 async fn answered(pods: &[PodTarget], name: &str, want: Want, t: Instant) -> Vec<Option<f64>> {
     let each = pods.iter().map(|p| async move {
-        let sock = tokio::net::UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).await.ok()?;
+        let sock = tokio::net::UdpSocket::bind((Ipv4Addr::LOCALHOST, 0))
+            .await
+            .ok()?;
         sock.connect(p.dns).await.ok()?;
         loop {
             if ask(&sock, name, want).await {
@@ -223,7 +225,9 @@ fn query(id: u16, name: &str) -> Option<Vec<u8>> {
     q.extend_from_slice(&id.to_be_bytes());
     q.extend_from_slice(&[0, 0, 0, 1, 0, 0, 0, 0, 0, 0]);
     for label in name.trim_end_matches('.').split('.') {
-        let len = u8::try_from(label.len()).ok().filter(|l| *l > 0 && *l < 64)?;
+        let len = u8::try_from(label.len())
+            .ok()
+            .filter(|l| *l > 0 && *l < 64)?;
         q.push(len);
         q.extend_from_slice(label.as_bytes());
     }

@@ -11,12 +11,13 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use super::check::PodProgress;
-use super::latency::LatencyResult;
 use super::exec_log::ExecSummary;
+use super::latency::LatencyResult;
 use super::{
-    BenchOptions, GOAL_AT_ONCE, TARGET_LATENCY_P50_MS, TARGET_LATENCY_P99_MS, TARGET_AT_ONCE, TARGET_AT_ONCE_EXECS, TARGET_BIG,
-    TARGET_BIG_RECORDS, TARGET_BYTES_PER_RECORD, TARGET_PER_RECORD_GROWTH, TARGET_SECONDARY,
-    TARGET_SECONDARY_RECORDS, TARGET_SPEEDUP, TARGET_WRITES_PER_RECORD,
+    BenchOptions, GOAL_AT_ONCE, TARGET_AT_ONCE, TARGET_AT_ONCE_EXECS, TARGET_BIG,
+    TARGET_BIG_RECORDS, TARGET_BYTES_PER_RECORD, TARGET_LATENCY_P50_MS, TARGET_LATENCY_P99_MS,
+    TARGET_PER_RECORD_GROWTH, TARGET_SECONDARY, TARGET_SECONDARY_RECORDS, TARGET_SPEEDUP,
+    TARGET_WRITES_PER_RECORD,
 };
 
 /// Which write path a scenario measured.
@@ -71,9 +72,7 @@ impl std::str::FromStr for ScenarioKind {
             .into_iter()
             .find(|k| k.as_str() == s)
             .ok_or_else(|| {
-                format!(
-                    "unknown scenario {s:?} (batched, baseline, at-once, converged or latency)"
-                )
+                format!("unknown scenario {s:?} (batched, baseline, at-once, converged or latency)")
             })
     }
 }
@@ -717,9 +716,11 @@ impl BenchReport {
                     l.changes
                 );
                 let mut rows = vec![
-                    ["change", "pod", "role", "p50", "p90", "p99", "max", "missed"]
-                        .map(String::from)
-                        .to_vec(),
+                    [
+                        "change", "pod", "role", "p50", "p90", "p99", "max", "missed",
+                    ]
+                    .map(String::from)
+                    .to_vec(),
                 ];
                 let ms = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.1}"));
                 for phase in &l.phases {
