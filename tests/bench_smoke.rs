@@ -153,7 +153,7 @@ async fn a_tiny_bench_measures_both_paths() {
     assert!(targets[0].contains("faster than the per-record baseline"));
     assert!(targets[1].starts_with("batched 20: operator API writes per created DNSRecord"));
     assert!(report.verdicts.iter().all(|v| v.pass.is_some()));
-    assert!(table.contains("targets (issue 12):"), "{table}");
+    assert!(table.contains("targets (issues 12 and 30):"), "{table}");
     let json: serde_json::Value = serde_json::from_str(&report.json()).unwrap();
     assert_eq!(json["scenarios"].as_array().unwrap().len(), 2);
     assert_eq!(json["verdicts"].as_array().unwrap().len(), 2);
