@@ -149,7 +149,7 @@ enum Command {
     /// target of issue 12.
     Bench {
         /// Scenarios to run (comma-separated): batched, baseline, at-once,
-        /// converged.
+        /// converged, latency.
         #[arg(long, value_name = "NAME", value_delimiter = ',', default_values_t = bind_operator::local::bench::ScenarioKind::ALL)]
         scenarios: Vec<bind_operator::local::bench::ScenarioKind>,
         /// Batched scenarios to run, by record count (repeatable, or
@@ -171,6 +171,9 @@ enum Command {
         /// Records of the converged scenario (over --zones).
         #[arg(long, value_name = "N", default_value_t = bind_operator::local::bench::DEFAULT_CONVERGED_RECORDS)]
         converged_records: usize,
+        /// DNSRecords the latency scenario creates and deletes, one at a time.
+        #[arg(long, value_name = "N", default_value_t = bind_operator::local::bench::DEFAULT_LATENCY_RECORDS)]
+        latency_records: usize,
         /// How long the converged cluster is held, in seconds (shorten for
         /// a smoke run).
         #[arg(long, value_name = "SECS", default_value_t = bind_operator::local::bench::DEFAULT_CONVERGED_HOLD.as_secs())]
@@ -379,6 +382,7 @@ fn main() -> ExitCode {
             at_once_records,
             converged_records,
             converged_secs,
+            latency_records,
             replicas,
             state_dir,
             base_port,
@@ -395,6 +399,7 @@ fn main() -> ExitCode {
                 at_once_records,
                 converged_records,
                 converged_hold: std::time::Duration::from_secs(converged_secs),
+                latency_records,
                 replicas,
                 state_dir,
                 base_port,

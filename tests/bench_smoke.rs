@@ -153,7 +153,7 @@ async fn a_tiny_bench_measures_both_paths() {
     assert!(targets[0].contains("faster than the per-record baseline"));
     assert!(targets[1].starts_with("batched 20: operator API writes per created DNSRecord"));
     assert!(report.verdicts.iter().all(|v| v.pass.is_some()));
-    assert!(table.contains("targets (issue 12):"), "{table}");
+    assert!(table.contains("targets (issues 12 and 30):"), "{table}");
     let json: serde_json::Value = serde_json::from_str(&report.json()).unwrap();
     assert_eq!(json["scenarios"].as_array().unwrap().len(), 2);
     assert_eq!(json["verdicts"].as_array().unwrap().len(), 2);
@@ -247,4 +247,51 @@ async fn a_tiny_bench_applies_at_once_and_holds_a_converged_cluster() {
     );
     let table = report.table();
     assert!(table.contains("converged hold: 3 s"), "{table}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tiny_latency_run_times_each_change_on_every_pod() {
+    let state = tempfile::tempdir().unwrap();
+    let opts = BenchOptions {
+        scenarios: vec![ScenarioKind::Latency],
+        latency_records: 3,
+        zones: 2,
+        state_dir: Some(state.path().to_path_buf()),
+        base_port: base_port() + 60,
+        timeout: Duration::from_secs(90),
+        verbose: false,
+        ..Default::default()
+    };
+    let report = run(&opts).await.expect("the bench runs");
+    assert_eq!(report.scenarios.len(), 1);
+    let s = &report.scenarios[0];
+    assert!(s.complete(), "{s:#?}");
+    let l = s.latency.as_ref().expect("latency measured");
+    let phases: Vec<&str> = l.phases.iter().map(|p| p.phase).collect();
+    assert_eq!(phases, ["create", "delete"]);
+    for phase in &l.phases {
+        let roles: Vec<&str> = phase.pods.iter().map(|p| p.role.as_str()).collect();
+        assert_eq!(roles, ["primary", "secondary"], "{phase:#?}");
+        for p in &phase.pods {
+            assert_eq!(p.samples_ms.len(), 3, "{p:#?}");
+            assert_eq!(p.missed, 0, "{p:#?}");
+            let (p50, max) = (p.p50_ms.unwrap(), p.max_ms.unwrap());
+            assert!(p50 > 0.0 && p50 <= max, "{p:#?}");
+        }
+    }
+    // Each change written: the operator's own UPDATEs, no nsupdate exec.
+    assert!(
+        s.exec.by_tool.get("dns-update").copied().unwrap_or(0) >= 6,
+        "{s:#?}"
+    );
+    assert_eq!(s.exec.by_tool.get("nsupdate"), None, "{s:#?}");
+    // One verdict per phase for the one secondary.
+    let latency: Vec<&str> = report
+        .verdicts
+        .iter()
+        .map(|v| v.target.as_str())
+        .filter(|t| t.starts_with("latency"))
+        .collect();
+    assert_eq!(latency.len(), 2, "{latency:?}");
+    assert!(report.table().contains("latency: 3 DNSRecords"));
 }

@@ -8,17 +8,20 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bind_operator::api::{DNSRecord, Phase, RecordType};
-use bind_operator::controller::zonesync::{RECORD_MAX_WAIT, RECORD_QUIET, Settings};
+use bind_operator::controller::zonesync::{RECORD_MAX_WAIT, Settings};
 use futures::StreamExt as _;
 use kube::api::{Api, ListParams};
 use support::fakebind::{FakeBind, Kind};
 use support::{Env, NS, PRIMARY, record, test_settings, zone};
 
 const RECORDS: usize = 1_000;
-/// Exec calls one zone may cost for the whole burst: one per flush (update
-/// and serial read together), a flush per RECORD_MAX_WAIT the burst spans,
-/// plus a SOA read when the snapshot aged. Observed: 2-4.
-const MAX_EXECS_PER_ZONE: usize = 12;
+/// Exec calls one zone may cost for the whole burst (500 records): a few
+/// per flush (update, serial read, read-back), a flush per write the
+/// burst spans (group commit: each takes what arrived while the last one
+/// ran), plus a SOA read when the snapshot aged. Observed: 21 with the
+/// burst stretched to 18 s on a loaded machine (7 flushes); one per record
+/// would be 1,500.
+const MAX_EXECS_PER_ZONE: usize = 40;
 /// The burst fails only if no record turns Ready for this long...
 const STALL_LIMIT: Duration = Duration::from_secs(60);
 /// ...or if it takes longer than this in all (a guard against hanging).
@@ -27,10 +30,9 @@ const TOTAL_LIMIT: Duration = Duration::from_secs(600);
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_thousand_records_cost_a_few_execs_per_zone() {
     let fake = Arc::new(FakeBind::new());
-    // Production coalescing: a zone flushes after its records pause, or
-    // at the latest RECORD_MAX_WAIT after the first change.
+    // Production timing: group commit (a zone writes at once; what arrives
+    // while it writes joins its next write).
     let settings = Settings {
-        record_quiet: RECORD_QUIET,
         record_max_wait: RECORD_MAX_WAIT,
         ..test_settings()
     };

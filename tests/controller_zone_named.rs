@@ -119,7 +119,7 @@ pub(crate) async fn setup(settings: Settings) -> (Env, Named) {
 async fn setup_views(settings: Settings, views: Vec<View>) -> (Env, Named) {
     // Real named plays the batched commands production runs.
     let settings = Settings {
-        batch_gather: Some(bind_operator::controller::zonesync::BATCH_GATHER),
+        batched: true,
         ..settings
     };
     let update = support::random_key(support::UPDATE_KEY);

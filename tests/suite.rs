@@ -49,6 +49,7 @@ mod bind_named;
 mod bind_roundtrip;
 mod bind_wire;
 mod controller_cluster;
+mod controller_group_commit;
 mod controller_index;
 mod controller_invalid_objects;
 mod controller_metrics;

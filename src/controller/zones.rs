@@ -7,10 +7,14 @@
 //! - BindZone changes wake the zone, but only spec (generation), deletion
 //!   and finalizer changes: the zone's own status and applied annotation
 //!   writes must not wake it again.
-//! - DNSRecord spec, deletion and finalizer changes wake the record's zone,
-//!   coalesced per zone (`coalesce`: after a quiet moment, or a bounded
-//!   wait): the zone is the unit of write, so 1,000 new DNSRecords make one
-//!   or two zone flushes, not 1,000.
+//! - DNSRecord spec, deletion and finalizer changes wake the record's zone
+//!   at once, but only for records the zone writes (with our finalizer, or
+//!   being deleted): a new record's first event (no finalizer yet) would
+//!   wake a reconcile with nothing to write, which then holds back the one
+//!   its finalizer wakes. Group commit, not a quiet: the controller runs
+//!   one reconcile of a zone at a time, and wakes arriving while one runs
+//!   merge into the next, so an idle zone writes a lone change at once and
+//!   1,000 new DNSRecords still make a few zone flushes, not 1,000.
 //! - DNSRecord spec and deletion changes, and any change of a record
 //!   without the finalizer, wake the DNSRecord controller (finalizer,
 //!   zone-not-found status); the finalizer's own arrival does not, since
@@ -30,7 +34,6 @@
 use std::collections::{HashMap, HashSet};
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use futures::channel::mpsc;
 use futures::{StreamExt as _, future, stream};
@@ -154,6 +157,14 @@ where
     }
 }
 
+/// Whether the record's zone has something to write for this change: the
+/// record carries our finalizer or is being deleted. A record without it
+/// is never written (`Verdict::Unmanaged`); its finalizer's arrival wakes
+/// the zone.
+fn zone_writes(r: &Arc<DNSRecord>) -> bool {
+    has_record_finalizer(r) || r.metadata.deletion_timestamp.is_some()
+}
+
 /// The BindZone of a DNSRecord.
 fn zone_of(r: Arc<DNSRecord>) -> Option<ObjectRef<BindZone>> {
     Some(ObjectRef::new(&r.spec.zone_ref).within(&r.zone_namespace()?))
@@ -192,51 +203,6 @@ fn cluster_fingerprint(ctx: &ZoneContext, key: &ObjKey) -> u64 {
         pods_fingerprint(&cluster_pods(ctx, &c)),
         keys,
     ))
-}
-
-/// Forwards zone wake-ups coalesced per zone: a zone is woken once its
-/// triggers paused for `quiet`, or `max_wait` after the first one, whichever
-/// comes first (a trailing debounce with a cap).
-async fn coalesce(
-    input: impl futures::Stream<Item = ObjectRef<BindZone>>,
-    wake: mpsc::UnboundedSender<ObjectRef<BindZone>>,
-    quiet: Duration,
-    max_wait: Duration,
-) {
-    let mut input = std::pin::pin!(input);
-    // zone -> (first pending trigger, latest trigger)
-    let mut pending: HashMap<ObjectRef<BindZone>, (Instant, Instant)> = HashMap::new();
-    loop {
-        let next_due = pending
-            .values()
-            .map(|(first, last)| (*last + quiet).min(*first + max_wait))
-            .min();
-        let sleep = async {
-            match next_due {
-                Some(t) => tokio::time::sleep_until(t.into()).await,
-                None => future::pending().await,
-            }
-        };
-        tokio::select! {
-            item = input.next() => {
-                let Some(zone) = item else { return };
-                let now = Instant::now();
-                pending.entry(zone).and_modify(|e| e.1 = now).or_insert((now, now));
-            }
-            () = sleep => {
-                let now = Instant::now();
-                let due: Vec<_> = pending
-                    .iter()
-                    .filter(|(_, (first, last))| *last + quiet <= now || *first + max_wait <= now)
-                    .map(|(k, _)| k.clone())
-                    .collect();
-                for zone in due {
-                    pending.remove(&zone);
-                    let _ = wake.unbounded_send(zone);
-                }
-            }
-        }
-    }
 }
 
 /// What the cluster watcher hears: a cluster to look at, or a BindZone.
@@ -332,8 +298,8 @@ pub async fn run(ctx: Arc<Context>, settings: Settings, shutdown: Shutdown) {
     let record_sub_self = ctx.stores.feeds.records.subscribe();
 
     let batcher = settings
-        .batch_gather
-        .map(|g| Arc::new(super::zonesync::server::batch::Batcher::new(g)));
+        .batched
+        .then(|| Arc::new(super::zonesync::server::batch::Batcher::new()));
     let concurrency = if batcher.is_some() {
         BATCHED_ZONE_CONCURRENCY
     } else {
@@ -395,18 +361,18 @@ pub async fn run(ctx: Arc<Context>, settings: Settings, shutdown: Shutdown) {
     };
     let record_wakes = record_sub_zone
         .filter(changed(record_trigger, zctx.records.clone()))
+        .filter(|r| future::ready(zone_writes(r)))
         .filter_map(|r| future::ready(zone_of(r)));
     let background = async {
         futures::join!(
             watch_clusters(zctx.clone(), wake_tx.clone()),
             // The pods' readiness gates.
             super::zones_served::run(zctx.clone(), shutdown.clone()),
-            coalesce(
-                record_wakes,
-                wake_tx,
-                zctx.settings.record_quiet,
-                zctx.settings.record_max_wait
-            ),
+            // No delay: see the module doc (group commit).
+            record_wakes.for_each(|zone| {
+                let _ = wake_tx.unbounded_send(zone);
+                future::ready(())
+            }),
         );
     };
     tokio::select! {

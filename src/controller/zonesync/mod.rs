@@ -78,16 +78,9 @@ pub fn note_if_first_sync(ctx: &ZoneContext, zone: Option<&crate::api::BindZone>
 pub const VERIFY_INTERVAL: Duration = Duration::from_secs(60);
 /// A cluster survey younger than this answers every zone's periodic check.
 pub const SURVEY_MAX_AGE: Duration = Duration::from_secs(30);
-/// DNSRecord changes wake their zone once they pause this long: 1,000
-/// DNSRecords applied at once make one or two zone flushes, not 1,000.
-/// It is most of what a lone record waits before its write, so it is no
-/// longer than a burst's gaps need: 150 ms (300 ms before: 1,000 records
-/// answered on the secondary 0.64 s after their creation, 0.3 s of it this
-/// wait).
-pub const RECORD_QUIET: Duration = Duration::from_millis(150);
-/// ... or once the first of them waited this long, so a zone whose records
-/// never stop changing still flushes (a plain trailing debounce would
-/// starve it).
+/// How long a new DNSRecord (or a zone) may go without a Pending status
+/// while what it waits for is likely on its way: its zone, its finalizer,
+/// the zone's first write.
 pub const RECORD_MAX_WAIT: Duration = Duration::from_secs(2);
 /// First retry after a failed flush; doubled per failure.
 pub const RETRY_BASE: Duration = Duration::from_secs(5);
@@ -103,25 +96,20 @@ pub const SNAPSHOT_TRUST: Duration = Duration::from_secs(10);
 /// secondaries catching up.
 pub const RECHECK_AFTER_WRITE: Duration = Duration::from_secs(5);
 
-/// How long a pod's first queued zone operation waits for others to join
-/// its round ([`server::batch`]); later ones join while a round runs.
-pub const BATCH_GATHER: Duration = Duration::from_millis(25);
-
 /// Timing knobs; tests shorten them.
 #[derive(Debug, Clone)]
 pub struct Settings {
     pub verify_interval: Duration,
     pub survey_max_age: Duration,
-    pub record_quiet: Duration,
     pub record_max_wait: Duration,
     pub retry_base: Duration,
     pub retry_max: Duration,
     pub recheck_after_write: Duration,
     pub snapshot_trust: Duration,
-    /// Group commit of zone operations per pod ([`server::batch`]) with this
-    /// gathering wait; `None`: every operation is its own exec (the
-    /// in-memory BIND fake of the controller tests plays those only).
-    pub batch_gather: Option<Duration>,
+    /// Group commit of zone operations per pod ([`server::batch`]); off:
+    /// every operation is its own exec (the in-memory BIND fake of the
+    /// controller tests plays those only).
+    pub batched: bool,
 }
 
 impl Default for Settings {
@@ -129,13 +117,12 @@ impl Default for Settings {
         Settings {
             verify_interval: VERIFY_INTERVAL,
             survey_max_age: SURVEY_MAX_AGE,
-            record_quiet: RECORD_QUIET,
             record_max_wait: RECORD_MAX_WAIT,
             retry_base: RETRY_BASE,
             retry_max: RETRY_MAX,
             recheck_after_write: RECHECK_AFTER_WRITE,
             snapshot_trust: SNAPSHOT_TRUST,
-            batch_gather: Some(BATCH_GATHER),
+            batched: true,
         }
     }
 }
@@ -148,7 +135,7 @@ pub struct ZoneContext {
     pub records: Store<DNSRecord>,
     pub state: state::ServerState,
     pub settings: Settings,
-    /// Present when `settings.batch_gather` is.
+    /// Present when `settings.batched`.
     pub batcher: Option<Arc<server::batch::Batcher>>,
     /// Namespace labels for `spec.recordsFrom` selectors (started on use).
     pub namespaces: namespaces::NamespaceWatch,

@@ -20,6 +20,10 @@
 //!   [`BenchOptions::at_once_zones`] BindZones and
 //!   [`BenchOptions::at_once_records`] DNSRecords per zone are created in
 //!   one go from t0; zone setup counts.
+//! - **latency**: [`BenchOptions::latency_records`] DNSRecords created one
+//!   after another into a converged cluster (each once the previous one
+//!   answers on every pod), then deleted the same way; time from the API
+//!   call returning to the answer on each pod ([`latency`]; issue 30).
 //! - **converged**: like batched at [`BenchOptions::converged_records`];
 //!   once everything answers and is Ready and the operator has been quiet
 //!   for a moment, the cluster is held for [`BenchOptions::converged_hold`]
@@ -45,6 +49,7 @@ pub mod alloc;
 pub mod check;
 pub mod env;
 pub mod exec_log;
+pub mod latency;
 pub mod operator;
 pub mod report;
 pub mod rss;
@@ -65,6 +70,12 @@ pub const DEFAULT_AT_ONCE_RECORDS: usize = 10;
 pub const DEFAULT_CONVERGED_RECORDS: usize = 1_000;
 /// Default hold of the converged scenario.
 pub const DEFAULT_CONVERGED_HOLD: Duration = Duration::from_secs(300);
+/// Default changes per phase of the latency scenario.
+pub const DEFAULT_LATENCY_RECORDS: usize = 50;
+/// Issue 30 targets of the latency scenario, on every secondary, per
+/// phase (creates, deletes): median and 99th percentile, milliseconds.
+pub const TARGET_LATENCY_P50_MS: f64 = 30.0;
+pub const TARGET_LATENCY_P99_MS: f64 = 80.0;
 /// Default zone count.
 pub const DEFAULT_ZONES: usize = 10;
 /// Default record count of the per-record baseline.
@@ -119,6 +130,9 @@ pub struct BenchOptions {
     pub converged_records: usize,
     /// How long the converged cluster is held.
     pub converged_hold: Duration,
+    /// DNSRecords the latency scenario creates (and then deletes), one at a
+    /// time.
+    pub latency_records: usize,
     /// BindZones the records are spread over.
     pub zones: usize,
     /// Records of the per-record baseline; 0 skips it. It runs right after
@@ -149,6 +163,7 @@ impl Default for BenchOptions {
             at_once_records: DEFAULT_AT_ONCE_RECORDS,
             converged_records: DEFAULT_CONVERGED_RECORDS,
             converged_hold: DEFAULT_CONVERGED_HOLD,
+            latency_records: DEFAULT_LATENCY_RECORDS,
             zones: DEFAULT_ZONES,
             baseline_records: DEFAULT_BASELINE_RECORDS,
             replicas: 2,
@@ -201,7 +216,7 @@ pub struct Planned {
 }
 
 /// The planned scenarios, in order: batched (each baseline right after
-/// its batched twin), at-once, converged.
+/// its batched twin), at-once, latency, converged.
 fn plan(opts: &BenchOptions) -> Vec<Planned> {
     let on = |k| opts.scenarios.contains(&k);
     let at = |kind, records, zones| Planned {
@@ -233,6 +248,9 @@ fn plan(opts: &BenchOptions) -> Vec<Planned> {
             opts.at_once_zones.saturating_mul(opts.at_once_records),
             opts.at_once_zones,
         ));
+    }
+    if on(ScenarioKind::Latency) && opts.latency_records > 0 {
+        out.push(at(ScenarioKind::Latency, opts.latency_records, opts.zones));
     }
     if on(ScenarioKind::Converged) && opts.converged_records > 0 {
         out.push(at(
@@ -367,6 +385,7 @@ mod tests {
                 (ScenarioKind::Batched, 10_000),
                 (ScenarioKind::Batched, 100_000),
                 (ScenarioKind::AtOnce, 10_000),
+                (ScenarioKind::Latency, 50),
                 (ScenarioKind::Converged, 1_000),
             ]
         );

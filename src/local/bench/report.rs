@@ -12,10 +12,12 @@ use serde::Serialize;
 
 use super::check::PodProgress;
 use super::exec_log::ExecSummary;
+use super::latency::LatencyResult;
 use super::{
     BenchOptions, GOAL_AT_ONCE, TARGET_AT_ONCE, TARGET_AT_ONCE_EXECS, TARGET_BIG,
-    TARGET_BIG_RECORDS, TARGET_BYTES_PER_RECORD, TARGET_PER_RECORD_GROWTH, TARGET_SECONDARY,
-    TARGET_SECONDARY_RECORDS, TARGET_SPEEDUP, TARGET_WRITES_PER_RECORD,
+    TARGET_BIG_RECORDS, TARGET_BYTES_PER_RECORD, TARGET_LATENCY_P50_MS, TARGET_LATENCY_P99_MS,
+    TARGET_PER_RECORD_GROWTH, TARGET_SECONDARY, TARGET_SECONDARY_RECORDS, TARGET_SPEEDUP,
+    TARGET_WRITES_PER_RECORD,
 };
 
 /// Which write path a scenario measured.
@@ -31,14 +33,18 @@ pub enum ScenarioKind {
     AtOnce,
     /// Batched, then the converged cluster held and watched.
     Converged,
+    /// One DNSRecord at a time into a converged cluster, then deleted one
+    /// at a time: time to answer per change ([`super::latency`]).
+    Latency,
 }
 
 impl ScenarioKind {
-    pub const ALL: [ScenarioKind; 4] = [
+    pub const ALL: [ScenarioKind; 5] = [
         ScenarioKind::Batched,
         ScenarioKind::Baseline,
         ScenarioKind::AtOnce,
         ScenarioKind::Converged,
+        ScenarioKind::Latency,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -47,6 +53,7 @@ impl ScenarioKind {
             ScenarioKind::Baseline => "baseline",
             ScenarioKind::AtOnce => "at-once",
             ScenarioKind::Converged => "converged",
+            ScenarioKind::Latency => "latency",
         }
     }
 }
@@ -65,7 +72,7 @@ impl std::str::FromStr for ScenarioKind {
             .into_iter()
             .find(|k| k.as_str() == s)
             .ok_or_else(|| {
-                format!("unknown scenario {s:?} (batched, baseline, at-once or converged)")
+                format!("unknown scenario {s:?} (batched, baseline, at-once, converged or latency)")
             })
     }
 }
@@ -139,6 +146,8 @@ pub struct ScenarioResult {
     pub other_heap_live_kib: Option<u64>,
     /// Converged: what ran in the hold.
     pub hold: Option<HoldResult>,
+    /// Latency: time to answer per change.
+    pub latency: Option<LatencyResult>,
     /// Direct queries for random records after the run, over all pods.
     pub sampled: usize,
     pub sampled_ok: usize,
@@ -158,6 +167,9 @@ pub struct ScenarioResult {
 impl ScenarioResult {
     /// Whether every record answered everywhere and every sample answered.
     pub fn complete(&self) -> bool {
+        if self.kind == ScenarioKind::Latency {
+            return self.latency.as_ref().is_some_and(LatencyResult::complete);
+        }
         self.primary_secs.is_some()
             && self.secondary_secs.is_some()
             && self.sampled_ok == self.sampled
@@ -374,6 +386,35 @@ fn verdicts(scenarios: &[ScenarioResult], comparison: Option<&Comparison>) -> Ve
                 "not measured (build with --features bench-alloc)".into(),
                 None,
             ),
+        }
+    }
+    for s in scenarios.iter().filter(|s| s.kind == ScenarioKind::Latency) {
+        let Some(l) = &s.latency else { continue };
+        for phase in &l.phases {
+            for p in phase.pods.iter().filter(|p| p.role == "secondary") {
+                let ms = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.1} ms"));
+                push(
+                    format!(
+                        "latency, {} of {} one at a time, secondary {}: p50 <= \
+                         {TARGET_LATENCY_P50_MS:.0} ms, p99 <= {TARGET_LATENCY_P99_MS:.0} ms",
+                        phase.phase, l.changes, p.pod
+                    ),
+                    format!(
+                        "p50 {}, p99 {}{}",
+                        ms(p.p50_ms),
+                        ms(p.p99_ms),
+                        if p.missed > 0 {
+                            format!(" ({} not answered)", p.missed)
+                        } else {
+                            String::new()
+                        }
+                    ),
+                    Some(
+                        p.p50_ms.is_some_and(|v| v <= TARGET_LATENCY_P50_MS)
+                            && p.p99_ms.is_some_and(|v| v <= TARGET_LATENCY_P99_MS),
+                    ),
+                );
+            }
         }
     }
     for s in scenarios
@@ -664,8 +705,43 @@ impl BenchReport {
                 }
             }
         }
+        for s in &self.scenarios {
+            if let Some(l) = &s.latency {
+                let _ = writeln!(
+                    t,
+                    "\nlatency: {} DNSRecords created one at a time (each once the last \
+                     answered everywhere), then deleted the same way; ms from the API call \
+                     returning to the answer (NXDOMAIN for a delete); percentiles by nearest \
+                     rank",
+                    l.changes
+                );
+                let mut rows = vec![
+                    [
+                        "change", "pod", "role", "p50", "p90", "p99", "max", "missed",
+                    ]
+                    .map(String::from)
+                    .to_vec(),
+                ];
+                let ms = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.1}"));
+                for phase in &l.phases {
+                    for p in &phase.pods {
+                        rows.push(vec![
+                            phase.phase.to_string(),
+                            p.pod.clone(),
+                            p.role.clone(),
+                            ms(p.p50_ms),
+                            ms(p.p90_ms),
+                            ms(p.p99_ms),
+                            ms(p.max_ms),
+                            p.missed.to_string(),
+                        ]);
+                    }
+                }
+                t.push_str(&columns(&rows));
+            }
+        }
         if !self.verdicts.is_empty() {
-            let _ = writeln!(t, "\ntargets (issue 12):");
+            let _ = writeln!(t, "\ntargets (issues 12 and 30):");
             for v in &self.verdicts {
                 let _ = writeln!(
                     t,
@@ -776,6 +852,7 @@ mod tests {
             other_heap_peak_kib: Some(50_000),
             other_heap_live_kib: Some(40_000),
             hold: None,
+            latency: None,
             sampled: 10,
             sampled_ok: 10,
             process_peak_rss_kib: Some(102_400),

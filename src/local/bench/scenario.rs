@@ -48,6 +48,9 @@ const SETTLE_QUIET: Duration = Duration::from_secs(5);
 /// the hold itself).
 const SETTLE_MAX: Duration = Duration::from_secs(60);
 const SETTLE_POLL: Duration = Duration::from_millis(250);
+/// The latency scenario starts once the operator has done nothing for
+/// this long (zone setup's last writes and checks are over).
+const LATENCY_QUIET: Duration = Duration::from_secs(2);
 /// Lines of "what ran" kept for a converged hold.
 const MAX_LISTED_RAN: usize = 50;
 /// The DNSRecord resource (its plural in API paths).
@@ -143,6 +146,9 @@ async fn measure(
         .await?
     };
     let setup_secs = secs(started.elapsed());
+    if setup.kind == ScenarioKind::Latency {
+        return measure_latency(opts, setup, env, &pods, setup_secs, say).await;
+    }
     if at_once {
         say(format!(
             "runtime up in {setup_secs:.1}s; creating the cluster, {} zones and {} records at once",
@@ -169,7 +175,8 @@ async fn measure(
     let deadline = t0 + opts.timeout;
     let writer = async {
         match setup.kind {
-            ScenarioKind::Batched | ScenarioKind::Converged => {
+            // (Latency was measured above and returned.)
+            ScenarioKind::Batched | ScenarioKind::Converged | ScenarioKind::Latency => {
                 create_records(env, &expected).await?
             }
             ScenarioKind::AtOnce => {
@@ -312,6 +319,7 @@ async fn measure(
         other_heap_peak_kib: other_peak,
         other_heap_live_kib: other_live,
         hold: None,
+        latency: None,
         sampled,
         sampled_ok,
         process_peak_rss_kib: rss::peak_kib(),
@@ -339,16 +347,7 @@ async fn hold(
     say: &impl Fn(String),
 ) -> HoldResult {
     let settle_start = Instant::now();
-    let mut seen = (env.log.finished(), env.writes.count());
-    let mut quiet_since = Instant::now();
-    while quiet_since.elapsed() < SETTLE_QUIET && settle_start.elapsed() < SETTLE_MAX {
-        tokio::time::sleep(SETTLE_POLL).await;
-        let now = (env.log.finished(), env.writes.count());
-        if now != seen {
-            seen = now;
-            quiet_since = Instant::now();
-        }
-    }
+    wait_quiet(env, SETTLE_QUIET).await;
     let settle_secs = secs(settle_start.elapsed());
     say(format!(
         "converged; holding for {}s",
@@ -401,6 +400,92 @@ async fn hold(
             .map(|(t, what)| format!("{t:.1}s {what}"))
             .collect(),
     }
+}
+
+/// Waits until the operator has done nothing (no exec, no API write) for
+/// `quiet`, at most [`SETTLE_MAX`].
+async fn wait_quiet(env: &BenchEnv, quiet: Duration) {
+    let settle_start = Instant::now();
+    let mut seen = (env.log.finished(), env.writes.count());
+    let mut quiet_since = Instant::now();
+    while quiet_since.elapsed() < quiet && settle_start.elapsed() < SETTLE_MAX {
+        tokio::time::sleep(SETTLE_POLL).await;
+        let now = (env.log.finished(), env.writes.count());
+        if now != seen {
+            seen = now;
+            quiet_since = Instant::now();
+        }
+    }
+}
+
+/// The latency scenario on a ready cluster: once the operator is quiet,
+/// one change at a time ([`super::latency`]).
+async fn measure_latency(
+    opts: &BenchOptions,
+    setup: &Setup,
+    env: &BenchEnv,
+    pods: &[PodTarget],
+    setup_secs: f64,
+    say: &impl Fn(String),
+) -> Result<ScenarioResult, BenchError> {
+    say(format!(
+        "cluster ready in {setup_secs:.1}s; waiting for the operator to go quiet"
+    ));
+    wait_quiet(env, LATENCY_QUIET).await;
+    // Primary first, as the report lists them.
+    let mut pods = pods.to_vec();
+    pods.sort_by_key(|p| !BenchEnv::is_primary(p));
+    say(format!(
+        "creating {} DNSRecords one at a time, then deleting them",
+        setup.records
+    ));
+    let peak_reset = rss::reset_peak();
+    env.mem.reset_counts();
+    alloc::reset_peak(Side::Operator);
+    alloc::reset_peak(Side::Other);
+    let load_before = rss::load_average();
+    let t0 = Instant::now();
+    let latency = super::latency::run(env, &pods, &env.zones, setup.records).await?;
+    let t_end = Instant::now();
+    let operator_writes = env.writes.window(t0, t_end);
+    Ok(ScenarioResult {
+        kind: setup.kind,
+        records: setup.records,
+        zones: setup.zones,
+        replicas: opts.replicas,
+        setup_secs,
+        applied_secs: secs(t_end - t0),
+        primary_secs: None,
+        secondary_secs: None,
+        finalized_secs: None,
+        records_ready_secs: None,
+        first_update_secs: None,
+        last_update_secs: None,
+        update_runs: Vec::new(),
+        pods: Vec::new(),
+        exec: env.log.summary(t0, t_end),
+        api_writes: env.mem.writes(),
+        api_writes_by_verb: BTreeMap::new(),
+        records_created: 0,
+        operator_writes: operator_writes.len() as u64,
+        operator_record_writes: operator_writes
+            .iter()
+            .filter(|w| w.resource.split('/').next() == Some(RECORD_RESOURCE))
+            .count() as u64,
+        operator_writes_by_kind: env.writes.by_kind(t0, t_end),
+        operator_heap_peak_kib: kib(alloc::peak_bytes(Side::Operator)),
+        operator_heap_live_kib: kib(alloc::live_bytes(Side::Operator)),
+        other_heap_peak_kib: kib(alloc::peak_bytes(Side::Other)),
+        other_heap_live_kib: kib(alloc::live_bytes(Side::Other)),
+        hold: None,
+        latency: Some(latency),
+        sampled: 0,
+        sampled_ok: 0,
+        process_peak_rss_kib: rss::peak_kib(),
+        process_peak_reset: peak_reset,
+        named_peak_rss_kib: env.named_peaks(&pods),
+        load_average: [load_before, rss::load_average()],
+    })
 }
 
 /// The DNSRecord of a planned record.

@@ -51,7 +51,6 @@ pub fn test_settings() -> Settings {
     Settings {
         verify_interval: Duration::from_secs(600),
         survey_max_age: Duration::from_secs(30),
-        record_quiet: Duration::from_millis(50),
         record_max_wait: Duration::from_millis(500),
         retry_base: Duration::from_millis(100),
         retry_max: Duration::from_millis(400),
@@ -59,7 +58,7 @@ pub fn test_settings() -> Settings {
         snapshot_trust: Duration::from_secs(10),
         // FakeBind plays the per-zone commands; the batched ones run
         // against real named (controller_zone_batch, e2e_*).
-        batch_gather: None,
+        batched: false,
     }
 }
 

@@ -10,7 +10,8 @@
 //!   [`PodExecutor::dns_update`]; no exec): one or more messages per zone,
 //!   each RRset replace atomic inside its message, a zone's messages in
 //!   order on one connection, [`UPDATES_AT_ONCE`] zones at once; the SOA
-//!   serials of the zones that want them read back in one `dig` exec;
+//!   serials of the zones that want them read back in one `dig` exec,
+//!   off the round (the pod's next round does not wait for it);
 //! - catalog membership changes (joins and leaves of every zone of the
 //!   round) merged into one UPDATE message per catalog and key (split only
 //!   past the 64 KiB message cap, ~600 members), sent with them:
@@ -31,15 +32,18 @@
 //! one message per catalog. No UPDATE of records follows a creation that
 //! carried them.
 //!
-//! How: the first request for an idle pod starts a drain task; it waits
-//! [`crate::controller::zonesync::Settings::batch_gather`] for the others
-//! (again while more arrived during the wait, up to [`GATHER_ROUNDS`]
-//! waits), takes every queued request, runs the round, hands each request
-//! its own result, and goes on while requests queued during the round
-//! (they join the next one). A zone created in the round carries its
-//! catalog join into the same round's membership message. So a
-//! first sync of 1,000 zones costs a handful of execs per step instead of
-//! one per zone, while a lone change still runs at once.
+//! How (group commit, no timer for records): the first request for an idle
+//! pod starts a drain task; it lets the tasks already runnable queue
+//! theirs (a few scheduler yields while the queue still grows, at most
+//! [`GATHER_YIELDS`]; no sleep; only a round holding a zone list change
+//! waits [`ZONE_GATHER`] for the rest of its wave), takes every queued request, runs the
+//! round, hands each request its own result, and goes on while requests
+//! queued during the round (they join the next one). A zone created in the
+//! round carries its catalog join into the same round's membership
+//! message. So a lone change on an idle pod runs at once, and what
+//! arrives while a round is in flight (a first sync of 1,000 zones, a
+//! burst of records) waits for exactly that round and goes as one: a
+//! handful of execs per step instead of one per zone.
 //!
 //! Failure isolation: a zone whose write or update fails gets its own
 //! error (named-checkconf's message for its stanza, rndc's stderr, or its
@@ -67,7 +71,6 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use tokio::sync::{Semaphore, oneshot};
 
@@ -94,10 +97,16 @@ pub const UNBATCHED_AT_ONCE: usize = 8;
 /// TCP connection each).
 pub const UPDATES_AT_ONCE: usize = 16;
 
-/// Most gathering waits before a round runs whatever it has (see
-/// `Batcher::gathered`): a steady stream of requests still gets a round
-/// every `GATHER_ROUNDS` x gather.
-pub const GATHER_ROUNDS: usize = 10;
+/// Most scheduler yields before a round runs whatever it has (see
+/// `Batcher::gathered`). A yield costs microseconds, not a timer.
+pub const GATHER_YIELDS: usize = 16;
+
+/// How long a round holding a zone list change waits for more of its wave
+/// (again while more arrived, at most [`ZONE_GATHER_ROUNDS`] times; see
+/// `Batcher::gathered`). Only zone creation, clause changes and removal
+/// pay it, never a record change.
+pub const ZONE_GATHER: std::time::Duration = std::time::Duration::from_millis(25);
+pub const ZONE_GATHER_ROUNDS: usize = 10;
 
 type Reply<T> = oneshot::Sender<Result<T, ServerError>>;
 
@@ -148,7 +157,6 @@ struct Queue {
 /// Per-pod request queues and the bound on unbatched commands. Shared by
 /// every zone reconcile of the process.
 pub struct Batcher {
-    gather: Duration,
     queues: Mutex<HashMap<PodRef, Queue>>,
     unbatched: Semaphore,
     /// Per pod, the clause each zone was last seen listed with by a run of
@@ -161,16 +169,19 @@ type ZoneKey = (ZoneName, Option<ViewName>);
 
 impl std::fmt::Debug for Batcher {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Batcher")
-            .field("gather", &self.gather)
-            .finish_non_exhaustive()
+        f.debug_struct("Batcher").finish_non_exhaustive()
+    }
+}
+
+impl Default for Batcher {
+    fn default() -> Self {
+        Self::new()
     }
 }
 
 impl Batcher {
-    pub fn new(gather: Duration) -> Self {
+    pub fn new() -> Self {
         Batcher {
-            gather,
             queues: Mutex::new(HashMap::new()),
             unbatched: Semaphore::new(UNBATCHED_AT_ONCE),
             listed: Mutex::new(HashMap::new()),
@@ -227,22 +238,45 @@ impl Batcher {
                 }
                 taken
             };
-            round(exec.as_ref(), &pod, requests).await;
+            round(&exec, &pod, requests).await;
         }
     }
 
-    /// Waits for a round's requests: [`Self::gather`] at least, and again
-    /// while requests still arrived during the last wait (a first sync's
-    /// zones reaching the pod over a few hundred ms make one round, not
-    /// several), at most [`GATHER_ROUNDS`] waits.
+    /// Lets the requests of tasks already runnable join the round: yields
+    /// to the scheduler while the queue still grew since the last yield,
+    /// at most [`GATHER_YIELDS`] times. Never sleeps: an idle pod runs a
+    /// lone request at once; a wave (many zone reconciles woken by one
+    /// event) lands in this round or, if it comes later, in the next.
     async fn gathered(&self, pod: &PodRef) {
         let queued = || {
             let queues = self.queues.lock().unwrap_or_else(|e| e.into_inner());
             queues.get(pod).map_or(0, |q| q.requests.len())
         };
         let mut seen = queued();
-        for _ in 0..GATHER_ROUNDS {
-            tokio::time::sleep(self.gather).await;
+        for _ in 0..GATHER_YIELDS {
+            tokio::task::yield_now().await;
+            let now = queued();
+            if now == seen {
+                break;
+            }
+            seen = now;
+        }
+        // A zone list change costs the pod a named-checkconf and an rndc
+        // reconfig of every zone: such a round waits for the rest of its
+        // wave (new zones of a first sync reach this step over a few
+        // hundred ms), as long as more still arrive. Record updates and
+        // serial reads never wait here.
+        let listing = || {
+            let queues = self.queues.lock().unwrap_or_else(|e| e.into_inner());
+            queues
+                .get(pod)
+                .is_some_and(|q| q.requests.iter().any(|r| matches!(r, Request::Zone { .. })))
+        };
+        if !listing() {
+            return;
+        }
+        for _ in 0..ZONE_GATHER_ROUNDS {
+            tokio::time::sleep(ZONE_GATHER).await;
             let now = queued();
             if now == seen {
                 return;
@@ -521,7 +555,7 @@ fn unreachable(pod: &PodRef, e: ExecError) -> ServerError {
 
 /// One round on one pod: creations, then updates, then serial reads, each
 /// kind as one exec.
-async fn round(exec: &dyn PodExecutor, pod: &PodRef, requests: Vec<Request>) {
+async fn round(exec: &Arc<dyn PodExecutor>, pod: &PodRef, requests: Vec<Request>) {
     let mut zones = Vec::new();
     let mut updates = Vec::new();
     let mut reads = Vec::new();
@@ -555,7 +589,7 @@ async fn round(exec: &dyn PodExecutor, pod: &PodRef, requests: Vec<Request>) {
     if !zones.is_empty() {
         // The joins of the zones this round created go with the round's
         // other membership changes.
-        for join in zone_round(exec, pod, zones).await {
+        for join in zone_round(exec.as_ref(), pod, zones).await {
             add_member(&mut members, join);
         }
     }
@@ -568,7 +602,7 @@ async fn round(exec: &dyn PodExecutor, pod: &PodRef, requests: Vec<Request>) {
         update_round(exec, pod, updates).await;
     }
     if !reads.is_empty() {
-        serials_round(exec, pod, reads).await;
+        serials_round(exec.as_ref(), pod, reads).await;
     }
 }
 
@@ -856,7 +890,7 @@ impl MemberGroup {
 /// Sends the round's updates straight to the pod's DNS port: a zone's
 /// requests in order on one connection, up to [`UPDATES_AT_ONCE`] zones
 /// at once; then the serials the requests want, in one `dig` exec.
-async fn update_round(exec: &dyn PodExecutor, pod: &PodRef, updates: Vec<UpdateRequest>) {
+async fn update_round(exec: &Arc<dyn PodExecutor>, pod: &PodRef, updates: Vec<UpdateRequest>) {
     let layout = exec.layout(pod);
     // A zone's requests stay together, in order.
     let mut by_zone: Vec<(ZoneName, Vec<UpdateRequest>)> = Vec::new();
@@ -896,27 +930,40 @@ async fn update_round(exec: &dyn PodExecutor, pod: &PodRef, updates: Vec<UpdateR
         .collect::<BTreeSet<_>>()
         .into_iter()
         .collect();
-    let serials = if read_back.is_empty() {
-        Ok(BTreeMap::new())
-    } else {
+    // Answered now: what failed or wants no serial.
+    let (reading, done): (Vec<_>, Vec<_>) = sent.into_iter().partition(|(u, r)| u.3 && r.is_ok());
+    for ((_, _, _, _, replies), result) in done {
+        for reply in replies {
+            let _ = reply.send(result.as_ref().map(|()| None).map_err(copy_update));
+        }
+    }
+    if read_back.is_empty() {
+        return;
+    }
+    // The serials read back off the pod's round: the next round's UPDATEs
+    // (other zones; this zone's next write waits for this reply anyway)
+    // need not wait for a dig.
+    let (exec, pod) = (exec.clone(), pod.clone());
+    tokio::spawn(async move {
         let cmd = if read_back.len() > ZONES_PER_DIG {
             dig_soa_many(&layout, &read_back)
         } else {
             dig_soa(&layout, &read_back)
         };
-        exec.exec(pod, &cmd).await.map(|o| parse_dig_soa(&o.stdout))
-    };
-    for ((zone, _, _, read, replies), result) in sent {
-        let result = || match (&result, &serials) {
-            (Err(e), _) => Err(copy_update(e)),
-            (Ok(()), _) if !read => Ok(None),
-            (Ok(()), Ok(s)) => Ok(s.get(&zone).copied()),
-            (Ok(()), Err(e)) => Err(unreachable(pod, copy(e))),
-        };
-        for reply in replies {
-            let _ = reply.send(result());
+        let serials = exec
+            .exec(&pod, &cmd)
+            .await
+            .map(|o| parse_dig_soa(&o.stdout));
+        for ((zone, _, _, _, replies), _) in reading {
+            let result = || match &serials {
+                Ok(s) => Ok(s.get(&zone).copied()),
+                Err(e) => Err(unreachable(&pod, copy(e))),
+            };
+            for reply in replies {
+                let _ = reply.send(result());
+            }
         }
-    }
+    });
 }
 
 /// The same update failure again, for a second request of the zone.
