@@ -522,7 +522,7 @@ async fn kept_secret(env: &support::Env, tags: &[u16]) -> k8s_openapi::api::core
 async fn a_primary_rebuilt_on_an_empty_volume_signs_with_the_kept_keys_across_an_operator_restart()
 {
     let settings = bind_operator::controller::zonesync::Settings {
-        batch_gather: Some(bind_operator::controller::zonesync::BATCH_GATHER),
+        batched: true,
         ..test_settings()
     };
     let (mut env, mut named) = setup(settings.clone()).await;

@@ -110,6 +110,7 @@ fn record(i: usize, zones: usize) -> DNSRecord {
         &format!("lat-{i}"),
         DNSRecordSpec {
             zone_ref: zone_object(i % zones),
+            zone_namespace: None,
             name: format!("lat{i}"),
             type_: ApiRecordType::A,
             ttl: None,
