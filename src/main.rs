@@ -149,7 +149,7 @@ enum Command {
     /// target of issue 12.
     Bench {
         /// Scenarios to run (comma-separated): batched, baseline, at-once,
-        /// converged.
+        /// converged, primary-restart.
         #[arg(long, value_name = "NAME", value_delimiter = ',', default_values_t = bind_operator::local::bench::ScenarioKind::ALL)]
         scenarios: Vec<bind_operator::local::bench::ScenarioKind>,
         /// Batched scenarios to run, by record count (repeatable, or
@@ -175,6 +175,12 @@ enum Command {
         /// a smoke run).
         #[arg(long, value_name = "SECS", default_value_t = bind_operator::local::bench::DEFAULT_CONVERGED_HOLD.as_secs())]
         converged_secs: u64,
+        /// Zones of the primary-restart scenario.
+        #[arg(long, value_name = "N", default_value_t = bind_operator::local::bench::DEFAULT_RESTART_ZONES)]
+        restart_zones: usize,
+        /// DNSRecords per zone of the primary-restart scenario.
+        #[arg(long, value_name = "N", default_value_t = bind_operator::local::bench::DEFAULT_RESTART_RECORDS)]
+        restart_records: usize,
         /// Pods of the BindCluster (at least 2).
         #[arg(long, value_name = "N", default_value_t = 2)]
         replicas: i32,
@@ -379,6 +385,8 @@ fn main() -> ExitCode {
             at_once_records,
             converged_records,
             converged_secs,
+            restart_zones,
+            restart_records,
             replicas,
             state_dir,
             base_port,
@@ -395,6 +403,8 @@ fn main() -> ExitCode {
                 at_once_records,
                 converged_records,
                 converged_hold: std::time::Duration::from_secs(converged_secs),
+                restart_zones,
+                restart_records,
                 replicas,
                 state_dir,
                 base_port,

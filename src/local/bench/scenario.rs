@@ -169,7 +169,7 @@ async fn measure(
     let deadline = t0 + opts.timeout;
     let writer = async {
         match setup.kind {
-            ScenarioKind::Batched | ScenarioKind::Converged => {
+            ScenarioKind::Batched | ScenarioKind::Converged | ScenarioKind::PrimaryRestart => {
                 create_records(env, &expected).await?
             }
             ScenarioKind::AtOnce => {
@@ -312,6 +312,7 @@ async fn measure(
         other_heap_peak_kib: other_peak,
         other_heap_live_kib: other_live,
         hold: None,
+        restart: None,
         sampled,
         sampled_ok,
         process_peak_rss_kib: rss::peak_kib(),
@@ -324,6 +325,14 @@ async fn measure(
             result.hold = Some(hold(opts, env, &pods, say).await);
         } else {
             say("not converged: the hold is skipped".into());
+        }
+    }
+    if setup.kind == ScenarioKind::PrimaryRestart {
+        if result.complete() {
+            result.restart =
+                Some(super::restart::run(opts, env, &pods, &expected, &key_file, say).await?);
+        } else {
+            say("not converged: the restart is skipped".into());
         }
     }
     Ok(result)
