@@ -151,23 +151,27 @@ async fn a_primary_restart_keeps_every_record_ready_and_answered() {
                 let missing = missing_on(secondary).await;
                 let zones: Vec<BindZone> = api.list();
                 let records: Vec<DNSRecord> = api.list();
-                let mut s = seen.lock().unwrap();
-                s.0.extend(missing);
-                for z in zones.iter().filter(|z| z.metadata.name.as_deref() == Some("z0")) {
-                    if let Some(c) = z
-                        .status
-                        .as_ref()
-                        .and_then(|s| find_condition(&s.conditions, "Ready"))
+                {
+                    let mut s = seen.lock().unwrap();
+                    s.0.extend(missing);
+                    for z in zones
+                        .iter()
+                        .filter(|z| z.metadata.name.as_deref() == Some("z0"))
                     {
-                        s.1.insert(format!("{} {}", c.status, c.reason));
+                        if let Some(c) = z
+                            .status
+                            .as_ref()
+                            .and_then(|s| find_condition(&s.conditions, "Ready"))
+                        {
+                            s.1.insert(format!("{} {}", c.status, c.reason));
+                        }
+                    }
+                    for r in records {
+                        if r.status.as_ref().and_then(|s| s.phase) != Some(Phase::Ready) {
+                            s.2.insert(r.metadata.name.unwrap_or_default());
+                        }
                     }
                 }
-                for r in records {
-                    if r.status.as_ref().and_then(|s| s.phase) != Some(Phase::Ready) {
-                        s.2.insert(r.metadata.name.unwrap_or_default());
-                    }
-                }
-                drop(s);
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
         })

@@ -340,14 +340,24 @@ mod tests {
             let mut s = BindClusterStatus::default();
             set_condition(
                 &mut s.conditions,
-                new_condition(CONDITION_READY, false, reason, "1/2 pods ready", None, now()),
+                new_condition(
+                    CONDITION_READY,
+                    false,
+                    reason,
+                    "1/2 pods ready",
+                    None,
+                    now(),
+                ),
             );
             s
         };
         let mut s = waiting(REASON_PODS_NOT_READY);
         note_primary_rebuilding(&mut s, "c-0");
         let c = &s.conditions[0];
-        assert!(c.message.starts_with("1/2 pods ready; the primary c-0 is not Ready"));
+        assert!(
+            c.message
+                .starts_with("1/2 pods ready; the primary c-0 is not Ready")
+        );
         assert!(c.message.contains("the secondaries serve every zone"));
         assert_eq!(c.reason, REASON_PODS_NOT_READY);
         // A failing pod's report is not diluted.

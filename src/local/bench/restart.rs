@@ -69,10 +69,10 @@ async fn zones_served(env: &BenchEnv, t: &PodTarget) -> Option<usize> {
 
 /// The primary Pod object as the API has it.
 fn primary_pod(env: &BenchEnv, name: &str) -> Option<Pod> {
-    env.mem
-        .list::<Pod>()
-        .into_iter()
-        .find(|p| p.metadata.namespace.as_deref() == Some(NAMESPACE) && p.metadata.name.as_deref() == Some(name))
+    env.mem.list::<Pod>().into_iter().find(|p| {
+        p.metadata.namespace.as_deref() == Some(NAMESPACE)
+            && p.metadata.name.as_deref() == Some(name)
+    })
 }
 
 /// Deletes the converged cluster's primary Pod and measures its return.
@@ -126,7 +126,8 @@ pub async fn run(
         let mut served = None;
         while Instant::now() < deadline {
             let now = Instant::now();
-            let pod = primary_pod(env, &name).filter(|p| p.metadata.uid.as_deref() != Some(old_uid.as_str()));
+            let pod = primary_pod(env, &name)
+                .filter(|p| p.metadata.uid.as_deref() != Some(old_uid.as_str()));
             if let Some(p) = &pod {
                 if named_ready.is_none() && containers_ready(p) {
                     named_ready = Some(now);
@@ -177,7 +178,9 @@ pub async fn run(
         let served_all = zones.iter().all(|z| {
             z.status.as_ref().is_some_and(|s| {
                 s.phase == Some(Phase::Ready)
-                    && s.conditions.iter().any(|c| c.type_ == "Ready" && c.reason == REASON_SERVED)
+                    && s.conditions
+                        .iter()
+                        .any(|c| c.type_ == "Ready" && c.reason == REASON_SERVED)
             })
         });
         if served_all || Instant::now() >= deadline {
