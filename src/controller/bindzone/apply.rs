@@ -12,6 +12,7 @@ use std::time::Duration;
 use kube::ResourceExt as _;
 use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
+use kube::runtime::reflector::ObjectRef;
 
 use crate::api::{BindZone, DNSRecord, Phase, ZoneDnssecStatus};
 use crate::bind::ZoneName;
@@ -435,7 +436,8 @@ fn problem(phase: Phase, reason: &'static str, message: String) -> ZoneReport {
 }
 
 /// The primary pod is not Ready (deleted, restarting, rescheduled). When
-/// Ready secondaries served the zone (its `status.servers` lists them),
+/// Ready secondaries serve the zone (its `status.servers` lists them, or
+/// their readiness gate says they serve every zone),
 /// they still answer every RRset it had, so nothing its users see changed:
 /// the zone stays Ready and says the primary is rebuilding
 /// ([`REASON_PRIMARY_REBUILDING`]), and its DNSRecords served as specified
@@ -452,7 +454,7 @@ async fn primary_down(
     records: &[Arc<DNSRecord>],
     b: Blocked,
 ) -> Result<Action, Error> {
-    let serving = serving_secondaries(zone, inputs);
+    let serving = serving_secondaries(ctx, zone, inputs);
     let serial = zone.status.as_ref().and_then(|s| s.serial);
     let (Some(serial), false) = (serial, serving.is_empty()) else {
         return blocked(ctx, zone, records, b).await;
@@ -491,15 +493,29 @@ async fn primary_down(
     Ok(Action::requeue(WAIT_REQUEUE))
 }
 
-/// The Ready secondaries the zone's status lists as serving it, by name.
-fn serving_secondaries(zone: &BindZone, inputs: &Inputs) -> Vec<String> {
+/// The Ready secondaries that serve the zone, by name: those its status
+/// lists, and (outside views) those whose readiness gate is open: a gate
+/// opens once the pod serves every zone of its cluster, and the zone's
+/// `status.servers` may not list a secondary yet (it is refreshed by the
+/// check a few seconds after a write).
+fn serving_secondaries(ctx: &ZoneContext, zone: &BindZone, inputs: &Inputs) -> Vec<String> {
     let Some(status) = zone.status.as_ref() else {
         return Vec::new();
+    };
+    let gate_open = |p: &crate::controller::zonesync::survey::PodInfo| {
+        zone.spec.view.is_none()
+            && ctx
+                .base
+                .stores
+                .pods
+                .get(&ObjectRef::new(&p.pod.name).within(&p.pod.namespace))
+                .is_some_and(|pod| crate::controller::pods::pod_ready(&pod))
     };
     inputs
         .pods
         .iter()
-        .filter(|p| p.ordinal != 0 && p.ready && status.servers.contains_key(&p.pod.name))
+        .filter(|p| p.ordinal != 0 && p.ready)
+        .filter(|p| status.servers.contains_key(&p.pod.name) || gate_open(p))
         .map(|p| p.pod.name.clone())
         .collect()
 }
