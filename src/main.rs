@@ -149,7 +149,7 @@ enum Command {
     /// target of issue 12.
     Bench {
         /// Scenarios to run (comma-separated): batched, baseline, at-once,
-        /// converged, latency.
+        /// converged, latency, primary-restart.
         #[arg(long, value_name = "NAME", value_delimiter = ',', default_values_t = bind_operator::local::bench::ScenarioKind::ALL)]
         scenarios: Vec<bind_operator::local::bench::ScenarioKind>,
         /// Batched scenarios to run, by record count (repeatable, or
@@ -178,6 +178,12 @@ enum Command {
         /// a smoke run).
         #[arg(long, value_name = "SECS", default_value_t = bind_operator::local::bench::DEFAULT_CONVERGED_HOLD.as_secs())]
         converged_secs: u64,
+        /// Zones of the primary-restart scenario.
+        #[arg(long, value_name = "N", default_value_t = bind_operator::local::bench::DEFAULT_RESTART_ZONES)]
+        restart_zones: usize,
+        /// DNSRecords per zone of the primary-restart scenario.
+        #[arg(long, value_name = "N", default_value_t = bind_operator::local::bench::DEFAULT_RESTART_RECORDS)]
+        restart_records: usize,
         /// Pods of the BindCluster (at least 2).
         #[arg(long, value_name = "N", default_value_t = 2)]
         replicas: i32,
@@ -383,6 +389,8 @@ fn main() -> ExitCode {
             converged_records,
             converged_secs,
             latency_records,
+            restart_zones,
+            restart_records,
             replicas,
             state_dir,
             base_port,
@@ -400,6 +408,8 @@ fn main() -> ExitCode {
                 converged_records,
                 converged_hold: std::time::Duration::from_secs(converged_secs),
                 latency_records,
+                restart_zones,
+                restart_records,
                 replicas,
                 state_dir,
                 base_port,

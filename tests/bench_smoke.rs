@@ -295,3 +295,48 @@ async fn a_tiny_latency_run_times_each_change_on_every_pod() {
     assert_eq!(latency.len(), 2, "{latency:?}");
     assert!(report.table().contains("latency: 3 DNSRecords"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tiny_primary_restart_is_measured_and_writes_no_record_status() {
+    let state = tempfile::tempdir().unwrap();
+    let opts = BenchOptions {
+        scenarios: vec![ScenarioKind::PrimaryRestart],
+        restart_zones: 3,
+        restart_records: 2,
+        state_dir: Some(state.path().to_path_buf()),
+        base_port: base_port() + 40,
+        timeout: Duration::from_secs(90),
+        samples: 4,
+        verbose: false,
+        ..Default::default()
+    };
+    let report = run(&opts).await.expect("the bench runs");
+    let s = &report.scenarios[0];
+    assert_eq!(
+        (s.kind, s.records, s.zones),
+        (ScenarioKind::PrimaryRestart, 6, 3)
+    );
+    let r = s.restart.as_ref().expect("the restart was measured");
+    assert!(
+        r.named_ready_secs.is_some() && r.served_secs.is_some(),
+        "{r:#?}"
+    );
+    assert!(r.named_ready_secs <= r.served_secs, "{r:#?}");
+    assert!(
+        r.all_records_secs.is_some() && r.zones_served_secs.is_some(),
+        "{r:#?}"
+    );
+    assert_eq!(r.record_status_writes, 0, "{r:#?}");
+    assert!(
+        r.secondary_polls > 0 && r.secondary_polls_short == 0,
+        "{r:#?}"
+    );
+    assert!(
+        report
+            .verdicts
+            .iter()
+            .any(|v| v.target.contains("DNSRecord status writes = 0") && v.pass == Some(true)),
+        "{:#?}",
+        report.verdicts
+    );
+}

@@ -92,6 +92,11 @@ pub const REASON_TOO_MANY_VALUES: &str = "TooManyValues";
 pub const REASON_CLUSTER_NOT_FOUND: &str = "ClusterNotFound";
 /// Reason: the cluster's primary pod is missing or not Ready.
 pub const REASON_PRIMARY_NOT_READY: &str = "PrimaryNotReady";
+/// Zone reason (Ready stays True): the primary pod is not Ready (restarting,
+/// rescheduled) while Ready secondaries keep serving the zone; changes are
+/// written once the primary is back and the zone rebuilt there. Its
+/// DNSRecords keep their Ready status: their RRsets are still answered.
+pub const REASON_PRIMARY_REBUILDING: &str = "PrimaryRebuilding";
 /// Reason: another BindZone already serves this zone on the cluster.
 pub const REASON_DUPLICATE_ZONE: &str = "DuplicateZone";
 /// Reason: an in-zone nameserver has no address in the plan.
@@ -208,6 +213,7 @@ pub const CONDITION_REASONS: &[(&str, ReasonKind)] = &[
     (REASON_ZONE_NOT_FOUND, ReasonKind::Failed),
     (REASON_SERVED, ReasonKind::Done),
     (REASON_PRIMARY_NOT_READY, ReasonKind::InProgress),
+    (REASON_PRIMARY_REBUILDING, ReasonKind::InProgress),
     (REASON_ZONE_NOT_READY, ReasonKind::InProgress),
     (REASON_NOT_SERVED, ReasonKind::InProgress),
     (REASON_CLUSTER_NOT_FOUND, ReasonKind::Failed),

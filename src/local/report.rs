@@ -43,7 +43,7 @@ use super::memapi::MemApi;
 pub use super::runtime::{PodEndpoint, PodRole};
 use crate::api::{
     CONDITION_CONFIG_APPLIED, CONDITION_READY, CONDITION_WARNING, Phase, REASON_PODS_NOT_READY,
-    REASON_PRIMARY_NOT_READY, STATUS_TRUE, is_terminal_failure,
+    REASON_PRIMARY_NOT_READY, REASON_PRIMARY_REBUILDING, STATUS_TRUE, is_terminal_failure,
 };
 
 /// Reason of a row that stands for a bad manifest.
@@ -382,7 +382,9 @@ pub fn build_snapshot(
 /// for a moment the two disagree. The row then says that its controller has
 /// yet to catch up, instead of contradicting the table.
 fn contradicted_by_pods(o: &ObjectStatus, pods: &[PodEndpoint]) -> Option<String> {
-    if o.kind == ManifestKind::BindZone.as_str() && o.reason == REASON_PRIMARY_NOT_READY {
+    if o.kind == ManifestKind::BindZone.as_str()
+        && (o.reason == REASON_PRIMARY_NOT_READY || o.reason == REASON_PRIMARY_REBUILDING)
+    {
         // "pod <name> of BindCluster <cluster> is not Ready"
         let pod = o.message.strip_prefix("pod ")?.split_whitespace().next()?;
         let p = pods

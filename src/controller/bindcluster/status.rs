@@ -224,6 +224,23 @@ pub fn converged_status(
     status
 }
 
+/// While the primary pod is not Ready (restarting, or rebuilding its zones
+/// behind its readiness gate) and a secondary is, the Ready message says
+/// what that means to users: the secondaries keep answering every zone,
+/// changes wait for the primary. The condition itself is unchanged.
+pub fn note_primary_rebuilding(status: &mut BindClusterStatus, primary: &str) {
+    if let Some(c) = status
+        .conditions
+        .iter_mut()
+        .find(|c| c.type_ == CONDITION_READY && c.reason == REASON_PODS_NOT_READY)
+    {
+        c.message = format!(
+            "{}; the primary {primary} is not Ready (restarting, or rebuilding its zones): the secondaries serve every zone, and changes are written once it is back",
+            c.message
+        );
+    }
+}
+
 /// Status after a reconcile that stopped early on a problem with the spec
 /// or what it refers to: Ready False with the error's category; the last
 /// applied config and ConfigApplied stay as they were (the old config is
@@ -349,5 +366,37 @@ mod tests {
         );
         assert_eq!(failing_pods(&pods[..1]), None);
         assert_eq!(failing_pods(&pods[2..3]), None);
+    }
+
+    #[test]
+    fn a_missing_primary_is_named_in_the_pods_not_ready_message_only() {
+        let waiting = |reason: &str| {
+            let mut s = BindClusterStatus::default();
+            set_condition(
+                &mut s.conditions,
+                new_condition(
+                    CONDITION_READY,
+                    false,
+                    reason,
+                    "1/2 pods ready",
+                    None,
+                    now(),
+                ),
+            );
+            s
+        };
+        let mut s = waiting(REASON_PODS_NOT_READY);
+        note_primary_rebuilding(&mut s, "c-0");
+        let c = &s.conditions[0];
+        assert!(
+            c.message
+                .starts_with("1/2 pods ready; the primary c-0 is not Ready")
+        );
+        assert!(c.message.contains("the secondaries serve every zone"));
+        assert_eq!(c.reason, REASON_PODS_NOT_READY);
+        // A failing pod's report is not diluted.
+        let mut s = waiting(REASON_PODS_FAILING);
+        note_primary_rebuilding(&mut s, "c-0");
+        assert_eq!(s.conditions[0].message, "1/2 pods ready");
     }
 }

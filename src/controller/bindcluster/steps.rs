@@ -265,8 +265,17 @@ pub async fn finish(
     remount_recheck: Option<Duration>,
 ) -> Result<Action, Error> {
     let ready_pods = read::ready_pod_count(&ctx.stores.pods, cluster);
-    let failing = status::failing_pods(&pods::cluster_pods(&ctx.stores.pods, cluster));
-    let new_status = status::converged_status(cluster, ready_pods, outcome, failing);
+    let cluster_pods = pods::cluster_pods(&ctx.stores.pods, cluster);
+    let failing = status::failing_pods(&cluster_pods);
+    let mut new_status = status::converged_status(cluster, ready_pods, outcome, failing);
+    // The primary down while a secondary serves: say what that means.
+    let primary = primary_pod_name(&cluster.name_any());
+    let primary_ready = cluster_pods
+        .iter()
+        .any(|p| p.name_any() == primary && pods::pod_ready(p));
+    if !primary_ready && ready_pods > 0 {
+        status::note_primary_rebuilding(&mut new_status, &primary);
+    }
     let requeue = outcome.requeue();
     if requeue == Some(REQUEUE_LONG) {
         let (_, reason, message) = outcome.condition();

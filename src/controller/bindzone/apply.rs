@@ -12,6 +12,7 @@ use std::time::Duration;
 use kube::ResourceExt as _;
 use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
+use kube::runtime::reflector::ObjectRef;
 
 use crate::api::{BindZone, DNSRecord, Phase, ZoneDnssecStatus};
 use crate::bind::ZoneName;
@@ -35,8 +36,9 @@ use super::read::{self, Blocked, Inputs, ZoneRead};
 use super::{Error, dnssec, dnssec_keys, primary, secondary};
 
 use crate::api::{
-    REASON_CLUSTER_NOT_FOUND, REASON_FOREIGN_CONFLICT, REASON_RRSET_RESTORED,
-    REASON_SECONDARY_ZONE, REASON_SERVED, REASON_ZONE_FAILED, is_terminal_failure,
+    REASON_CLUSTER_NOT_FOUND, REASON_FOREIGN_CONFLICT, REASON_PRIMARY_REBUILDING,
+    REASON_RRSET_RESTORED, REASON_SECONDARY_ZONE, REASON_SERVED, REASON_ZONE_FAILED,
+    is_terminal_failure,
 };
 use crate::controller::error::backoff;
 
@@ -74,7 +76,7 @@ pub async fn apply(zone: &Arc<BindZone>, ctx: &ZoneContext) -> Result<Action, Er
         ZoneConfig::Primary(cfg) => {
             let primary = match read::primary(&inputs) {
                 Ok(p) => p.clone(),
-                Err(b) => return blocked(ctx, zone, &records, b).await,
+                Err(b) => return primary_down(ctx, zone, &inputs, &records, b).await,
             };
             let labels = match read::namespace_labels(ctx, zone, &records) {
                 None => None,
@@ -531,6 +533,106 @@ fn problem(phase: Phase, reason: &'static str, message: String) -> ZoneReport {
     }
 }
 
+/// The primary pod is not Ready (deleted, restarting, rescheduled). When
+/// Ready secondaries serve the zone (its `status.servers` lists them, or
+/// their readiness gate says they serve every zone),
+/// they still answer every RRset it had, so nothing its users see changed:
+/// the zone stays Ready and says the primary is rebuilding
+/// ([`REASON_PRIMARY_REBUILDING`]), and its DNSRecords served as specified
+/// keep their status. A real cluster showed why: 2,011 records went Ready
+/// -> Pending -> Ready on every primary restart (4,022 status writes, the
+/// Pending seconds late) while the secondaries answered for all of them.
+/// Records not served as specified (new, changed, being deleted) wait, as
+/// on any blocked zone. Without such a secondary nothing serves the zone:
+/// it is blocked ([`blocked`]).
+async fn primary_down(
+    ctx: &ZoneContext,
+    zone: &BindZone,
+    inputs: &Inputs,
+    records: &[Arc<DNSRecord>],
+    b: Blocked,
+) -> Result<Action, Error> {
+    let serving = serving_secondaries(ctx, zone, inputs);
+    let serial = zone.status.as_ref().and_then(|s| s.serial);
+    let (Some(serial), false) = (serial, serving.is_empty()) else {
+        return blocked(ctx, zone, records, b).await;
+    };
+    let report = ZoneReport {
+        phase: Phase::Ready,
+        reason: REASON_PRIMARY_REBUILDING,
+        message: format!(
+            "{}; {} still serve{} serial {serial}; the zone is rebuilt on the primary once it is Ready, and changes are written then",
+            b.message,
+            serving.join(", "),
+            if serving.len() == 1 { "s" } else { "" },
+        ),
+        serial: None,
+        record_count: None,
+        servers: None,
+        dnssec: None,
+    };
+    write_zone_report(ctx, zone, &report).await?;
+    let waiting = records
+        .iter()
+        .filter(|r| has_record_finalizer(r) && r.metadata.deletion_timestamp.is_none())
+        .filter(|r| !served_as_specified(r) && !refused(r))
+        .map(|r| {
+            (
+                r.clone(),
+                RecordReport::Pending {
+                    reason: crate::api::REASON_ZONE_NOT_READY,
+                    message: format!("BindZone {}: {}", zone.name_any(), b.message),
+                },
+            )
+        })
+        .collect();
+    write_record_reports(ctx, waiting).await?;
+    // The primary's return (a pod change) wakes the zone.
+    Ok(Action::requeue(WAIT_REQUEUE))
+}
+
+/// The Ready secondaries that serve the zone, by name: those its status
+/// lists, and (outside views) those whose readiness gate is open: a gate
+/// opens once the pod serves every zone of its cluster, and the zone's
+/// `status.servers` may not list a secondary yet (it is refreshed by the
+/// check a few seconds after a write).
+fn serving_secondaries(ctx: &ZoneContext, zone: &BindZone, inputs: &Inputs) -> Vec<String> {
+    let Some(status) = zone.status.as_ref() else {
+        return Vec::new();
+    };
+    let gate_open = |p: &crate::controller::zonesync::survey::PodInfo| {
+        zone.spec.view.is_none()
+            && ctx
+                .base
+                .stores
+                .pods
+                .get(&ObjectRef::new(&p.pod.name).within(&p.pod.namespace))
+                .is_some_and(|pod| crate::controller::pods::pod_ready(&pod))
+    };
+    inputs
+        .pods
+        .iter()
+        .filter(|p| p.ordinal != 0 && p.ready)
+        .filter(|p| status.servers.contains_key(&p.pod.name) || gate_open(p))
+        .map(|p| p.pod.name.clone())
+        .collect()
+}
+
+/// Whether the record's status says it is served as its spec says now.
+fn served_as_specified(r: &DNSRecord) -> bool {
+    r.status.as_ref().is_some_and(|s| {
+        s.phase == Some(Phase::Ready) && s.observed_generation == r.metadata.generation
+    })
+}
+
+/// Whether the record's status reports its own refusal (a conflict, a bad
+/// value): that stands until its zone can plan again.
+fn refused(r: &DNSRecord) -> bool {
+    r.status.as_ref().is_some_and(|s| {
+        s.phase == Some(Phase::Error) && s.reason.as_deref() != Some(REASON_ZONE_FAILED)
+    })
+}
+
 /// The zone cannot be written now: say why on it and its DNSRecords.
 pub(super) async fn blocked(
     ctx: &ZoneContext,
@@ -566,10 +668,7 @@ pub(super) async fn blocked(
             }
             continue;
         }
-        let errored = r.status.as_ref().is_some_and(|s| {
-            s.phase == Some(Phase::Error) && s.reason.as_deref() != Some(REASON_ZONE_FAILED)
-        });
-        if !errored {
+        if !refused(r) {
             let message = format!("BindZone {}: {}", zone.name_any(), b.message);
             reports.push((
                 r.clone(),

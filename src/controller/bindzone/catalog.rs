@@ -6,9 +6,9 @@
 //!
 //! Touches BIND pods (exec) only.
 
-use crate::bind::nsupdate::{catalog_add_member, catalog_remove_member};
+use crate::bind::nsupdate::{RrsetChange, catalog_add_member, catalog_remove_member};
 use crate::bind::zone::{catalog_primary_zone, catalog_skeleton};
-use crate::bind::{TsigKey, ViewName, ZoneName};
+use crate::bind::{DomainName, Rdata, RecordType, TsigKey, Ttl, ViewName, ZoneName};
 use crate::controller::zonesync::ZoneContext;
 use crate::controller::zonesync::server::{CatalogJoin, Created, ServerError, Target};
 use crate::controller::zonesync::state::ClusterMemory;
@@ -62,7 +62,14 @@ pub async fn ensure(
         }
     };
     let zone = catalog_primary_zone(catalog, view, &inputs.keys.transfer_for(view).name);
-    let skeleton = catalog_skeleton(catalog, start_serial(of(&peers, catalog)));
+    let held = of(&peers, catalog);
+    let mut skeleton = catalog_skeleton(catalog, start_serial(held.iter().copied()));
+    if !held.is_empty() {
+        // Re-created (an empty primary) while secondaries hold it: with
+        // every member it had, so the secondaries, which transfer it at
+        // once, drop no member zone while the members are rebuilt.
+        skeleton.records.extend(members(ctx, inputs, catalog, view));
+    }
     let created = target
         .create_primary(&zone, &skeleton.render(), None)
         .await?;
@@ -75,6 +82,39 @@ pub async fn ensure(
         }
         Created::Existing => Ok(memory.catalog_epoch()),
     }
+}
+
+/// The member records of the zones of the cluster applied into `catalog`
+/// (in `view`), as their joins would write them.
+fn members(
+    ctx: &ZoneContext,
+    inputs: &Inputs,
+    catalog: &ZoneName,
+    view: Option<&ViewName>,
+) -> Vec<(DomainName, RecordType, Ttl, Rdata)> {
+    let (ns, cluster) = &inputs.cluster_key;
+    ctx.base
+        .stores
+        .index
+        .zones_of_cluster(ns, cluster)
+        .iter()
+        .filter(|z| z.metadata.deletion_timestamp.is_none())
+        .filter_map(|z| {
+            let applied = super::applied::Applied::of(z);
+            let here = applied.catalog.as_deref() == Some(catalog.fqdn().as_str())
+                && applied.view.as_deref() == view.map(ViewName::as_str);
+            here.then(|| ZoneName::parse(&z.spec.zone_name).ok())?
+        })
+        .filter_map(|zone| match catalog_add_member(catalog, &zone) {
+            RrsetChange::Replace {
+                name,
+                rtype,
+                ttl,
+                mut values,
+            } => values.pop().map(|v| (name, rtype, ttl, v)),
+            _ => None,
+        })
+        .collect()
 }
 
 /// One catalog change (join or leave), signed with the transfer key; the

@@ -28,6 +28,12 @@
 //!   once everything answers and is Ready and the operator has been quiet
 //!   for a moment, the cluster is held for [`BenchOptions::converged_hold`]
 //!   and every exec call and operator API write in the hold is listed.
+//! - **primary-restart**: like batched with
+//!   [`BenchOptions::restart_zones`] zones of
+//!   [`BenchOptions::restart_records`] records each; once converged, the
+//!   primary Pod is deleted and its return measured ([`restart`]): every
+//!   zone served on the new primary, DNSRecord status writes (target 0),
+//!   the secondaries answering throughout.
 //!
 //! Measured per scenario ([`report::ScenarioResult`]): time from the first
 //! write until every record answers on the primary and on each secondary
@@ -52,6 +58,7 @@ pub mod exec_log;
 pub mod latency;
 pub mod operator;
 pub mod report;
+pub mod restart;
 pub mod rss;
 pub mod scenario;
 
@@ -76,6 +83,13 @@ pub const DEFAULT_LATENCY_RECORDS: usize = 50;
 /// phase (creates, deletes): median and 99th percentile, milliseconds.
 pub const TARGET_LATENCY_P50_MS: f64 = 30.0;
 pub const TARGET_LATENCY_P99_MS: f64 = 80.0;
+/// Default zones of the primary-restart scenario ...
+pub const DEFAULT_RESTART_ZONES: usize = 100;
+/// ... and records per zone (issue 22: 100 zones x 20 records).
+pub const DEFAULT_RESTART_RECORDS: usize = 20;
+/// Target: a new primary serves every zone this soon after its named is
+/// Ready (issue 22, at the default size).
+pub const TARGET_RESTART_SERVED: Duration = Duration::from_secs(5);
 /// Default zone count.
 pub const DEFAULT_ZONES: usize = 10;
 /// Default record count of the per-record baseline.
@@ -133,6 +147,10 @@ pub struct BenchOptions {
     /// DNSRecords the latency scenario creates (and then deletes), one at a
     /// time.
     pub latency_records: usize,
+    /// Zones of the primary-restart scenario.
+    pub restart_zones: usize,
+    /// DNSRecords per zone of the primary-restart scenario.
+    pub restart_records: usize,
     /// BindZones the records are spread over.
     pub zones: usize,
     /// Records of the per-record baseline; 0 skips it. It runs right after
@@ -164,6 +182,8 @@ impl Default for BenchOptions {
             converged_records: DEFAULT_CONVERGED_RECORDS,
             converged_hold: DEFAULT_CONVERGED_HOLD,
             latency_records: DEFAULT_LATENCY_RECORDS,
+            restart_zones: DEFAULT_RESTART_ZONES,
+            restart_records: DEFAULT_RESTART_RECORDS,
             zones: DEFAULT_ZONES,
             baseline_records: DEFAULT_BASELINE_RECORDS,
             replicas: 2,
@@ -257,6 +277,13 @@ fn plan(opts: &BenchOptions) -> Vec<Planned> {
             ScenarioKind::Converged,
             opts.converged_records,
             opts.zones,
+        ));
+    }
+    if on(ScenarioKind::PrimaryRestart) && opts.restart_zones > 0 && opts.restart_records > 0 {
+        out.push(at(
+            ScenarioKind::PrimaryRestart,
+            opts.restart_zones.saturating_mul(opts.restart_records),
+            opts.restart_zones,
         ));
     }
     out
@@ -387,6 +414,7 @@ mod tests {
                 (ScenarioKind::AtOnce, 10_000),
                 (ScenarioKind::Latency, 50),
                 (ScenarioKind::Converged, 1_000),
+                (ScenarioKind::PrimaryRestart, 2_000),
             ]
         );
         assert_eq!(plan(&opts)[4].zones, 1_000);

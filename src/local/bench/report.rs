@@ -16,8 +16,8 @@ use super::latency::LatencyResult;
 use super::{
     BenchOptions, GOAL_AT_ONCE, TARGET_AT_ONCE, TARGET_AT_ONCE_EXECS, TARGET_BIG,
     TARGET_BIG_RECORDS, TARGET_BYTES_PER_RECORD, TARGET_LATENCY_P50_MS, TARGET_LATENCY_P99_MS,
-    TARGET_PER_RECORD_GROWTH, TARGET_SECONDARY, TARGET_SECONDARY_RECORDS, TARGET_SPEEDUP,
-    TARGET_WRITES_PER_RECORD,
+    TARGET_PER_RECORD_GROWTH, TARGET_RESTART_SERVED, TARGET_SECONDARY, TARGET_SECONDARY_RECORDS,
+    TARGET_SPEEDUP, TARGET_WRITES_PER_RECORD,
 };
 
 /// Which write path a scenario measured.
@@ -36,15 +36,19 @@ pub enum ScenarioKind {
     /// One DNSRecord at a time into a converged cluster, then deleted one
     /// at a time: time to answer per change ([`super::latency`]).
     Latency,
+    /// Batched, then the converged cluster's primary Pod deleted (see
+    /// [`super::restart`]).
+    PrimaryRestart,
 }
 
 impl ScenarioKind {
-    pub const ALL: [ScenarioKind; 5] = [
+    pub const ALL: [ScenarioKind; 6] = [
         ScenarioKind::Batched,
         ScenarioKind::Baseline,
         ScenarioKind::AtOnce,
         ScenarioKind::Converged,
         ScenarioKind::Latency,
+        ScenarioKind::PrimaryRestart,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -54,6 +58,7 @@ impl ScenarioKind {
             ScenarioKind::AtOnce => "at-once",
             ScenarioKind::Converged => "converged",
             ScenarioKind::Latency => "latency",
+            ScenarioKind::PrimaryRestart => "primary-restart",
         }
     }
 }
@@ -72,7 +77,10 @@ impl std::str::FromStr for ScenarioKind {
             .into_iter()
             .find(|k| k.as_str() == s)
             .ok_or_else(|| {
-                format!("unknown scenario {s:?} (batched, baseline, at-once, converged or latency)")
+                format!(
+                    "unknown scenario {s:?} (batched, baseline, at-once, converged, latency or \
+                     primary-restart)"
+                )
             })
     }
 }
@@ -93,6 +101,43 @@ pub struct HoldResult {
     pub operator_writes: u64,
     /// What ran, seconds into the hold (the first 50).
     pub ran: Vec<String>,
+}
+
+/// What a primary Pod's deletion cost a converged cluster. Times are
+/// seconds since the delete.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct RestartResult {
+    /// From "everything answers and is Ready" until the operator had been
+    /// quiet for a moment (the delete came then).
+    pub settle_secs: f64,
+    /// The new primary's named answered its probes (containers Ready).
+    pub named_ready_secs: Option<f64>,
+    /// The new primary answered the SOA of every zone.
+    pub served_secs: Option<f64>,
+    /// ... that long after its named was Ready.
+    pub served_after_ready_secs: Option<f64>,
+    /// The new primary Pod turned Ready (its readiness gate open).
+    pub pod_ready_secs: Option<f64>,
+    /// Every record answered on every pod again (AXFR of every zone).
+    pub all_records_secs: Option<f64>,
+    /// Every BindZone said Ready/Served again.
+    pub zones_served_secs: Option<f64>,
+    /// SOA checks of every zone on the secondaries until the new primary
+    /// served every zone, and how many of them lacked a zone.
+    pub secondary_polls: u64,
+    pub secondary_polls_short: u64,
+    /// Operator writes to DNSRecord status, and to DNSRecords at all, from
+    /// the delete until the operator was quiet again.
+    pub record_status_writes: u64,
+    pub record_writes: u64,
+    pub operator_writes: u64,
+    pub operator_writes_by_kind: BTreeMap<String, u64>,
+    pub exec_calls: u64,
+    pub exec_by_tool: BTreeMap<String, u64>,
+    /// From the delete until the operator was quiet again.
+    pub window_secs: f64,
+    /// Per pod, when every record answered again.
+    pub pods: Vec<PodProgress>,
 }
 
 /// One scenario's numbers. Times are seconds since the first write (t0).
@@ -148,6 +193,8 @@ pub struct ScenarioResult {
     pub hold: Option<HoldResult>,
     /// Latency: time to answer per change.
     pub latency: Option<LatencyResult>,
+    /// Primary-restart: what the primary's deletion cost.
+    pub restart: Option<RestartResult>,
     /// Direct queries for random records after the run, over all pods.
     pub sampled: usize,
     pub sampled_ok: usize,
@@ -199,6 +246,11 @@ impl ScenarioResult {
         match self.kind {
             ScenarioKind::AtOnce => format!(
                 "at-once {} zones x {} records",
+                thousands(self.zones as u64),
+                thousands((self.records / self.zones.max(1)) as u64)
+            ),
+            ScenarioKind::PrimaryRestart => format!(
+                "primary-restart {} zones x {} records",
                 thousands(self.zones as u64),
                 thousands((self.records / self.zones.max(1)) as u64)
             ),
@@ -449,6 +501,57 @@ fn verdicts(scenarios: &[ScenarioResult], comparison: Option<&Comparison>) -> Ve
             Some(h.operator_writes == 0),
         );
     }
+    for s in scenarios
+        .iter()
+        .filter(|s| s.kind == ScenarioKind::PrimaryRestart)
+    {
+        let Some(r) = &s.restart else {
+            push(
+                format!("{}: primary restart", s.label()),
+                "not converged before the restart".into(),
+                Some(false),
+            );
+            continue;
+        };
+        push(
+            format!(
+                "{}: every zone on the new primary <= {:.0} s after its named is Ready",
+                s.label(),
+                TARGET_RESTART_SERVED.as_secs_f64()
+            ),
+            match (r.served_after_ready_secs, r.served_secs) {
+                (Some(after), Some(total)) => {
+                    format!("{after:.2} s ({total:.2} s after the delete)")
+                }
+                _ => "not reached within the timeout".into(),
+            },
+            Some(
+                r.served_after_ready_secs
+                    .is_some_and(|t| t <= TARGET_RESTART_SERVED.as_secs_f64()),
+            ),
+        );
+        push(
+            format!("{}: DNSRecord status writes = 0", s.label()),
+            format!(
+                "{} ({} operator writes: {})",
+                thousands(r.record_status_writes),
+                thousands(r.operator_writes),
+                by_tool(&r.operator_writes_by_kind)
+            ),
+            Some(r.record_status_writes == 0),
+        );
+        push(
+            format!(
+                "{}: the secondaries answer every zone throughout",
+                s.label()
+            ),
+            format!(
+                "{} of {} checks lacked a zone",
+                r.secondary_polls_short, r.secondary_polls
+            ),
+            Some(r.secondary_polls > 0 && r.secondary_polls_short == 0),
+        );
+    }
     out
 }
 
@@ -685,6 +788,32 @@ impl BenchReport {
             );
         }
         for s in &self.scenarios {
+            if let Some(r) = &s.restart {
+                let _ = writeln!(
+                    t,
+                    "\nprimary restart ({} zones, {} records; after {:.1} s to settle): new named \
+                     Ready {}, every zone served {}, Pod Ready {}, every record everywhere {}, \
+                     every zone Served {} (s after the delete); secondaries short {} of {} \
+                     checks; in {:.1} s: {} exec calls ({}), {} operator writes ({})",
+                    thousands(s.zones as u64),
+                    thousands(s.records as u64),
+                    r.settle_secs,
+                    opt_secs(r.named_ready_secs),
+                    opt_secs(r.served_secs),
+                    opt_secs(r.pod_ready_secs),
+                    opt_secs(r.all_records_secs),
+                    opt_secs(r.zones_served_secs),
+                    r.secondary_polls_short,
+                    r.secondary_polls,
+                    r.window_secs,
+                    r.exec_calls,
+                    by_tool(&r.exec_by_tool),
+                    r.operator_writes,
+                    by_tool(&r.operator_writes_by_kind)
+                );
+            }
+        }
+        for s in &self.scenarios {
             if let Some(h) = &s.hold {
                 let _ = writeln!(
                     t,
@@ -853,6 +982,7 @@ mod tests {
             other_heap_live_kib: Some(40_000),
             hold: None,
             latency: None,
+            restart: None,
             sampled: 10,
             sampled_ok: 10,
             process_peak_rss_kib: Some(102_400),

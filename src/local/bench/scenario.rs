@@ -176,9 +176,10 @@ async fn measure(
     let writer = async {
         match setup.kind {
             // (Latency was measured above and returned.)
-            ScenarioKind::Batched | ScenarioKind::Converged | ScenarioKind::Latency => {
-                create_records(env, &expected).await?
-            }
+            ScenarioKind::Batched
+            | ScenarioKind::Converged
+            | ScenarioKind::Latency
+            | ScenarioKind::PrimaryRestart => create_records(env, &expected).await?,
             ScenarioKind::AtOnce => {
                 env.seed_cluster(opts.replicas).await?;
                 create_all(env, &expected).await?
@@ -320,6 +321,7 @@ async fn measure(
         other_heap_live_kib: other_live,
         hold: None,
         latency: None,
+        restart: None,
         sampled,
         sampled_ok,
         process_peak_rss_kib: rss::peak_kib(),
@@ -332,6 +334,14 @@ async fn measure(
             result.hold = Some(hold(opts, env, &pods, say).await);
         } else {
             say("not converged: the hold is skipped".into());
+        }
+    }
+    if setup.kind == ScenarioKind::PrimaryRestart {
+        if result.complete() {
+            result.restart =
+                Some(super::restart::run(opts, env, &pods, &expected, &key_file, say).await?);
+        } else {
+            say("not converged: the restart is skipped".into());
         }
     }
     Ok(result)
@@ -479,6 +489,7 @@ async fn measure_latency(
         other_heap_live_kib: kib(alloc::live_bytes(Side::Other)),
         hold: None,
         latency: Some(latency),
+        restart: None,
         sampled: 0,
         sampled_ok: 0,
         process_peak_rss_kib: rss::peak_kib(),
