@@ -145,9 +145,6 @@ pub const REASON_FOREIGN_CONFLICT: &str = "ForeignConflict";
 /// Reason: the zone's `spec.view` names no view of its cluster (the view
 /// was renamed or removed), so no server serves the zone there.
 pub const REASON_VIEW_NOT_FOUND: &str = "ViewNotFound";
-/// Event reason: an owned record set another client changed (or removed)
-/// was written back as its object says.
-pub const REASON_RRSET_RESTORED: &str = "RRsetRestored";
 /// Reason: an NS record set below the apex would hide record sets that
 /// are already served under it.
 pub const REASON_DELEGATION_CONFLICT: &str = "DelegationConflict";

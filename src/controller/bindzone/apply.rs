@@ -37,8 +37,7 @@ use super::{Error, dnssec, dnssec_keys, primary, secondary};
 
 use crate::api::{
     REASON_CLUSTER_NOT_FOUND, REASON_FOREIGN_CONFLICT, REASON_PRIMARY_REBUILDING,
-    REASON_RRSET_RESTORED, REASON_SECONDARY_ZONE, REASON_SERVED, REASON_ZONE_FAILED,
-    is_terminal_failure,
+    REASON_SECONDARY_ZONE, REASON_SERVED, REASON_ZONE_FAILED, is_terminal_failure,
 };
 use crate::controller::error::backoff;
 
@@ -56,6 +55,10 @@ const DNSSEC_RECHECK: Duration = Duration::from_secs(2);
 /// Requeue of a zone waiting for the Namespace watch's first list (the
 /// watch also wakes it).
 pub(super) const NAMESPACES_RECHECK: Duration = Duration::from_secs(2);
+
+/// Event reason: an owned record set another client changed (or removed)
+/// was written back as its object says (an event, never a condition).
+const REASON_RRSET_RESTORED: &str = "RRsetRestored";
 
 /// Reconciles a live BindZone.
 pub async fn apply(zone: &Arc<BindZone>, ctx: &ZoneContext) -> Result<Action, Error> {
