@@ -179,11 +179,11 @@ enum Command {
         #[arg(long, value_name = "SECS", default_value_t = bind_operator::local::bench::DEFAULT_CONVERGED_HOLD.as_secs())]
         converged_secs: u64,
         /// Zones of the primary-restart scenario.
-        #[arg(long, value_name = "N", default_value_t = bind_operator::local::bench::DEFAULT_RESTART_ZONES)]
-        restart_zones: usize,
+        #[arg(long, value_name = "N", default_value_t = bind_operator::local::bench::DEFAULT_PRIMARY_RESTART_ZONES)]
+        primary_restart_zones: usize,
         /// DNSRecords per zone of the primary-restart scenario.
-        #[arg(long, value_name = "N", default_value_t = bind_operator::local::bench::DEFAULT_RESTART_RECORDS)]
-        restart_records: usize,
+        #[arg(long, value_name = "N", default_value_t = bind_operator::local::bench::DEFAULT_PRIMARY_RESTART_RECORDS)]
+        primary_restart_records: usize,
         /// Pods of the BindCluster (at least 2).
         #[arg(long, value_name = "N", default_value_t = 2)]
         replicas: i32,
@@ -389,8 +389,8 @@ fn main() -> ExitCode {
             converged_records,
             converged_secs,
             latency_records,
-            restart_zones,
-            restart_records,
+            primary_restart_zones,
+            primary_restart_records,
             replicas,
             state_dir,
             base_port,
@@ -408,8 +408,8 @@ fn main() -> ExitCode {
                 converged_records,
                 converged_hold: std::time::Duration::from_secs(converged_secs),
                 latency_records,
-                restart_zones,
-                restart_records,
+                primary_restart_zones,
+                primary_restart_records,
                 replicas,
                 state_dir,
                 base_port,

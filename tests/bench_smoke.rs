@@ -301,8 +301,8 @@ async fn a_tiny_primary_restart_is_measured_and_writes_no_record_status() {
     let state = tempfile::tempdir().unwrap();
     let opts = BenchOptions {
         scenarios: vec![ScenarioKind::PrimaryRestart],
-        restart_zones: 3,
-        restart_records: 2,
+        primary_restart_zones: 3,
+        primary_restart_records: 2,
         state_dir: Some(state.path().to_path_buf()),
         base_port: base_port() + 40,
         timeout: Duration::from_secs(90),
@@ -316,7 +316,10 @@ async fn a_tiny_primary_restart_is_measured_and_writes_no_record_status() {
         (s.kind, s.records, s.zones),
         (ScenarioKind::PrimaryRestart, 6, 3)
     );
-    let r = s.restart.as_ref().expect("the restart was measured");
+    let r = s
+        .primary_restart
+        .as_ref()
+        .expect("the restart was measured");
     assert!(
         r.named_ready_secs.is_some() && r.served_secs.is_some(),
         "{r:#?}"

@@ -29,9 +29,9 @@
 //!   for a moment, the cluster is held for [`BenchOptions::converged_hold`]
 //!   and every exec call and operator API write in the hold is listed.
 //! - **primary-restart**: like batched with
-//!   [`BenchOptions::restart_zones`] zones of
-//!   [`BenchOptions::restart_records`] records each; once converged, the
-//!   primary Pod is deleted and its return measured ([`restart`]): every
+//!   [`BenchOptions::primary_restart_zones`] zones of
+//!   [`BenchOptions::primary_restart_records`] records each; once converged, the
+//!   primary Pod is deleted and its return measured ([`primary_restart`]): every
 //!   zone served on the new primary, DNSRecord status writes (target 0),
 //!   the secondaries answering throughout.
 //!
@@ -57,8 +57,8 @@ pub mod env;
 pub mod exec_log;
 pub mod latency;
 pub mod operator;
+pub mod primary_restart;
 pub mod report;
-pub mod restart;
 pub mod rss;
 pub mod scenario;
 
@@ -84,9 +84,9 @@ pub const DEFAULT_LATENCY_RECORDS: usize = 50;
 pub const TARGET_LATENCY_P50_MS: f64 = 30.0;
 pub const TARGET_LATENCY_P99_MS: f64 = 80.0;
 /// Default zones of the primary-restart scenario ...
-pub const DEFAULT_RESTART_ZONES: usize = 100;
+pub const DEFAULT_PRIMARY_RESTART_ZONES: usize = 100;
 /// ... and records per zone (issue 22: 100 zones x 20 records).
-pub const DEFAULT_RESTART_RECORDS: usize = 20;
+pub const DEFAULT_PRIMARY_RESTART_RECORDS: usize = 20;
 /// Target: a new primary serves every zone this soon after its named is
 /// Ready (issue 22, at the default size).
 pub const TARGET_RESTART_SERVED: Duration = Duration::from_secs(5);
@@ -148,9 +148,9 @@ pub struct BenchOptions {
     /// time.
     pub latency_records: usize,
     /// Zones of the primary-restart scenario.
-    pub restart_zones: usize,
+    pub primary_restart_zones: usize,
     /// DNSRecords per zone of the primary-restart scenario.
-    pub restart_records: usize,
+    pub primary_restart_records: usize,
     /// BindZones the records are spread over.
     pub zones: usize,
     /// Records of the per-record baseline; 0 skips it. It runs right after
@@ -182,8 +182,8 @@ impl Default for BenchOptions {
             converged_records: DEFAULT_CONVERGED_RECORDS,
             converged_hold: DEFAULT_CONVERGED_HOLD,
             latency_records: DEFAULT_LATENCY_RECORDS,
-            restart_zones: DEFAULT_RESTART_ZONES,
-            restart_records: DEFAULT_RESTART_RECORDS,
+            primary_restart_zones: DEFAULT_PRIMARY_RESTART_ZONES,
+            primary_restart_records: DEFAULT_PRIMARY_RESTART_RECORDS,
             zones: DEFAULT_ZONES,
             baseline_records: DEFAULT_BASELINE_RECORDS,
             replicas: 2,
@@ -279,11 +279,15 @@ fn plan(opts: &BenchOptions) -> Vec<Planned> {
             opts.zones,
         ));
     }
-    if on(ScenarioKind::PrimaryRestart) && opts.restart_zones > 0 && opts.restart_records > 0 {
+    if on(ScenarioKind::PrimaryRestart)
+        && opts.primary_restart_zones > 0
+        && opts.primary_restart_records > 0
+    {
         out.push(at(
             ScenarioKind::PrimaryRestart,
-            opts.restart_zones.saturating_mul(opts.restart_records),
-            opts.restart_zones,
+            opts.primary_restart_zones
+                .saturating_mul(opts.primary_restart_records),
+            opts.primary_restart_zones,
         ));
     }
     out

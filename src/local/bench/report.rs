@@ -37,7 +37,7 @@ pub enum ScenarioKind {
     /// at a time: time to answer per change ([`super::latency`]).
     Latency,
     /// Batched, then the converged cluster's primary Pod deleted (see
-    /// [`super::restart`]).
+    /// [`super::primary_restart`]).
     PrimaryRestart,
 }
 
@@ -106,7 +106,7 @@ pub struct HoldResult {
 /// What a primary Pod's deletion cost a converged cluster. Times are
 /// seconds since the delete.
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct RestartResult {
+pub struct PrimaryRestartResult {
     /// From "everything answers and is Ready" until the operator had been
     /// quiet for a moment (the delete came then).
     pub settle_secs: f64,
@@ -194,7 +194,7 @@ pub struct ScenarioResult {
     /// Latency: time to answer per change.
     pub latency: Option<LatencyResult>,
     /// Primary-restart: what the primary's deletion cost.
-    pub restart: Option<RestartResult>,
+    pub primary_restart: Option<PrimaryRestartResult>,
     /// Direct queries for random records after the run, over all pods.
     pub sampled: usize,
     pub sampled_ok: usize,
@@ -505,7 +505,7 @@ fn verdicts(scenarios: &[ScenarioResult], comparison: Option<&Comparison>) -> Ve
         .iter()
         .filter(|s| s.kind == ScenarioKind::PrimaryRestart)
     {
-        let Some(r) = &s.restart else {
+        let Some(r) = &s.primary_restart else {
             push(
                 format!("{}: primary restart", s.label()),
                 "not converged before the restart".into(),
@@ -788,7 +788,7 @@ impl BenchReport {
             );
         }
         for s in &self.scenarios {
-            if let Some(r) = &s.restart {
+            if let Some(r) = &s.primary_restart {
                 let _ = writeln!(
                     t,
                     "\nprimary restart ({} zones, {} records; after {:.1} s to settle): new named \
@@ -982,7 +982,7 @@ mod tests {
             other_heap_live_kib: Some(40_000),
             hold: None,
             latency: None,
-            restart: None,
+            primary_restart: None,
             sampled: 10,
             sampled_ok: 10,
             process_peak_rss_kib: Some(102_400),

@@ -321,7 +321,7 @@ async fn measure(
         other_heap_live_kib: other_live,
         hold: None,
         latency: None,
-        restart: None,
+        primary_restart: None,
         sampled,
         sampled_ok,
         process_peak_rss_kib: rss::peak_kib(),
@@ -338,8 +338,9 @@ async fn measure(
     }
     if setup.kind == ScenarioKind::PrimaryRestart {
         if result.complete() {
-            result.restart =
-                Some(super::restart::run(opts, env, &pods, &expected, &key_file, say).await?);
+            result.primary_restart = Some(
+                super::primary_restart::run(opts, env, &pods, &expected, &key_file, say).await?,
+            );
         } else {
             say("not converged: the restart is skipped".into());
         }
@@ -489,7 +490,7 @@ async fn measure_latency(
         other_heap_live_kib: kib(alloc::live_bytes(Side::Other)),
         hold: None,
         latency: Some(latency),
-        restart: None,
+        primary_restart: None,
         sampled: 0,
         sampled_ok: 0,
         process_peak_rss_kib: rss::peak_kib(),

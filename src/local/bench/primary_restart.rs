@@ -18,7 +18,7 @@ use kube::api::{Api, DeleteParams};
 
 use super::check::{Checker, Expected, PodTarget};
 use super::env::{BenchEnv, NAMESPACE};
-use super::report::RestartResult;
+use super::report::PrimaryRestartResult;
 use super::{BenchError, BenchOptions};
 use crate::api::{BindZone, Phase, REASON_SERVED};
 use crate::bind::commands::dig_soa;
@@ -83,7 +83,7 @@ pub async fn run(
     expected: &Expected,
     key_file: &std::path::Path,
     say: &impl Fn(String),
-) -> Result<RestartResult, BenchError> {
+) -> Result<PrimaryRestartResult, BenchError> {
     let settle_secs = secs(settle(env, QUIET, Duration::from_secs(60)).await);
     let primary = pods
         .iter()
@@ -200,7 +200,7 @@ pub async fn run(
         .filter(|w| w.resource.split('/').next() == Some(RECORD_RESOURCE))
         .count() as u64;
     let since = |t: Option<Instant>| t.map(|t| secs(t.saturating_duration_since(t0)));
-    Ok(RestartResult {
+    Ok(PrimaryRestartResult {
         settle_secs,
         named_ready_secs: since(named_ready),
         served_secs: since(served),
