@@ -114,6 +114,8 @@ fn verb_of(argv: &[String]) -> &'static str {
         "nsupdate" => "nsupdate",
         // The operator's own DNS UPDATE exchange, told to exec observers.
         "dns-update" => "dns_update",
+        "dns-soa" => "dns_soa",
+        "dns-axfr" => "dns_axfr",
         "dig" if has("version.bind") => "probe",
         "dig" if has("AXFR") => "dig_axfr",
         "dig" if has("SOA") => "dig_soa",

@@ -66,7 +66,7 @@ pub enum RecordType {
 }
 
 impl RecordType {
-    const ALL: [RecordType; 17] = [
+    pub const ALL: [RecordType; 17] = [
         RecordType::A,
         RecordType::Aaaa,
         RecordType::Cname,

@@ -328,6 +328,7 @@ pub fn render_named_conf(cfg: &ClusterConfig, role: Role) -> Result<String, Rend
     w.stmt(&[Tok::Kw("include"), Tok::Str(data::POD_STATISTICS)]);
     w.blank();
     let xfer_acl = [AclElement::key(cfg.transfer_key.clone())];
+    let query_keys = all_keys(cfg)?;
     // Inside view V, V's key replaces the transfer key (see super::viewkey).
     let view_keys = view_key_names(cfg)?;
     let mut catalog_names = Vec::new();
@@ -387,8 +388,16 @@ pub fn render_named_conf(cfg: &ClusterConfig, role: Role) -> Result<String, Rend
         w.stmt(&[Tok::Kw("new-zones-directory"), Tok::Str(data::ZONES_DIR)]);
         w.stmt(&[Tok::Kw("allow-new-zones"), yes_no(true)]);
         w.stmt(&[Tok::Kw("recursion"), yes_no(cfg.recursion)]);
+        // The operator reads serials and zones over DNS from its own
+        // address, signed: every key keys.conf holds may query whatever
+        // the user's list says about addresses.
         if !cfg.allow_query.is_empty() {
-            w.acl(&[Tok::Kw("allow-query")], &cfg.allow_query);
+            let mut acl: Vec<AclElement> = query_keys
+                .iter()
+                .map(|k| AclElement::key(k.name.clone()))
+                .collect();
+            acl.extend(cfg.allow_query.iter().cloned());
+            w.acl(&[Tok::Kw("allow-query")], &acl);
         }
         // allow-recursion only where recursion is on: named-checkconf warns
         // about it anywhere else, and a warning would read like a failure.

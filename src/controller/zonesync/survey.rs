@@ -15,7 +15,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt as _;
 
 use crate::api::BindCluster;
-use crate::bind::ZoneName;
+use crate::bind::{TsigKey, ZoneName};
 use crate::controller::exec::PodRef;
 use crate::controller::names::pod_ordinal;
 use crate::controller::pods;
@@ -111,6 +111,7 @@ pub async fn survey(
     memory: &ClusterMemory,
     must_cover: &ZoneName,
     newer_than: Option<Instant>,
+    key: Option<&TsigKey>,
 ) -> Arc<Survey> {
     let fp = pods_fingerprint(pods);
     let max_age = ctx.settings.survey_max_age;
@@ -129,7 +130,7 @@ pub async fn survey(
     let mut served = BTreeMap::new();
     for p in pods.iter().filter(|p| p.ready) {
         let target = ctx.target(&p.pod);
-        match target.serials(&list).await {
+        match target.serials(&list, key).await {
             Ok(serials) => {
                 served.insert(p.pod.name.clone(), serials);
             }

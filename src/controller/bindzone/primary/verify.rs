@@ -106,6 +106,7 @@ async fn catch_up(job: &Job<'_>, snap: &Snapshot) -> bool {
         memory,
         zone,
         Some(recent),
+        Some(&inputs.keys.transfer),
     )
     .await;
     lags()
