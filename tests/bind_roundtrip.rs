@@ -19,9 +19,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use bind_operator::api::dnsrecord::{DNSRecord, DNSRecordSpec};
 use bind_operator::bind::commands::{self, local_server};
 use bind_operator::bind::nsupdate::build_script;
-use bind_operator::bind::wire::Client;
-use std::net::SocketAddr;
 use bind_operator::bind::render::render_cluster;
+use bind_operator::bind::wire::Client;
 use bind_operator::bind::zone::{Soa, ZoneSkeleton};
 use bind_operator::bind::{DomainName, Rdata, RecordType, TsigAlgorithm, Ttl, ZoneName};
 use bind_operator::controller::zonesync::diff::{Served, diff};
@@ -29,6 +28,7 @@ use bind_operator::controller::zonesync::plan::{ApexWanted, Desired, Owner, Want
 use bind_operator::render::validate;
 use harness::{Pod, run, run_ok};
 use kube::api::ObjectMeta;
+use std::net::SocketAddr;
 
 const H20: &str = "abcdef0123456789abcdef0123456789abcdef01";
 const H32: &str = "abcdef0123456789ABCDEF0123456789abcdef0123456789abcdef0123456789";

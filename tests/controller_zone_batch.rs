@@ -275,7 +275,10 @@ async fn zones_created_and_updated_together_fail_alone() {
         let (batcher, exec, pod, xfer) = (batcher.clone(), exec.clone(), pod.clone(), xfer.clone());
         async move {
             let z = ZoneName::parse(z).unwrap();
-            batcher.serials(&exec, &pod, &[z], Some(&xfer)).await.unwrap()
+            batcher
+                .serials(&exec, &pod, &[z], Some(&xfer))
+                .await
+                .unwrap()
         }
     }))
     .await;
@@ -859,5 +862,8 @@ async fn serial_reads_of_many_zones_are_one_exchange() {
     assert_eq!(serials.get(&served.zone), Some(&7));
     let calls = counting.by_verb();
     assert_eq!(calls[&(PRIMARY.into(), "dns_soa")], 1, "{calls:?}");
-    assert!(!calls.contains_key(&(PRIMARY.into(), "dig_soa")), "{calls:?}");
+    assert!(
+        !calls.contains_key(&(PRIMARY.into(), "dig_soa")),
+        "{calls:?}"
+    );
 }

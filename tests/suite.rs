@@ -92,6 +92,7 @@ mod import_roundtrip;
 mod local_runtime_cluster;
 mod local_runtime_exec;
 mod local_runtime_pods;
+mod local_runtime_restart;
 mod local_runtime_serving;
 mod local_runtime_user;
 mod localcli_manifests;

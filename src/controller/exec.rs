@@ -37,9 +37,9 @@ use super::names::{
     statefulset_name,
 };
 use crate::bind::commands::Command;
-use crate::bind::{TsigKey, ZoneName};
 use crate::bind::layout::PodLayout;
 use crate::bind::wire::{self, UpdateMessage, WireError};
+use crate::bind::{TsigKey, ZoneName};
 use crate::telemetry::Metrics;
 
 /// A command that runs longer than this is abandoned (a wedged named must

@@ -44,7 +44,10 @@ pub fn wire_rdata(rdata: &Rdata) -> Vec<u8> {
 }
 
 fn wire_names(names: &[DomainName]) -> BTreeSet<Vec<u8>> {
-    names.iter().map(|n| wire::codec::wire_name(n.as_str())).collect()
+    names
+        .iter()
+        .map(|n| wire::codec::wire_name(n.as_str()))
+        .collect()
 }
 
 impl Served {
@@ -110,6 +113,43 @@ impl Served {
                 .values
                 .insert(wire_rdata(rdata));
         }
+        s
+    }
+
+    /// What a zone verified to hold `desired` (and `soa`) at `serial`
+    /// holds while it is still at that serial: every wanted RRset, the
+    /// apex NS and the SOA. Other clients' RRsets are unknown: a write
+    /// that adds data reads the zone back anyway (BIND drops an add that
+    /// clashes with them and answers NOERROR).
+    pub fn assumed(
+        zone: &ZoneName,
+        desired: &Desired,
+        soa: &Soa,
+        soa_ttl: Ttl,
+        serial: u32,
+    ) -> Served {
+        let mut s = Served {
+            serial,
+            rrsets: desired
+                .rrsets
+                .iter()
+                .map(|(k, w)| {
+                    let set = ServedSet {
+                        ttl: w.ttl.get(),
+                        values: w.values.iter().map(wire_rdata).collect(),
+                    };
+                    (skey(k), set)
+                })
+                .collect(),
+        };
+        s.rrsets.insert(
+            (zone.as_domain().clone(), "NS".into()),
+            ServedSet {
+                ttl: desired.apex_ns.ttl.get(),
+                values: wire_names(&desired.apex_ns.names),
+            },
+        );
+        s.set_soa(zone.as_domain(), soa, serial, soa_ttl);
         s
     }
 
@@ -321,8 +361,7 @@ pub fn diff(zone: &ZoneName, desired: &Desired, served: &Served) -> UpdateBatch 
             s.values
                 .iter()
                 .filter_map(|v| {
-                    DomainName::parse_absolute(&wire::codec::name_text(&wire::codec::lower(v)))
-                        .ok()
+                    DomainName::parse_absolute(&wire::codec::name_text(&wire::codec::lower(v))).ok()
                 })
                 .collect()
         })

@@ -32,7 +32,9 @@ use crate::bind::commands::{
 use crate::bind::dnssec::{Dnskey, parse_dnskeys};
 use crate::bind::layout::PodLayout;
 use crate::bind::nsupdate::{BatchError, RrsetChange, UpdateBatch};
-use crate::bind::parse::{NsupdateError, RndcError, ZoneStatus, parse_rndc_error, parse_zonestatus};
+use crate::bind::parse::{
+    NsupdateError, RndcError, ZoneStatus, parse_rndc_error, parse_zonestatus,
+};
 use crate::bind::wire::{self, Rcode, UpdateMessage, WireError};
 use crate::bind::zone::{PrimaryZone, SecondaryZone, Soa};
 use crate::bind::{TsigKey, Ttl, ViewName, ZoneName};

@@ -81,6 +81,14 @@ pub struct Converged {
     /// Whether the primary was asked this time (false: a recent snapshot
     /// answered, no exec ran).
     pub verified: bool,
+    /// The plan's fingerprint when `served` holds every RRset of it (see
+    /// [`crate::api::BindZoneStatus::applied_plan`]).
+    pub plan: Option<u64>,
+}
+
+/// A plan fingerprint as `status.appliedPlan` shows it.
+pub fn plan_text(fingerprint: u64) -> String {
+    format!("{fingerprint:016x}")
 }
 
 /// Why a convergence did not happen.

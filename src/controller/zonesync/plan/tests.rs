@@ -503,8 +503,12 @@ fn served(sets: &[(&str, &str, u32, &[&str])]) -> Served {
                     .iter()
                     .map(|v| match rtype.parse::<RecordType>() {
                         Ok(t) => crate::bind::wire::rdata::encode(
-                            &crate::bind::Rdata::parse(t, v, &ZoneName::parse("example.com").unwrap())
-                                .unwrap(),
+                            &crate::bind::Rdata::parse(
+                                t,
+                                v,
+                                &ZoneName::parse("example.com").unwrap(),
+                            )
+                            .unwrap(),
                         ),
                         Err(_) => v.as_bytes().to_vec(),
                     })

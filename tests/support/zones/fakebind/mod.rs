@@ -18,12 +18,12 @@ mod model;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
 
-use bind_operator::bind::wire::codec::wire_name;
-use bind_operator::bind::wire::{Record, rdata};
-use bind_operator::bind::{Rdata, RecordType, TsigKey, ZoneName};
 use bind_operator::bind::commands::Command;
 use bind_operator::bind::layout::PodLayout;
+use bind_operator::bind::wire::codec::wire_name;
 use bind_operator::bind::wire::{Op, Rcode, UpdateMessage, WireError};
+use bind_operator::bind::wire::{Record, rdata};
+use bind_operator::bind::{Rdata, RecordType, TsigKey, ZoneName};
 use bind_operator::controller::exec::{ExecError, ExecOutput, PodExecutor, PodRef};
 use futures::FutureExt as _;
 use futures::future::BoxFuture;
