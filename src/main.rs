@@ -175,6 +175,9 @@ enum Command {
         /// a smoke run).
         #[arg(long, value_name = "SECS", default_value_t = bind_operator::local::bench::DEFAULT_CONVERGED_HOLD.as_secs())]
         converged_secs: u64,
+        /// Records of the restart scenario (over --zones).
+        #[arg(long, value_name = "N", default_value_t = bind_operator::local::bench::DEFAULT_RESTART_RECORDS)]
+        restart_records: usize,
         /// Pods of the BindCluster (at least 2).
         #[arg(long, value_name = "N", default_value_t = 2)]
         replicas: i32,
@@ -379,6 +382,7 @@ fn main() -> ExitCode {
             at_once_records,
             converged_records,
             converged_secs,
+            restart_records,
             replicas,
             state_dir,
             base_port,
@@ -395,6 +399,7 @@ fn main() -> ExitCode {
                 at_once_records,
                 converged_records,
                 converged_hold: std::time::Duration::from_secs(converged_secs),
+                restart_records,
                 replicas,
                 state_dir,
                 base_port,

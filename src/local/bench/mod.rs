@@ -24,6 +24,11 @@
 //!   once everything answers and is Ready and the operator has been quiet
 //!   for a moment, the cluster is held for [`BenchOptions::converged_hold`]
 //!   and every exec call and operator API write in the hold is listed.
+//! - **restart**: like batched at [`BenchOptions::restart_records`]; once
+//!   everything answers and the operator has been quiet for a moment, the
+//!   controllers are stopped and started again against the same API and
+//!   pods, and what the restart cost until the operator is quiet again is
+//!   counted (DNS writes, transfers, execs, API writes).
 //!
 //! Measured per scenario ([`report::ScenarioResult`]): time from the first
 //! write until every record answers on the primary and on each secondary
@@ -100,6 +105,10 @@ pub const TARGET_PER_RECORD_GROWTH: f64 = 1.5;
 pub const TARGET_WRITES_PER_RECORD: f64 = 2.0;
 /// The operator's peak heap per record at [`TARGET_BIG_RECORDS`], bytes.
 pub const TARGET_BYTES_PER_RECORD: u64 = 8 * 1024;
+/// Default records of the restart scenario (over `zones`).
+pub const DEFAULT_RESTART_RECORDS: usize = 100_000;
+/// Issue 30: a restarted operator is quiet again within this.
+pub const TARGET_RESTART_QUIET: Duration = Duration::from_secs(10);
 /// In a converged cluster the periodic check may run one dig per pod per
 /// this long; nothing else may run, and the operator writes nothing.
 pub const CONVERGED_CHECK_PERIOD: Duration = Duration::from_secs(60);
@@ -119,6 +128,8 @@ pub struct BenchOptions {
     pub converged_records: usize,
     /// How long the converged cluster is held.
     pub converged_hold: Duration,
+    /// Records of the restart scenario (over `zones`).
+    pub restart_records: usize,
     /// BindZones the records are spread over.
     pub zones: usize,
     /// Records of the per-record baseline; 0 skips it. It runs right after
@@ -149,6 +160,7 @@ impl Default for BenchOptions {
             at_once_records: DEFAULT_AT_ONCE_RECORDS,
             converged_records: DEFAULT_CONVERGED_RECORDS,
             converged_hold: DEFAULT_CONVERGED_HOLD,
+            restart_records: DEFAULT_RESTART_RECORDS,
             zones: DEFAULT_ZONES,
             baseline_records: DEFAULT_BASELINE_RECORDS,
             replicas: 2,
@@ -240,6 +252,9 @@ fn plan(opts: &BenchOptions) -> Vec<Planned> {
             opts.converged_records,
             opts.zones,
         ));
+    }
+    if on(ScenarioKind::Restart) && opts.restart_records > 0 {
+        out.push(at(ScenarioKind::Restart, opts.restart_records, opts.zones));
     }
     out
 }
@@ -368,6 +383,7 @@ mod tests {
                 (ScenarioKind::Batched, 100_000),
                 (ScenarioKind::AtOnce, 10_000),
                 (ScenarioKind::Converged, 1_000),
+                (ScenarioKind::Restart, 100_000),
             ]
         );
         assert_eq!(plan(&opts)[4].zones, 1_000);

@@ -14,8 +14,8 @@ use super::check::PodProgress;
 use super::exec_log::ExecSummary;
 use super::{
     BenchOptions, GOAL_AT_ONCE, TARGET_AT_ONCE, TARGET_AT_ONCE_EXECS, TARGET_BIG,
-    TARGET_BIG_RECORDS, TARGET_BYTES_PER_RECORD, TARGET_PER_RECORD_GROWTH, TARGET_SECONDARY,
-    TARGET_SECONDARY_RECORDS, TARGET_SPEEDUP, TARGET_WRITES_PER_RECORD,
+    TARGET_BIG_RECORDS, TARGET_BYTES_PER_RECORD, TARGET_PER_RECORD_GROWTH, TARGET_RESTART_QUIET,
+    TARGET_SECONDARY, TARGET_SECONDARY_RECORDS, TARGET_SPEEDUP, TARGET_WRITES_PER_RECORD,
 };
 
 /// Which write path a scenario measured.
@@ -31,14 +31,18 @@ pub enum ScenarioKind {
     AtOnce,
     /// Batched, then the converged cluster held and watched.
     Converged,
+    /// Batched, then the controllers stopped and started again against
+    /// the same API and pods (an operator restart).
+    Restart,
 }
 
 impl ScenarioKind {
-    pub const ALL: [ScenarioKind; 4] = [
+    pub const ALL: [ScenarioKind; 5] = [
         ScenarioKind::Batched,
         ScenarioKind::Baseline,
         ScenarioKind::AtOnce,
         ScenarioKind::Converged,
+        ScenarioKind::Restart,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -47,6 +51,7 @@ impl ScenarioKind {
             ScenarioKind::Baseline => "baseline",
             ScenarioKind::AtOnce => "at-once",
             ScenarioKind::Converged => "converged",
+            ScenarioKind::Restart => "restart",
         }
     }
 }
@@ -65,7 +70,7 @@ impl std::str::FromStr for ScenarioKind {
             .into_iter()
             .find(|k| k.as_str() == s)
             .ok_or_else(|| {
-                format!("unknown scenario {s:?} (batched, baseline, at-once or converged)")
+                format!("unknown scenario {s:?} (batched, baseline, at-once, converged or restart)")
             })
     }
 }
@@ -86,6 +91,24 @@ pub struct HoldResult {
     pub operator_writes: u64,
     /// What ran, seconds into the hold (the first 50).
     pub ran: Vec<String>,
+}
+
+/// What a restart of the controllers cost (counted from the restart until
+/// the operator was quiet again).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct RestartResult {
+    /// From the restart to the operator's last DNS exchange, exec or API
+    /// write before it went quiet; `None`: never quiet within the timeout.
+    pub quiet_secs: Option<f64>,
+    /// DNS UPDATE exchanges (and nsupdate execs): writes to the zones.
+    pub dns_writes: u64,
+    /// Zone transfers the operator made.
+    pub transfers: u64,
+    pub exec_calls: u64,
+    pub exec_by_tool: BTreeMap<String, u64>,
+    pub operator_writes: u64,
+    /// BindZones and DNSRecords the API holds.
+    pub objects: u64,
 }
 
 /// One scenario's numbers. Times are seconds since the first write (t0).
@@ -139,6 +162,8 @@ pub struct ScenarioResult {
     pub other_heap_live_kib: Option<u64>,
     /// Converged: what ran in the hold.
     pub hold: Option<HoldResult>,
+    /// Restart: what the restart cost.
+    pub restart: Option<RestartResult>,
     /// Direct queries for random records after the run, over all pods.
     pub sampled: usize,
     pub sampled_ok: usize,
@@ -408,6 +433,48 @@ fn verdicts(scenarios: &[ScenarioResult], comparison: Option<&Comparison>) -> Ve
             Some(h.operator_writes == 0),
         );
     }
+    for s in scenarios.iter().filter(|s| s.kind == ScenarioKind::Restart) {
+        let Some(r) = &s.restart else {
+            push(
+                format!("{}: restart", s.label()),
+                "not converged, no restart".into(),
+                Some(false),
+            );
+            continue;
+        };
+        push(
+            format!(
+                "{}: quiet again <= {} s after the restart",
+                s.label(),
+                TARGET_RESTART_QUIET.as_secs()
+            ),
+            reached(r.quiet_secs),
+            Some(
+                r.quiet_secs
+                    .is_some_and(|q| q <= TARGET_RESTART_QUIET.as_secs_f64()),
+            ),
+        );
+        push(
+            format!("{}: DNS writes = 0", s.label()),
+            format!(
+                "{} ({} transfers, {} exec calls: {})",
+                r.dns_writes,
+                r.transfers,
+                r.exec_calls,
+                by_tool(&r.exec_by_tool)
+            ),
+            Some(r.dns_writes == 0),
+        );
+        let allowed = r.objects / 1_000;
+        push(
+            format!(
+                "{}: operator API writes <= 1 per 1,000 objects (<= {allowed})",
+                s.label()
+            ),
+            format!("{} for {} objects", r.operator_writes, thousands(r.objects)),
+            Some(r.operator_writes <= allowed),
+        );
+    }
     out
 }
 
@@ -664,6 +731,22 @@ impl BenchReport {
                 }
             }
         }
+        for s in &self.scenarios {
+            if let Some(r) = &s.restart {
+                let _ = writeln!(
+                    t,
+                    "\nrestart: quiet after {}; {} DNS writes, {} transfers, {} exec calls \
+                     ({}), {} operator API writes for {} objects",
+                    reached(r.quiet_secs),
+                    r.dns_writes,
+                    r.transfers,
+                    r.exec_calls,
+                    by_tool(&r.exec_by_tool),
+                    r.operator_writes,
+                    thousands(r.objects)
+                );
+            }
+        }
         if !self.verdicts.is_empty() {
             let _ = writeln!(t, "\ntargets (issue 12):");
             for v in &self.verdicts {
@@ -776,6 +859,7 @@ mod tests {
             other_heap_peak_kib: Some(50_000),
             other_heap_live_kib: Some(40_000),
             hold: None,
+            restart: None,
             sampled: 10,
             sampled_ok: 10,
             process_peak_rss_kib: Some(102_400),
