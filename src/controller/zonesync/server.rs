@@ -1,11 +1,12 @@
 //! Zone operations on one BIND pod, each one exec of a command the BIND
-//! layer builds (or, on a batched [`Target`], one request joining the pod's
-//! next round of [`batch`]): read SOA serials (one `dig` for many zones), `zonestatus`,
+//! layer builds or one DNS exchange from the operator (or, on a batched
+//! [`Target`], one request joining the pod's next round of [`batch`]):
+//! read SOA serials (pipelined signed queries over DNS), `zonestatus`,
 //! create a primary zone, add a secondary
 //! zone, change a zone's clause, configure a zone again keeping its files
 //! (a `dnssec-policy` on BIND 9.20), read its DNSKEYs, delete a zone with
 //! every file named keeps for it (journal, signed copies, keys), transfer
-//! a zone and send one nsupdate run.
+//! a zone (signed AXFR over DNS) and send UPDATE messages.
 //!
 //! Where zones live: on a batched target (the operator's, see
 //! [`Target::batched`]) primary zones — BindZones of type primary and the

@@ -29,11 +29,13 @@
 //! and the primary pod.
 //!
 //! How the primary's contents are known without trusting memory: the SOA
-//! serial is read first (a fresh `dig` when the plan changed; the cluster's
+//! serial is read first (a fresh SOA query when the plan changed; the cluster's
 //! shared survey on periodic checks; nothing when a snapshot a few seconds
 //! old is on hand), the remembered snapshot is used only when its serial
-//! still matches and the primary pod was not restarted since, else the
-//! zone is transferred (AXFR).
+//! still matches and the primary pod was not restarted since; after an
+//! operator restart, the zone's status when it still shows that serial for
+//! the same plan (`status.appliedPlan`); else the zone is transferred
+//! (AXFR over DNS).
 //!
 //! Touches BIND pods (exec) only; statuses are written by the caller.
 
