@@ -4,8 +4,7 @@
 //! serves and what the operator wants compare as bytes, never as
 //! presentation text. Pure, no I/O.
 
-use super::codec::lower;
-use super::primitives::{Malformed, Reader, wire_name};
+use super::primitives::{Malformed, Reader, lower, wire_name};
 use crate::bind::rdata::svcb::SvcValue;
 use crate::bind::{DomainName, Rdata, RecordType};
 
