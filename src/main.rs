@@ -184,6 +184,9 @@ enum Command {
         /// DNSRecords per zone of the primary-restart scenario.
         #[arg(long, value_name = "N", default_value_t = bind_operator::local::bench::DEFAULT_PRIMARY_RESTART_RECORDS)]
         primary_restart_records: usize,
+        /// Records of the restart scenario (over --zones).
+        #[arg(long, value_name = "N", default_value_t = bind_operator::local::bench::DEFAULT_RESTART_RECORDS)]
+        restart_records: usize,
         /// Pods of the BindCluster (at least 2).
         #[arg(long, value_name = "N", default_value_t = 2)]
         replicas: i32,
@@ -391,6 +394,7 @@ fn main() -> ExitCode {
             latency_records,
             primary_restart_zones,
             primary_restart_records,
+            restart_records,
             replicas,
             state_dir,
             base_port,
@@ -410,6 +414,7 @@ fn main() -> ExitCode {
                 latency_records,
                 primary_restart_zones,
                 primary_restart_records,
+                restart_records,
                 replicas,
                 state_dir,
                 base_port,

@@ -5,9 +5,10 @@
 //! through the production path: `render::validate::dns_record` (what the
 //! zone plan validates a DNSRecord with) -> `zonesync::diff` against the
 //! served zone ->
-//! `nsupdate::build_script` -> nsupdate on 127.0.0.1 -> `dig AXFR` ->
-//! `parse::parse_axfr` -> `Served::from_axfr` -> `diff` again, which must
-//! be empty: nothing to send, the serial stays. Before canonical rdata an
+//! `nsupdate::build_script` -> nsupdate on 127.0.0.1 -> the operator's
+//! own signed AXFR (`wire::Client::axfr`, rdata in canonical wire form) ->
+//! `Served::from_records` -> `diff` again, which must be empty: nothing to
+//! send, the serial stays. Before canonical rdata an
 //! HTTPS `alpn=h2,h3` never compared equal to the served `alpn="h2,h3"` and
 //! every AXFR rewrote it.
 
@@ -18,8 +19,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use bind_operator::api::dnsrecord::{DNSRecord, DNSRecordSpec};
 use bind_operator::bind::commands::{self, local_server};
 use bind_operator::bind::nsupdate::build_script;
-use bind_operator::bind::parse;
 use bind_operator::bind::render::render_cluster;
+use bind_operator::bind::wire::Client;
 use bind_operator::bind::zone::{Soa, ZoneSkeleton};
 use bind_operator::bind::{DomainName, Rdata, RecordType, TsigAlgorithm, Ttl, ZoneName};
 use bind_operator::controller::zonesync::diff::{Served, diff};
@@ -27,6 +28,7 @@ use bind_operator::controller::zonesync::plan::{ApexWanted, Desired, Owner, Want
 use bind_operator::render::validate;
 use harness::{Pod, run, run_ok};
 use kube::api::ObjectMeta;
+use std::net::SocketAddr;
 
 const H20: &str = "abcdef0123456789abcdef0123456789abcdef01";
 const H32: &str = "abcdef0123456789ABCDEF0123456789abcdef0123456789abcdef0123456789";
@@ -267,11 +269,19 @@ fn every_admitted_type_round_trips_through_named_without_a_rewrite() {
     }
     assert_eq!(covered, admitted, "one RRset of every admitted type");
 
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     let axfr = |what: &str| -> (String, Served) {
+        // dig's text for the presentation check below; what the operator
+        // compares comes from its own transfer, in wire form.
         let out = run_ok(&commands::dig_axfr(l, &zone, &xfer));
-        let sets = parse::parse_axfr(&out.stdout, &zone)
+        let client = Client::new(SocketAddr::from(([127, 0, 0, 1], pod.dns.port)));
+        let records = rt
+            .block_on(client.axfr(&zone, &xfer))
             .unwrap_or_else(|e| panic!("{what}: AXFR failed: {e}"));
-        (out.stdout, Served::from_axfr(&zone, sets).unwrap())
+        (out.stdout, Served::from_records(&zone, &records).unwrap())
     };
 
     // First apply: everything is missing, one script sends it all.

@@ -391,8 +391,10 @@ fn failures_are_typed_and_never_carry_the_secret() {
             .map(zone_of)
             .chain([elsewhere.clone()])
             .collect();
-        let serials = c.serials(&all).await.unwrap();
+        let serials = c.serials(&all, None).await.unwrap();
         assert_eq!(serials.len(), 6);
+        // Signed, every answer's signature checked: the same serials.
+        assert_eq!(c.serials(&all, Some(&key)).await.unwrap(), serials);
         assert!(!serials.contains_key(&elsewhere));
         assert_eq!(serials[&zone], dig_serial(s.port(), &zone));
         // Nothing listening: a connect error, typed as unreachable.

@@ -100,6 +100,7 @@ mod local_runtime_cross_namespace;
 mod local_runtime_exec;
 mod local_runtime_pods;
 mod local_runtime_primary_restart;
+mod local_runtime_restart;
 mod local_runtime_serving;
 mod local_runtime_user;
 mod localcli_manifests;

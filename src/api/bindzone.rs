@@ -496,6 +496,12 @@ pub struct BindZoneStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 32))]
     pub in_sync: Option<String>,
+    /// A hash of the RRsets and SOA fields the primary was verified to hold
+    /// at `serial`: a restarted operator that finds the zone still at that
+    /// serial and its plan unchanged trusts it without a zone transfer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 16))]
+    pub applied_plan: Option<String>,
     /// DNSSEC as the primary serves the zone (zones with spec.dnssecPolicy,
     /// and a zone whose policy was removed until its keys are withdrawn).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -116,6 +116,8 @@ fn verb_of(argv: &[String]) -> &'static str {
         "nsupdate" => "nsupdate",
         // The operator's own DNS UPDATE exchange, told to exec observers.
         "dns-update" => "dns_update",
+        "dns-soa" => "dns_soa",
+        "dns-axfr" => "dns_axfr",
         "dig" if has("version.bind") => "probe",
         "dig" if has("AXFR") => "dig_axfr",
         "dig" if has("SOA") => "dig_soa",
@@ -885,20 +887,6 @@ pub fn dig_soa(layout: &PodLayout, zones: &[ZoneName]) -> Command {
         a.push("SOA".into());
     }
     Command::new(a)
-}
-
-/// [`dig_soa`] for any number of zones in one run: the names go on stdin
-/// (`dig -t SOA -f -`, one a line), so argv and the exec URL stay short;
-/// the output is [`dig_soa`]'s.
-pub fn dig_soa_many(layout: &PodLayout, zones: &[ZoneName]) -> Command {
-    let mut a = dig_base(layout);
-    a.extend(
-        ["+noall", "+answer", "+norecurse", "-t", "SOA", "-f", "-"]
-            .into_iter()
-            .map(String::from),
-    );
-    let stdin: String = zones.iter().map(|z| z.fqdn() + "\n").collect();
-    Command::new(a).with_stdin(stdin)
 }
 
 const DIG_KEYFILE_SCRIPT: &str = include_str!("scripts/dig_key_on_stdin.sh");

@@ -328,6 +328,7 @@ pub fn render_named_conf(cfg: &ClusterConfig, role: Role) -> Result<String, Rend
     w.stmt(&[Tok::Kw("include"), Tok::Str(data::POD_STATISTICS)]);
     w.blank();
     let xfer_acl = [AclElement::key(cfg.transfer_key.clone())];
+    let query_keys = all_keys(cfg)?;
     // Inside view V, V's key replaces the transfer key (see super::viewkey).
     let view_keys = view_key_names(cfg)?;
     let mut catalog_names = Vec::new();
@@ -387,8 +388,23 @@ pub fn render_named_conf(cfg: &ClusterConfig, role: Role) -> Result<String, Rend
         w.stmt(&[Tok::Kw("new-zones-directory"), Tok::Str(data::ZONES_DIR)]);
         w.stmt(&[Tok::Kw("allow-new-zones"), yes_no(true)]);
         w.stmt(&[Tok::Kw("recursion"), yes_no(cfg.recursion)]);
-        if !cfg.allow_query.is_empty() {
+        // The operator reads serials and zones over DNS from its own
+        // address, signed: every key keys.conf holds may query whatever
+        // the user's list says about addresses (a list opening with `any`
+        // admits them already).
+        let admits_all = cfg
+            .allow_query
+            .first()
+            .is_some_and(|e| !e.negated && matches!(e.target, AclTarget::Any));
+        if admits_all {
             w.acl(&[Tok::Kw("allow-query")], &cfg.allow_query);
+        } else if !cfg.allow_query.is_empty() {
+            let mut acl: Vec<AclElement> = query_keys
+                .iter()
+                .map(|k| AclElement::key(k.name.clone()))
+                .collect();
+            acl.extend(cfg.allow_query.iter().cloned());
+            w.acl(&[Tok::Kw("allow-query")], &acl);
         }
         // allow-recursion only where recursion is on: named-checkconf warns
         // about it anywhere else, and a warning would read like a failure.
@@ -555,6 +571,27 @@ mod tests {
             primary_endpoint: Endpoint::new("10.96.0.10".parse().unwrap(), 53).unwrap(),
             keys,
         }
+    }
+
+    #[test]
+    fn a_restrictive_allow_query_admits_the_clusters_keys_first() {
+        let mut c = cfg(
+            vec![],
+            vec![key("xfer", "c2VjcmV0"), key("upd", "c2VjcmV0")],
+        );
+        c.allow_query = vec![
+            AclElement::parse("!10.66.0.0/16").unwrap(),
+            AclElement::parse("10.0.0.0/8").unwrap(),
+        ];
+        let conf = render_named_conf(&c, Role::Primary).unwrap();
+        assert!(
+            conf.contains("allow-query { key \"xfer\"; key \"upd\"; !10.66.0.0/16; 10.0.0.0/8; };"),
+            "{conf}"
+        );
+        // A list that opens with `any` admits everyone already.
+        c.allow_query = vec![AclElement::parse("any").unwrap()];
+        let conf = render_named_conf(&c, Role::Primary).unwrap();
+        assert!(conf.contains("allow-query { any; };"), "{conf}");
     }
 
     #[test]

@@ -17,6 +17,7 @@
 //! Never logs or returns stdin (it may carry TSIG key material) and never
 //! puts stdout into `Debug` output (`cat keys.conf` prints key material).
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -35,10 +36,10 @@ use super::names::{
     APP_NAME, BIND_CONTAINER, LABEL_CLUSTER, LABEL_MANAGED_BY, LABEL_NAME, MANAGER,
     statefulset_name,
 };
-use crate::bind::TsigKey;
 use crate::bind::commands::Command;
 use crate::bind::layout::PodLayout;
 use crate::bind::wire::{self, UpdateMessage, WireError};
+use crate::bind::{TsigKey, ZoneName};
 use crate::telemetry::Metrics;
 
 /// A command that runs longer than this is abandoned (a wedged named must
@@ -226,6 +227,40 @@ pub trait PodExecutor: Send + Sync {
         }
         .boxed()
     }
+
+    /// SOA serials of `zones` as the pod serves them: pipelined queries on
+    /// one TCP connection to [`Self::dns_addr`], each signed with `key`
+    /// when given (the key decides which view answers, and lets the query
+    /// past `allow-query`). A zone missing from the result is not served.
+    /// A test fake answers from its model.
+    fn dns_serials<'a>(
+        &'a self,
+        pod: &'a PodRef,
+        zones: &'a [ZoneName],
+        key: Option<&'a TsigKey>,
+    ) -> BoxFuture<'a, Result<BTreeMap<ZoneName, u32>, WireError>> {
+        async move {
+            let addr = self.dns_addr(pod).await?;
+            wire::Client::new(addr).serials(zones, key).await
+        }
+        .boxed()
+    }
+
+    /// A TSIG-signed AXFR of `zone` from the pod: every record (rdata in
+    /// canonical wire form), the closing SOA dropped, every message's
+    /// signature checked. A test fake answers from its model.
+    fn dns_transfer<'a>(
+        &'a self,
+        pod: &'a PodRef,
+        zone: &'a ZoneName,
+        key: &'a TsigKey,
+    ) -> BoxFuture<'a, Result<Vec<wire::Record>, WireError>> {
+        async move {
+            let addr = self.dns_addr(pod).await?;
+            wire::Client::new(addr).axfr(zone, key).await
+        }
+        .boxed()
+    }
 }
 
 /// What an [`ObservedExecutor`] is told after each command: the pod, the
@@ -294,32 +329,63 @@ impl PodExecutor for ObservedExecutor {
         messages: &'a [UpdateMessage],
         key: &'a TsigKey,
     ) -> BoxFuture<'a, Result<usize, WireError>> {
-        async move {
-            let started = std::time::Instant::now();
-            let result = self.inner.dns_update(pod, messages, key).await;
-            // Told as the pseudo-command `dns-update` (no process ran), so
-            // metrics and the bench see the writes.
-            let cmd = Command {
-                argv: vec![DNS_UPDATE.into()],
-                stdin: None,
-            };
-            let told = match &result {
-                Ok(_) => Ok(ExecOutput {
-                    stdout: String::new(),
-                    stderr: String::new(),
-                }),
-                Err(e) => Err(ExecError::transport(pod, &cmd, e)),
-            };
-            (self.observe)(pod, &cmd, &told, started.elapsed());
-            result
-        }
-        .boxed()
+        let exchange = self.inner.dns_update(pod, messages, key);
+        self.told(pod, DNS_UPDATE, exchange).boxed()
+    }
+
+    fn dns_serials<'a>(
+        &'a self,
+        pod: &'a PodRef,
+        zones: &'a [ZoneName],
+        key: Option<&'a TsigKey>,
+    ) -> BoxFuture<'a, Result<BTreeMap<ZoneName, u32>, WireError>> {
+        let exchange = self.inner.dns_serials(pod, zones, key);
+        self.told(pod, DNS_SOA, exchange).boxed()
+    }
+
+    fn dns_transfer<'a>(
+        &'a self,
+        pod: &'a PodRef,
+        zone: &'a ZoneName,
+        key: &'a TsigKey,
+    ) -> BoxFuture<'a, Result<Vec<wire::Record>, WireError>> {
+        let exchange = self.inner.dns_transfer(pod, zone, key);
+        self.told(pod, DNS_AXFR, exchange).boxed()
+    }
+}
+
+impl ObservedExecutor {
+    /// Runs a DNS exchange and tells the observer about it as the
+    /// pseudo-command `program` (no process ran), so metrics, the bench
+    /// and tests see the operator's DNS traffic beside its execs.
+    async fn told<T>(
+        &self,
+        pod: &PodRef,
+        program: &str,
+        exchange: BoxFuture<'_, Result<T, WireError>>,
+    ) -> Result<T, WireError> {
+        let started = std::time::Instant::now();
+        let result = exchange.await;
+        let cmd = Command {
+            argv: vec![program.into()],
+            stdin: None,
+        };
+        let told = match &result {
+            Ok(_) => Ok(ExecOutput::default()),
+            Err(e) => Err(ExecError::transport(pod, &cmd, e)),
+        };
+        (self.observe)(pod, &cmd, &told, started.elapsed());
+        result
     }
 }
 
 /// The program name an [`ObservedExecutor`]'s observer sees for a DNS
 /// UPDATE exchange ([`PodExecutor::dns_update`]).
 pub const DNS_UPDATE: &str = "dns-update";
+/// ... for SOA serial queries ([`PodExecutor::dns_serials`]).
+pub const DNS_SOA: &str = "dns-soa";
+/// ... for a zone transfer ([`PodExecutor::dns_transfer`]).
+pub const DNS_AXFR: &str = "dns-axfr";
 
 /// The in-cluster executor: the pods/exec subresource over a websocket.
 #[derive(Clone)]

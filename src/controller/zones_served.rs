@@ -156,11 +156,17 @@ async fn open_gates(ctx: &ZoneContext, (ns, name): &ClusterKey) -> bool {
     let zones = zones_to_serve(&ctx.base.stores.index.zones_of_cluster(ns, name));
     let pod_ref = |p: &Pod| PodRef::new(ns.clone(), p.name_any());
     let zones_ref = &zones;
+    // Signed with the transfer key (allowed past allow-query); unsigned
+    // while it cannot be read.
+    let keys = crate::controller::zonesync::keys::resolve(ctx, &cluster, &[])
+        .await
+        .ok();
+    let key = keys.as_ref().map(|k| &k.transfer);
     let serials = |p: PodRef| async move {
         if zones_ref.is_empty() {
             return Some(BTreeMap::new());
         }
-        ctx.target(&p).serials(zones_ref).await.ok()
+        ctx.target(&p).serials(zones_ref, key).await.ok()
     };
     let primary = pods
         .iter()

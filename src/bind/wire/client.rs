@@ -245,28 +245,35 @@ impl Client {
         }
     }
 
-    /// Serials of many zones, unsigned queries pipelined on one
-    /// connection. A zone missing from the result is not served.
-    pub async fn serials(&self, zones: &[ZoneName]) -> Result<BTreeMap<ZoneName, u32>, WireError> {
+    /// Serials of many zones, queries pipelined on one connection, each
+    /// signed with `key` when given (and its answer's signature checked).
+    /// A zone missing from the result is not served (or its answer was
+    /// refused: a server answers REFUSED for a zone it does not have).
+    pub async fn serials(
+        &self,
+        zones: &[ZoneName],
+        key: Option<&TsigKey>,
+    ) -> Result<BTreeMap<ZoneName, u32>, WireError> {
         let mut out = BTreeMap::new();
         if zones.is_empty() {
             return Ok(out);
         }
         let mut conn = self.connect().await?;
+        let addr = self.addr;
         for chunk in zones.chunks(PIPELINE) {
-            let mut ids: BTreeMap<u16, &ZoneName> = BTreeMap::new();
+            let mut ids: BTreeMap<u16, (&ZoneName, Option<Verifier>)> = BTreeMap::new();
             let mut batch = Vec::new();
             for z in chunk {
                 let mut id = next_id();
                 while ids.contains_key(&id) {
                     id = id.wrapping_add(1);
                 }
-                ids.insert(id, z);
-                let bytes = soa_query(z, id).encode();
+                let mut bytes = soa_query(z, id).encode();
+                let verifier = key.map(|k| tsig::sign(&mut bytes, k));
+                ids.insert(id, (z, verifier));
                 batch.extend_from_slice(&(bytes.len() as u16).to_be_bytes());
                 batch.extend_from_slice(&bytes);
             }
-            let addr = self.addr;
             tokio::time::timeout(self.timeout, conn.stream.write_all(&batch))
                 .await
                 .map_err(|_| WireError::Timeout {
@@ -277,10 +284,18 @@ impl Client {
             while !ids.is_empty() {
                 let raw = conn.read().await?;
                 let resp = decode(&raw).map_err(|source| WireError::Malformed { addr, source })?;
-                let Some(zone) = ids.remove(&resp.id) else {
+                let Some((zone, verifier)) = ids.remove(&resp.id) else {
                     continue;
                 };
-                if resp.rcode == 0
+                let rcode = rcode_of(&resp);
+                if matches!(rcode, Rcode::BadKey | Rcode::BadSig | Rcode::BadTime) {
+                    return Err(WireError::Rejected { addr, rcode });
+                }
+                if let Some(mut v) = verifier {
+                    v.verify(&raw, resp.tsig.as_ref())
+                        .map_err(|source| WireError::Tsig { addr, source })?;
+                }
+                if rcode == Rcode::NoError
                     && let Some(s) = served_serial(zone, &resp)
                 {
                     out.insert(zone.clone(), s);

@@ -8,7 +8,7 @@
 //! [`super::rdata::canonical`]), so two equal RRsets compare equal byte for
 //! byte whatever the server compressed. Pure, no I/O.
 
-pub use super::primitives::{Malformed, Reader, WireName, wire_name};
+pub use super::primitives::{Malformed, Reader, WireName, lower, wire_name};
 use super::rdata::canonical;
 
 /// Class IN.
@@ -118,21 +118,6 @@ pub fn name_text(name: &[u8]) -> String {
         i += 1 + len;
     }
     if out.is_empty() { ".".into() } else { out }
-}
-
-/// The name lower-cased (ASCII letters only), for canonical comparisons
-/// and TSIG (RFC 8945 section 4.3.3 wants the key and algorithm names in
-/// canonical form).
-pub fn lower(name: &[u8]) -> WireName {
-    let mut out = name.to_vec();
-    let mut i = 0;
-    while i < out.len() && out[i] != 0 {
-        let len = usize::from(out[i]);
-        let end = (i + 1 + len).min(out.len());
-        out[i + 1..end].make_ascii_lowercase();
-        i += 1 + len;
-    }
-    out
 }
 
 /// One resource record. `rdata` is canonical when read (see the module

@@ -130,3 +130,18 @@ impl<'a> Reader<'a> {
         self.msg
     }
 }
+
+/// The name lower-cased (ASCII letters only), for canonical comparisons
+/// and TSIG (RFC 8945 section 4.3.3 wants the key and algorithm names in
+/// canonical form).
+pub fn lower(name: &[u8]) -> WireName {
+    let mut out = name.to_vec();
+    let mut i = 0;
+    while i < out.len() && out[i] != 0 {
+        let len = usize::from(out[i]);
+        let end = (i + 1 + len).min(out.len());
+        out[i + 1..end].make_ascii_lowercase();
+        i += 1 + len;
+    }
+    out
+}

@@ -4,7 +4,7 @@
 //! serves and what the operator wants compare as bytes, never as
 //! presentation text. Pure, no I/O.
 
-use super::primitives::{Malformed, Reader, wire_name};
+use super::primitives::{Malformed, Reader, lower, wire_name};
 use crate::bind::rdata::svcb::SvcValue;
 use crate::bind::{DomainName, Rdata, RecordType};
 
@@ -28,6 +28,21 @@ pub fn type_code(rtype: RecordType) -> u16 {
         RecordType::Svcb => 64,
         RecordType::Https => 65,
         RecordType::Caa => 257,
+    }
+}
+
+/// The managed type of a type number, `None` for any other type.
+pub fn record_type(code: u16) -> Option<RecordType> {
+    RecordType::ALL.into_iter().find(|t| type_code(*t) == code)
+}
+
+/// A type's mnemonic: the managed types' names, `SOA`, else RFC 3597's
+/// `TYPEn` (only ever compared, never written).
+pub fn type_mnemonic(code: u16) -> String {
+    match (record_type(code), code) {
+        (Some(t), _) => t.as_str().to_string(),
+        (None, 6) => "SOA".into(),
+        (None, n) => format!("TYPE{n}"),
     }
 }
 
@@ -193,8 +208,11 @@ fn shape(rtype: u16) -> Shape {
     }
 }
 
-/// The rdata at `msg[start..start + len]` in canonical form: every name
-/// expanded (NS, CNAME, PTR, DNAME, SOA, MX, SRV, NAPTR, SVCB, HTTPS, TSIG). Errors when a name runs past the rdata.
+/// The rdata at `msg[start..start + len]` in canonical form (RFC 4034
+/// section 6.2): every name expanded and lower-cased (NS, CNAME, PTR,
+/// DNAME, SOA, MX, SRV, NAPTR, SVCB, HTTPS, TSIG), so the operator's
+/// encoding of the same data ([`encode`], whose names are lower case)
+/// compares equal as bytes. Errors when a name runs past the rdata.
 pub fn canonical(msg: &[u8], start: usize, len: usize, rtype: u16) -> Result<Vec<u8>, Malformed> {
     let end = start + len;
     let raw = msg.get(start..end).ok_or(Malformed("truncated rdata"))?;
@@ -204,11 +222,11 @@ pub fn canonical(msg: &[u8], start: usize, len: usize, rtype: u16) -> Result<Vec
         Shape::Raw => return Ok(raw.to_vec()),
         Shape::NameAt(skip) => {
             out.extend_from_slice(r.bytes(skip)?);
-            out.extend_from_slice(&r.name()?);
+            out.extend_from_slice(&lower(&r.name()?));
         }
         Shape::Soa => {
-            out.extend_from_slice(&r.name()?);
-            out.extend_from_slice(&r.name()?);
+            out.extend_from_slice(&lower(&r.name()?));
+            out.extend_from_slice(&lower(&r.name()?));
         }
         Shape::Naptr => {
             out.extend_from_slice(r.bytes(4)?);
@@ -217,7 +235,7 @@ pub fn canonical(msg: &[u8], start: usize, len: usize, rtype: u16) -> Result<Vec
                 out.push(n as u8);
                 out.extend_from_slice(r.bytes(n)?);
             }
-            out.extend_from_slice(&r.name()?);
+            out.extend_from_slice(&lower(&r.name()?));
         }
     }
     if r.pos() > end {

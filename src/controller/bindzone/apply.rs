@@ -340,6 +340,7 @@ fn served_report(
         record_count: Some(u32::try_from(desired.rrsets.len()).unwrap_or(u32::MAX)),
         servers: Some(servers),
         dnssec: Some(if withdrawn { None } else { dnssec_state }),
+        applied_plan: Some(c.plan.map(super::primary::plan_text)),
     };
     (report, soon)
 }
@@ -405,6 +406,7 @@ async fn secondary_zone(
                 record_count: None,
                 servers: Some(s.servers),
                 dnssec: None,
+                applied_plan: None,
             };
             finish(ctx, zone, &report, applied, &out.applied).await?;
             Ok(Action::requeue(s.next_check))
@@ -533,6 +535,7 @@ fn problem(phase: Phase, reason: &'static str, message: String) -> ZoneReport {
         record_count: None,
         servers: None,
         dnssec: None,
+        applied_plan: None,
     }
 }
 
@@ -573,6 +576,7 @@ async fn primary_down(
         record_count: None,
         servers: None,
         dnssec: None,
+        applied_plan: None,
     };
     write_zone_report(ctx, zone, &report).await?;
     let waiting = records

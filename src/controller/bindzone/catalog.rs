@@ -54,7 +54,11 @@ pub async fn ensure(
     let peers = match peers {
         Some(p) => p.to_vec(),
         None => {
-            if target.serial_of(catalog, view).await?.is_some() {
+            if target
+                .serial_of(catalog, view, Some(inputs.keys.transfer_for(view)))
+                .await?
+                .is_some()
+            {
                 memory.saw_catalog(catalog);
                 return Ok(memory.catalog_epoch());
             }

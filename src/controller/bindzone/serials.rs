@@ -70,6 +70,7 @@ pub async fn probe(
             memory,
             zone,
             at.newer_than,
+            Some(&inputs.keys.transfer),
         )
         .await;
         if let Some(served) = s.pods.get(&target.pod.name) {
@@ -87,7 +88,7 @@ pub async fn probe(
         None => {
             let mut ask = vec![zone.clone()];
             ask.extend(catalog.cloned());
-            let serials = target.serials(&ask).await?;
+            let serials = target.serials(&ask, Some(&inputs.keys.transfer)).await?;
             Ok(Probed {
                 zone: serials.get(zone).copied(),
                 catalog: catalog.map(|c| serials.contains_key(c)),
@@ -95,9 +96,9 @@ pub async fn probe(
             })
         }
         Some(_) => {
-            let z = target.serial_of(zone, view).await?;
+            let z = target.serial_of(zone, view, None).await?;
             let c = match catalog {
-                Some(c) => Some(target.serial_of(c, view).await?.is_some()),
+                Some(c) => Some(target.serial_of(c, view, None).await?.is_some()),
                 None => None,
             };
             Ok(Probed {
@@ -123,11 +124,11 @@ pub async fn peer_serials(
         let t = ctx.target(&p.pod);
         if view.is_some() {
             for z in zones {
-                if let Ok(Some(s)) = t.serial_of(z, view).await {
+                if let Ok(Some(s)) = t.serial_of(z, view, None).await {
                     out.push((z.clone(), s));
                 }
             }
-        } else if let Ok(serials) = t.serials(zones).await {
+        } else if let Ok(serials) = t.serials(zones, Some(&inputs.keys.transfer)).await {
             out.extend(serials);
         }
     }
@@ -186,7 +187,7 @@ pub async fn view_secondaries(
         .filter(|p| p.ready && p.pod.name != primary)
     {
         let t = ctx.target(&p.pod);
-        match t.serial_of(zone, Some(view)).await {
+        match t.serial_of(zone, Some(view), None).await {
             Ok(s) => out.push(s),
             Err(e) => {
                 tracing::debug!(pod = %p.pod, zone = %zone, error = %e, "failed to read a secondary's serial");

@@ -8,18 +8,20 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::bind::nsupdate::{ApexNs, RrsetChange, UpdateBatch};
-use crate::bind::parse::ServedRrset;
+use crate::bind::wire;
 use crate::bind::zone::{Soa, ZoneSkeleton};
-use crate::bind::{DomainName, RecordType, Ttl, ZoneName};
+use crate::bind::{DomainName, Rdata, RecordType, Ttl, ZoneName};
 
 use super::plan::{Desired, RrKey};
 
-/// One served RRset: TTL and canonical rdata text (as [`crate::bind::Rdata`]
-/// prints it, which is also what the AXFR parser produces).
+/// One served RRset: TTL and each rdata in canonical wire form (RFC 4034
+/// section 6.2: names expanded and lower-cased), so served and wanted data
+/// compare as bytes and BIND's presentation of a value can never make it
+/// look changed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServedSet {
     pub ttl: u32,
-    pub values: BTreeSet<String>,
+    pub values: BTreeSet<Vec<u8>>,
 }
 
 /// A zone's contents on the primary at one serial.
@@ -27,7 +29,8 @@ pub struct ServedSet {
 pub struct Served {
     pub serial: u32,
     /// (owner, type mnemonic) -> RRset. Types the operator does not manage
-    /// (SOA, RRSIG, ...) keep their own mnemonic and are never touched.
+    /// (SOA, RRSIG, ...) keep their own mnemonic (`TYPEn` for most, see
+    /// [`wire::rdata::type_mnemonic`]) and are never touched.
     pub rrsets: BTreeMap<(DomainName, String), ServedSet>,
 }
 
@@ -35,27 +38,44 @@ fn skey(k: &RrKey) -> (DomainName, String) {
     (k.0.clone(), k.1.as_str().to_string())
 }
 
+/// Rdata the operator writes, in the form a transfer yields.
+pub fn wire_rdata(rdata: &Rdata) -> Vec<u8> {
+    wire::rdata::encode(rdata)
+}
+
+fn wire_names(names: &[DomainName]) -> BTreeSet<Vec<u8>> {
+    names
+        .iter()
+        .map(|n| wire::codec::wire_name(n.as_str()))
+        .collect()
+}
+
 impl Served {
-    /// From a parsed AXFR; the serial is the SOA's.
-    pub fn from_axfr(zone: &ZoneName, sets: Vec<ServedRrset>) -> Option<Served> {
+    /// From the records of an AXFR (canonical rdata, as
+    /// [`wire::Client::axfr`] returns them); the serial is the apex SOA's.
+    /// Records of the class IN only; an owner name the operator's name
+    /// type cannot hold (escaped bytes) is left out: nothing of the
+    /// operator's lives there. `None`: no apex SOA.
+    pub fn from_records(zone: &ZoneName, records: &[wire::Record]) -> Option<Served> {
+        let apex = wire::codec::wire_name(zone.as_str());
         let mut serial = None;
-        let mut rrsets = BTreeMap::new();
-        for s in sets {
-            if s.rtype == "SOA" && s.name == *zone.as_domain() {
-                serial = s
-                    .values
-                    .iter()
-                    .next()
-                    .and_then(|v| v.split_whitespace().nth(2))
-                    .and_then(|v| v.parse().ok());
+        let mut rrsets: BTreeMap<(DomainName, String), ServedSet> = BTreeMap::new();
+        for r in records.iter().filter(|r| r.class == wire::codec::CLASS_IN) {
+            let owner = wire::codec::lower(&r.name);
+            if r.rtype == wire::codec::TYPE_SOA && owner == apex {
+                serial = wire::client::soa_serial(&r.rdata);
             }
-            rrsets.insert(
-                (s.name, s.rtype),
-                ServedSet {
-                    ttl: s.ttl,
-                    values: s.values,
-                },
-            );
+            let Ok(name) = DomainName::parse_absolute(&wire::codec::name_text(&owner)) else {
+                continue;
+            };
+            rrsets
+                .entry((name, wire::rdata::type_mnemonic(r.rtype)))
+                .or_insert_with(|| ServedSet {
+                    ttl: r.ttl,
+                    values: BTreeSet::new(),
+                })
+                .values
+                .insert(r.rdata.clone());
         }
         Some(Served {
             serial: serial?,
@@ -74,7 +94,7 @@ impl Served {
             (skeleton.zone.as_domain().clone(), "NS".into()),
             ServedSet {
                 ttl: skeleton.default_ttl.get(),
-                values: skeleton.nameservers.iter().map(|n| n.fqdn()).collect(),
+                values: wire_names(&skeleton.nameservers),
             },
         );
         s.set_soa(
@@ -91,8 +111,45 @@ impl Served {
                     values: BTreeSet::new(),
                 })
                 .values
-                .insert(rdata.to_string());
+                .insert(wire_rdata(rdata));
         }
+        s
+    }
+
+    /// What a zone verified to hold `desired` (and `soa`) at `serial`
+    /// holds while it is still at that serial: every wanted RRset, the
+    /// apex NS and the SOA. Other clients' RRsets are unknown: a write
+    /// that adds data reads the zone back anyway (BIND drops an add that
+    /// clashes with them and answers NOERROR).
+    pub fn assumed(
+        zone: &ZoneName,
+        desired: &Desired,
+        soa: &Soa,
+        soa_ttl: Ttl,
+        serial: u32,
+    ) -> Served {
+        let mut s = Served {
+            serial,
+            rrsets: desired
+                .rrsets
+                .iter()
+                .map(|(k, w)| {
+                    let set = ServedSet {
+                        ttl: w.ttl.get(),
+                        values: w.values.iter().map(wire_rdata).collect(),
+                    };
+                    (skey(k), set)
+                })
+                .collect(),
+        };
+        s.rrsets.insert(
+            (zone.as_domain().clone(), "NS".into()),
+            ServedSet {
+                ttl: desired.apex_ns.ttl.get(),
+                values: wire_names(&desired.apex_ns.names),
+            },
+        );
+        s.set_soa(zone.as_domain(), soa, serial, soa_ttl);
         s
     }
 
@@ -102,7 +159,7 @@ impl Served {
             (apex.clone(), "SOA".into()),
             ServedSet {
                 ttl: ttl.get(),
-                values: [soa_text(soa, serial)].into(),
+                values: [soa_rdata(soa, serial)].into(),
             },
         );
     }
@@ -118,17 +175,21 @@ impl Served {
         else {
             return false;
         };
-        let mut served: Vec<String> = v.split_whitespace().map(str::to_ascii_lowercase).collect();
-        let mut wanted: Vec<String> = soa_text(soa, 0)
-            .split_whitespace()
-            .map(str::to_ascii_lowercase)
-            .collect();
-        if served.len() != 7 {
-            return false;
+        // Names and timers as bytes: the serial (after the two names) is
+        // zeroed on both sides.
+        let zeroed = |rdata: &[u8]| {
+            let mut r = wire::codec::Reader::new(rdata);
+            let at = r.name().ok().and(r.name().ok()).map(|_| r.pos());
+            at.filter(|at| rdata.len() >= at + 20).map(|at| {
+                let mut out = rdata.to_vec();
+                out[at..at + 4].fill(0);
+                out
+            })
+        };
+        match zeroed(v) {
+            Some(served) => served != soa_rdata(soa, 0),
+            None => false,
         }
-        served.remove(2);
-        wanted.remove(2);
-        served != wanted
     }
 
     /// The served RRset at `key`.
@@ -142,7 +203,7 @@ impl Served {
             (Some(w), Some(s)) => {
                 s.ttl == w.ttl.get()
                     && s.values.len() == w.values.len()
-                    && w.values.iter().all(|v| s.values.contains(&v.to_string()))
+                    && w.values.iter().all(|v| s.values.contains(&wire_rdata(v)))
             }
             _ => false,
         }
@@ -163,7 +224,7 @@ impl Served {
                         (name.clone(), rtype.as_str().to_string()),
                         ServedSet {
                             ttl: ttl.get(),
-                            values: values.iter().map(ToString::to_string).collect(),
+                            values: values.iter().map(wire_rdata).collect(),
                         },
                     );
                 }
@@ -178,7 +239,7 @@ impl Served {
                 (batch.zone.as_domain().clone(), "NS".into()),
                 ServedSet {
                     ttl: ns.ttl.get(),
-                    values: ns.wanted.iter().map(DomainName::fqdn).collect(),
+                    values: wire_names(&ns.wanted),
                 },
             );
         }
@@ -249,12 +310,20 @@ impl<'a> Foreign<'a> {
     }
 }
 
-/// SOA rdata as dig prints it.
-fn soa_text(soa: &Soa, serial: u32) -> String {
-    format!(
-        "{} {} {serial} {} {} {} {}",
-        soa.mname, soa.rname, soa.refresh, soa.retry, soa.expire, soa.minimum
-    )
+/// SOA rdata in canonical wire form.
+fn soa_rdata(soa: &Soa, serial: u32) -> Vec<u8> {
+    let mut out = wire::codec::wire_name(soa.mname.as_str());
+    out.extend(wire::codec::wire_name(soa.rname.as_str()));
+    for v in [
+        serial,
+        soa.refresh.get(),
+        soa.retry.get(),
+        soa.expire.get(),
+        soa.minimum.get(),
+    ] {
+        out.extend_from_slice(&v.to_be_bytes());
+    }
+    out
 }
 
 /// The changes that make `served` hold `desired` (owned RRsets only).
@@ -291,7 +360,9 @@ pub fn diff(zone: &ZoneName, desired: &Desired, served: &Served) -> UpdateBatch 
         .map(|s| {
             s.values
                 .iter()
-                .filter_map(|v| DomainName::parse_absolute(v).ok())
+                .filter_map(|v| {
+                    DomainName::parse_absolute(&wire::codec::name_text(&wire::codec::lower(v))).ok()
+                })
                 .collect()
         })
         .unwrap_or_default();

@@ -16,7 +16,8 @@
 //! - [`server::batch`]: group commit of those operations per pod: what the zones of
 //!   a cluster ask of a pod at about the same time runs as one exec per kind.
 //! - [`state`]: in-memory snapshots, surveys, catalog epochs, backoff.
-//! - [`survey`]: one `dig` per pod for every zone of a cluster, cached.
+//! - [`survey`]: one SOA read over DNS per pod for every zone of a
+//!   cluster, cached.
 //! - [`keys`]: the TSIG keys a zone signs with (material read on demand).
 //! - [`writes`]: statuses, the DNSRecord finalizer, the applied annotation.
 //!

@@ -1,11 +1,12 @@
 //! Zone operations on one BIND pod, each one exec of a command the BIND
-//! layer builds (or, on a batched [`Target`], one request joining the pod's
-//! next round of [`batch`]): read SOA serials (one `dig` for many zones), `zonestatus`,
+//! layer builds or one DNS exchange from the operator (or, on a batched
+//! [`Target`], one request joining the pod's next round of [`batch`]):
+//! read SOA serials (pipelined signed queries over DNS), `zonestatus`,
 //! create a primary zone, add a secondary
 //! zone, change a zone's clause, configure a zone again keeping its files
 //! (a `dnssec-policy` on BIND 9.20), read its DNSKEYs, delete a zone with
 //! every file named keeps for it (journal, signed copies, keys), transfer
-//! a zone and send one nsupdate run.
+//! a zone (signed AXFR over DNS) and send UPDATE messages.
 //!
 //! Where zones live: on a batched target (the operator's, see
 //! [`Target::batched`]) primary zones — BindZones of type primary and the
@@ -27,30 +28,24 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::bind::commands::{
-    self, Command, addzone, delzone, dig_axfr, dig_soa, modzone, write_zone_file, zonestatus,
+    self, Command, addzone, delzone, modzone, write_zone_file, zonestatus,
 };
 use crate::bind::dnssec::{Dnskey, KeyFile, parse_dnskeys, parse_key_files};
 use crate::bind::layout::PodLayout;
 use crate::bind::nsupdate::{BatchError, RrsetChange, UpdateBatch};
 use crate::bind::parse::{
-    NsupdateError, RndcError, ZoneStatus, parse_axfr, parse_dig_soa, parse_rndc_error,
-    parse_zonestatus,
+    NsupdateError, RndcError, ZoneStatus, parse_rndc_error, parse_zonestatus,
 };
 use crate::bind::wire::{self, Rcode, UpdateMessage, WireError};
 use crate::bind::zone::{PrimaryZone, SecondaryZone, Soa};
 use crate::bind::{TsigKey, Ttl, ViewName, ZoneName};
 use crate::controller::error::Category;
-use crate::controller::exec::{ExecError, ExecOutput, PodExecutor, PodRef};
+use crate::controller::exec::{DNS_AXFR, DNS_SOA, ExecError, ExecOutput, PodExecutor, PodRef};
 
 pub mod batch;
 
 use super::diff::Served;
 use batch::Batcher;
-
-/// Zones asked per `dig` run: keeps argv (and the pods/exec URL that
-/// carries it) well below any limit while one run still covers hundreds of
-/// zones.
-pub const ZONES_PER_DIG: usize = 400;
 
 /// A failed zone operation.
 #[derive(Debug, thiserror::Error)]
@@ -232,26 +227,23 @@ impl<'a> Target<'a> {
         }
     }
 
-    /// SOA serials of `zones` as this pod serves them, asking up to
-    /// [`ZONES_PER_DIG`] zones per dig run. A zone missing from the result
-    /// is not served (absent, or configured but not loaded).
+    /// SOA serials of `zones` as this pod serves them, over DNS from the
+    /// operator (pipelined on one connection, see
+    /// [`PodExecutor::dns_serials`]), signed with `key` when given. A zone
+    /// missing from the result is not served (absent, or configured but
+    /// not loaded).
     pub async fn serials(
         &self,
         zones: &[ZoneName],
+        key: Option<&TsigKey>,
     ) -> Result<BTreeMap<ZoneName, u32>, ServerError> {
         if let Some((b, exec)) = self.batch {
-            return b.serials(exec, self.pod, zones).await;
+            return b.serials(exec, self.pod, zones, key).await;
         }
-        let mut out = BTreeMap::new();
-        for chunk in zones.chunks(ZONES_PER_DIG) {
-            let stdout = self
-                .run(&dig_soa(&self.layout, chunk))
-                .await
-                .map_err(|e| self.unreachable(e))?
-                .stdout;
-            out.extend(parse_dig_soa(&stdout));
-        }
-        Ok(out)
+        self.exec
+            .dns_serials(self.pod, zones, key)
+            .await
+            .map_err(|e| read_failure(self.pod, DNS_SOA, e))
     }
 
     /// `rndc zonestatus`: `None` when rndc does not know the zone.
@@ -275,13 +267,14 @@ impl<'a> Target<'a> {
     }
 
     /// The serial the pod serves for one zone, `None` when it does not
-    /// serve it. A zone in a view is asked through rndc, which names the
-    /// view; a dig from inside the pod would land in whichever view
-    /// matches loopback.
+    /// serve it. Outside views a SOA query signed with `key`; a zone in a
+    /// view is asked through rndc, which names the view (and tells a zone
+    /// configured but not loaded apart).
     pub async fn serial_of(
         &self,
         zone: &ZoneName,
         view: Option<&ViewName>,
+        key: Option<&TsigKey>,
     ) -> Result<Option<u32>, ServerError> {
         match view {
             Some(_) => Ok(self
@@ -290,7 +283,7 @@ impl<'a> Target<'a> {
                 .filter(|s| s.loaded)
                 .and_then(|s| s.serial)),
             None => Ok(self
-                .serials(std::slice::from_ref(zone))
+                .serials(std::slice::from_ref(zone), key)
                 .await?
                 .get(zone)
                 .copied()),
@@ -520,19 +513,25 @@ impl<'a> Target<'a> {
         }
     }
 
-    /// A TSIG-signed AXFR of the zone.
+    /// A TSIG-signed AXFR of the zone, over DNS from the operator (see
+    /// [`PodExecutor::dns_transfer`]); in a view, `key` is the view's.
     pub async fn transfer(&self, zone: &ZoneName, key: &TsigKey) -> Result<Served, ServerError> {
-        let out = self
-            .run(&dig_axfr(&self.layout, zone, key))
-            .await
-            .map_err(|e| self.unreachable(e))?;
+        let _slot = match self.batch {
+            Some((b, _)) => Some(b.unbatched().await),
+            None => None,
+        };
         let failed = |reason: String| ServerError::Transfer {
             zone: zone.to_string(),
             pod: self.pod.to_string(),
             reason,
         };
-        let sets = parse_axfr(&out.stdout, zone).map_err(failed)?;
-        Served::from_axfr(zone, sets).ok_or_else(|| failed("the transfer carried no SOA".into()))
+        let records = match self.exec.dns_transfer(self.pod, zone, key).await {
+            Ok(r) => r,
+            Err(e) if e.is_unreachable() => return Err(read_failure(self.pod, DNS_AXFR, e)),
+            Err(e) => return Err(failed(e.to_string())),
+        };
+        Served::from_records(zone, &records)
+            .ok_or_else(|| failed("the transfer carried no SOA".into()))
     }
 
     fn messages(&self, batch: &UpdateBatch) -> Result<Vec<UpdateMessage>, ServerError> {
@@ -620,7 +619,7 @@ impl<'a> Target<'a> {
                 .map(Some);
         }
         self.send(&batch.zone, &messages, key).await?;
-        self.serial_of(&batch.zone, view).await.map(Some)
+        self.serial_of(&batch.zone, view, Some(key)).await.map(Some)
     }
 
     /// Replaces the zone's SOA names and timers (`serial` above the served
@@ -636,7 +635,20 @@ impl<'a> Target<'a> {
     ) -> Result<Option<u32>, ServerError> {
         let message = wire::update::soa_message(zone, soa, serial, ttl);
         self.send(zone, std::slice::from_ref(&message), key).await?;
-        self.serial_of(zone, view).await
+        self.serial_of(zone, view, Some(key)).await
+    }
+}
+
+/// A failed DNS read (`program`: [`DNS_SOA`], [`DNS_AXFR`]) as a zone
+/// operation's error: the pod's named could not be asked.
+pub fn read_failure(pod: &PodRef, program: &str, e: WireError) -> ServerError {
+    let cmd = Command {
+        argv: vec![program.into()],
+        stdin: None,
+    };
+    ServerError::Unreachable {
+        pod: pod.to_string(),
+        source: Box::new(ExecError::transport(pod, &cmd, &e)),
     }
 }
 

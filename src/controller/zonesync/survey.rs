@@ -1,10 +1,11 @@
-//! What every pod of a cluster serves: one `dig` run per pod asks the SOA of
-//! every zone of the cluster (and its catalog), shared by all the cluster's
-//! zone reconciles for a while, so periodic checks cost a constant number of
-//! execs per cluster instead of one per zone. Also the cluster's pods as the
+//! What every pod of a cluster serves: one pipelined, signed SOA read over
+//! DNS per pod asks the serial of every zone of the cluster (and its
+//! catalog), shared by all the cluster's zone reconciles for a while, so
+//! periodic checks cost a constant number of exchanges per cluster instead
+//! of one per zone. Also the cluster's pods as the
 //! zone controllers see them (from the cache).
 //!
-//! Touches BIND pods (dig through the executor); reads only caches.
+//! Touches BIND pods (DNS through the executor); reads only caches.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::hash::{Hash, Hasher};
@@ -15,7 +16,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt as _;
 
 use crate::api::BindCluster;
-use crate::bind::ZoneName;
+use crate::bind::{TsigKey, ZoneName};
 use crate::controller::exec::PodRef;
 use crate::controller::names::pod_ordinal;
 use crate::controller::pods;
@@ -77,8 +78,9 @@ pub fn pods_fingerprint(pods: &[PodInfo]) -> u64 {
 }
 
 /// The zones a survey of `cluster` asks: every BindZone of the cluster
-/// outside a view (a dig from inside the pod lands in whichever view
-/// matches loopback, so view zones are asked through rndc instead), and the
+/// outside a view (signed with the transfer key, a query lands in
+/// whichever view that key matches, so view zones are asked through rndc
+/// instead), and the
 /// catalog zone outside views.
 pub fn surveyed_zones(ctx: &ZoneContext, cluster: &BindCluster) -> BTreeSet<ZoneName> {
     let name = cluster.name_any();
@@ -111,6 +113,7 @@ pub async fn survey(
     memory: &ClusterMemory,
     must_cover: &ZoneName,
     newer_than: Option<Instant>,
+    key: Option<&TsigKey>,
 ) -> Arc<Survey> {
     let fp = pods_fingerprint(pods);
     let max_age = ctx.settings.survey_max_age;
@@ -129,7 +132,7 @@ pub async fn survey(
     let mut served = BTreeMap::new();
     for p in pods.iter().filter(|p| p.ready) {
         let target = ctx.target(&p.pod);
-        match target.serials(&list).await {
+        match target.serials(&list, key).await {
             Ok(serials) => {
                 served.insert(p.pod.name.clone(), serials);
             }

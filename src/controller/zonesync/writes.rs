@@ -626,6 +626,9 @@ pub struct ZoneReport {
     pub servers: Option<BTreeMap<String, u32>>,
     /// `None`: keep what the status says; `Some(None)` clears it.
     pub dnssec: Option<Option<crate::api::ZoneDnssecStatus>>,
+    /// See [`crate::api::BindZoneStatus::applied_plan`]. `None`: keep what
+    /// the status says; `Some(None)` clears it.
+    pub applied_plan: Option<Option<String>>,
 }
 
 /// `N/M` servers at `serial` (`None` without servers or serial).
@@ -650,6 +653,7 @@ pub fn zone_status(zone: &BindZone, report: &ZoneReport) -> BindZoneStatus {
         record_count: report.record_count.or(old.record_count),
         servers: report.servers.clone().unwrap_or(old.servers),
         in_sync: None,
+        applied_plan: report.applied_plan.clone().unwrap_or(old.applied_plan),
         dnssec: report.dnssec.clone().unwrap_or(old.dnssec),
         conditions: old.conditions,
     };

@@ -34,8 +34,6 @@ use crate::api::{
     BindCluster, BindClusterSpec, BindTSIGKey, BindTSIGKeySpec, BindZone, CatalogSpec, Phase,
     SecretKeyRef,
 };
-use crate::bind::commands::dig_soa;
-use crate::bind::parse::parse_dig_soa;
 use crate::bind::render::render_keys_conf;
 use crate::bind::{KeyName, TsigAlgorithm, TsigKey, TsigSecret, ZoneName};
 use crate::controller::exec::{ObservedExecutor, PodExecutor, PodRef};
@@ -79,8 +77,9 @@ pub struct BenchEnv {
     pub transfer_key: TsigKey,
     pub update_key: TsigKey,
     pub zones: Vec<ZoneName>,
-    stop: Option<oneshot::Sender<()>>,
-    controllers: Option<JoinHandle<()>>,
+    /// The running controllers' stop signal and task (replaced by
+    /// [`BenchEnv::restart_controllers`]).
+    controllers: std::sync::Mutex<Option<(oneshot::Sender<()>, JoinHandle<()>)>>,
     operator: Option<OperatorSide>,
 }
 
@@ -122,16 +121,8 @@ impl BenchEnv {
         let log = ExecLog::default();
         let raw = runtime.executor();
         let exec = Arc::new(counting(Arc::new(raw.clone()), log.clone()));
-        let (stop, stopped) = oneshot::channel::<()>();
         let operator = OperatorSide::start(mem.service())?;
-        let controllers = operator.spawn(crate::controller::run(
-            operator.client.clone(),
-            exec.clone(),
-            Arc::new(runtime.network()),
-            async move {
-                let _ = stopped.await;
-            },
-        ));
+        let controllers = spawn_controllers(&operator, &exec, &runtime);
         Ok(BenchEnv {
             mem,
             client,
@@ -143,8 +134,7 @@ impl BenchEnv {
             transfer_key: random_key(TRANSFER_KEY),
             update_key: random_key(UPDATE_KEY),
             zones: zone_names(zones),
-            stop: Some(stop),
-            controllers: Some(controllers),
+            controllers: std::sync::Mutex::new(Some(controllers)),
             operator: Some(operator),
         })
     }
@@ -305,10 +295,10 @@ impl BenchEnv {
         for t in self.targets() {
             let served = match self
                 .raw
-                .exec(&t.pod, &dig_soa(&t.layout, &self.zones))
+                .dns_serials(&t.pod, &self.zones, Some(&self.transfer_key))
                 .await
             {
-                Ok(out) => parse_dig_soa(&out.stdout),
+                Ok(served) => served,
                 Err(e) => return Some(format!("pod {} does not answer: {e}", t.pod)),
             };
             let missing = self
@@ -392,17 +382,57 @@ impl BenchEnv {
         t.role == PodRole::Primary
     }
 
+    /// Stops the controllers and starts them again against the same API
+    /// and pods (an operator restart): nothing they remembered survives.
+    pub async fn restart_controllers(&self) {
+        let running = self
+            .controllers
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some((stop, task)) = running {
+            let _ = stop.send(());
+            let _ = task.await;
+        }
+        let (Some(operator), Some(runtime)) = (&self.operator, &self.runtime) else {
+            return;
+        };
+        let started = spawn_controllers(operator, &self.exec, runtime);
+        *self.controllers.lock().unwrap_or_else(|p| p.into_inner()) = Some(started);
+    }
+
     /// Stops the controllers, then every named.
     pub async fn shutdown(mut self) {
-        if let Some(stop) = self.stop.take() {
+        let running = self
+            .controllers
+            .get_mut()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some((stop, task)) = running {
             let _ = stop.send(());
-        }
-        if let Some(c) = self.controllers.take() {
-            let _ = c.await;
+            let _ = task.await;
         }
         drop(self.operator.take());
         if let Some(r) = self.runtime.take() {
             r.shutdown().await;
         }
     }
+}
+
+/// Starts the controllers on the operator's side of the process.
+fn spawn_controllers(
+    operator: &OperatorSide,
+    exec: &Arc<ObservedExecutor>,
+    runtime: &LocalRuntime,
+) -> (oneshot::Sender<()>, JoinHandle<()>) {
+    let (stop, stopped) = oneshot::channel::<()>();
+    let task = operator.spawn(crate::controller::run(
+        operator.client.clone(),
+        exec.clone(),
+        Arc::new(runtime.network()),
+        async move {
+            let _ = stopped.await;
+        },
+    ));
+    (stop, task)
 }

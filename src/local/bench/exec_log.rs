@@ -17,7 +17,15 @@ use crate::controller::exec::{ObservedExecutor, PodExecutor, PodRef};
 
 /// Tools a command is classified by (the first one its argv names); a
 /// shell script naming none of them counts as `sh`.
-const TOOLS: [&str; 5] = ["nsupdate", "dig", "rndc", "named-checkconf", "dns-update"];
+const TOOLS: [&str; 7] = [
+    "nsupdate",
+    "dig",
+    "rndc",
+    "named-checkconf",
+    "dns-update",
+    "dns-soa",
+    "dns-axfr",
+];
 
 /// One finished exec call.
 #[derive(Debug, Clone)]

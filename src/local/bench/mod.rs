@@ -34,6 +34,11 @@
 //!   primary Pod is deleted and its return measured ([`primary_restart`]): every
 //!   zone served on the new primary, DNSRecord status writes (target 0),
 //!   the secondaries answering throughout.
+//! - **restart**: like batched at [`BenchOptions::restart_records`]; once
+//!   everything answers and the operator has been quiet for a moment, the
+//!   controllers are stopped and started again against the same API and
+//!   pods, and what the restart cost until the operator is quiet again is
+//!   counted (DNS writes, transfers, execs, API writes).
 //!
 //! Measured per scenario ([`report::ScenarioResult`]): time from the first
 //! write until every record answers on the primary and on each secondary
@@ -125,6 +130,10 @@ pub const TARGET_PER_RECORD_GROWTH: f64 = 1.5;
 pub const TARGET_WRITES_PER_RECORD: f64 = 2.0;
 /// The operator's peak heap per record at [`TARGET_BIG_RECORDS`], bytes.
 pub const TARGET_BYTES_PER_RECORD: u64 = 8 * 1024;
+/// Default records of the restart scenario (over `zones`).
+pub const DEFAULT_RESTART_RECORDS: usize = 100_000;
+/// Issue 30: a restarted operator is quiet again within this.
+pub const TARGET_RESTART_QUIET: Duration = Duration::from_secs(10);
 /// In a converged cluster the periodic check may run one dig per pod per
 /// this long; nothing else may run, and the operator writes nothing.
 pub const CONVERGED_CHECK_PERIOD: Duration = Duration::from_secs(60);
@@ -151,6 +160,8 @@ pub struct BenchOptions {
     pub primary_restart_zones: usize,
     /// DNSRecords per zone of the primary-restart scenario.
     pub primary_restart_records: usize,
+    /// Records of the restart scenario (over `zones`).
+    pub restart_records: usize,
     /// BindZones the records are spread over.
     pub zones: usize,
     /// Records of the per-record baseline; 0 skips it. It runs right after
@@ -184,6 +195,7 @@ impl Default for BenchOptions {
             latency_records: DEFAULT_LATENCY_RECORDS,
             primary_restart_zones: DEFAULT_PRIMARY_RESTART_ZONES,
             primary_restart_records: DEFAULT_PRIMARY_RESTART_RECORDS,
+            restart_records: DEFAULT_RESTART_RECORDS,
             zones: DEFAULT_ZONES,
             baseline_records: DEFAULT_BASELINE_RECORDS,
             replicas: 2,
@@ -289,6 +301,9 @@ fn plan(opts: &BenchOptions) -> Vec<Planned> {
                 .saturating_mul(opts.primary_restart_records),
             opts.primary_restart_zones,
         ));
+    }
+    if on(ScenarioKind::Restart) && opts.restart_records > 0 {
+        out.push(at(ScenarioKind::Restart, opts.restart_records, opts.zones));
     }
     out
 }
@@ -419,6 +434,7 @@ mod tests {
                 (ScenarioKind::Latency, 50),
                 (ScenarioKind::Converged, 1_000),
                 (ScenarioKind::PrimaryRestart, 2_000),
+                (ScenarioKind::Restart, 100_000),
             ]
         );
         assert_eq!(plan(&opts)[4].zones, 1_000);

@@ -16,8 +16,8 @@ use super::latency::LatencyResult;
 use super::{
     BenchOptions, GOAL_AT_ONCE, TARGET_AT_ONCE, TARGET_AT_ONCE_EXECS, TARGET_BIG,
     TARGET_BIG_RECORDS, TARGET_BYTES_PER_RECORD, TARGET_LATENCY_P50_MS, TARGET_LATENCY_P99_MS,
-    TARGET_PER_RECORD_GROWTH, TARGET_RESTART_SERVED, TARGET_SECONDARY, TARGET_SECONDARY_RECORDS,
-    TARGET_SPEEDUP, TARGET_WRITES_PER_RECORD,
+    TARGET_PER_RECORD_GROWTH, TARGET_RESTART_QUIET, TARGET_RESTART_SERVED, TARGET_SECONDARY,
+    TARGET_SECONDARY_RECORDS, TARGET_SPEEDUP, TARGET_WRITES_PER_RECORD,
 };
 
 /// Which write path a scenario measured.
@@ -39,16 +39,20 @@ pub enum ScenarioKind {
     /// Batched, then the converged cluster's primary Pod deleted (see
     /// [`super::primary_restart`]).
     PrimaryRestart,
+    /// Batched, then the controllers stopped and started again against
+    /// the same API and pods (an operator restart).
+    Restart,
 }
 
 impl ScenarioKind {
-    pub const ALL: [ScenarioKind; 6] = [
+    pub const ALL: [ScenarioKind; 7] = [
         ScenarioKind::Batched,
         ScenarioKind::Baseline,
         ScenarioKind::AtOnce,
         ScenarioKind::Converged,
         ScenarioKind::Latency,
         ScenarioKind::PrimaryRestart,
+        ScenarioKind::Restart,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -59,6 +63,7 @@ impl ScenarioKind {
             ScenarioKind::Converged => "converged",
             ScenarioKind::Latency => "latency",
             ScenarioKind::PrimaryRestart => "primary-restart",
+            ScenarioKind::Restart => "restart",
         }
     }
 }
@@ -78,8 +83,8 @@ impl std::str::FromStr for ScenarioKind {
             .find(|k| k.as_str() == s)
             .ok_or_else(|| {
                 format!(
-                    "unknown scenario {s:?} (batched, baseline, at-once, converged, latency or \
-                     primary-restart)"
+                    "unknown scenario {s:?} (batched, baseline, at-once, converged, latency, \
+                     primary-restart or restart)"
                 )
             })
     }
@@ -140,6 +145,24 @@ pub struct PrimaryRestartResult {
     pub pods: Vec<PodProgress>,
 }
 
+/// What a restart of the controllers cost (counted from the restart until
+/// the operator was quiet again).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct RestartResult {
+    /// From the restart to the operator's last DNS exchange, exec or API
+    /// write before it went quiet; `None`: never quiet within the timeout.
+    pub quiet_secs: Option<f64>,
+    /// DNS UPDATE exchanges (and nsupdate execs): writes to the zones.
+    pub dns_writes: u64,
+    /// Zone transfers the operator made.
+    pub transfers: u64,
+    pub exec_calls: u64,
+    pub exec_by_tool: BTreeMap<String, u64>,
+    pub operator_writes: u64,
+    /// BindZones and DNSRecords the API holds.
+    pub objects: u64,
+}
+
 /// One scenario's numbers. Times are seconds since the first write (t0).
 #[derive(Debug, Clone, Serialize)]
 pub struct ScenarioResult {
@@ -195,6 +218,8 @@ pub struct ScenarioResult {
     pub latency: Option<LatencyResult>,
     /// Primary-restart: what the primary's deletion cost.
     pub primary_restart: Option<PrimaryRestartResult>,
+    /// Restart: what the restart cost.
+    pub restart: Option<RestartResult>,
     /// Direct queries for random records after the run, over all pods.
     pub sampled: usize,
     pub sampled_ok: usize,
@@ -552,6 +577,48 @@ fn verdicts(scenarios: &[ScenarioResult], comparison: Option<&Comparison>) -> Ve
             Some(r.secondary_polls > 0 && r.secondary_polls_short == 0),
         );
     }
+    for s in scenarios.iter().filter(|s| s.kind == ScenarioKind::Restart) {
+        let Some(r) = &s.restart else {
+            push(
+                format!("{}: restart", s.label()),
+                "not converged, no restart".into(),
+                Some(false),
+            );
+            continue;
+        };
+        push(
+            format!(
+                "{}: quiet again <= {} s after the restart",
+                s.label(),
+                TARGET_RESTART_QUIET.as_secs()
+            ),
+            reached(r.quiet_secs),
+            Some(
+                r.quiet_secs
+                    .is_some_and(|q| q <= TARGET_RESTART_QUIET.as_secs_f64()),
+            ),
+        );
+        push(
+            format!("{}: DNS writes = 0", s.label()),
+            format!(
+                "{} ({} transfers, {} exec calls: {})",
+                r.dns_writes,
+                r.transfers,
+                r.exec_calls,
+                by_tool(&r.exec_by_tool)
+            ),
+            Some(r.dns_writes == 0),
+        );
+        let allowed = r.objects / 1_000;
+        push(
+            format!(
+                "{}: operator API writes <= 1 per 1,000 objects (<= {allowed})",
+                s.label()
+            ),
+            format!("{} for {} objects", r.operator_writes, thousands(r.objects)),
+            Some(r.operator_writes <= allowed),
+        );
+    }
     out
 }
 
@@ -869,6 +936,22 @@ impl BenchReport {
                 t.push_str(&columns(&rows));
             }
         }
+        for s in &self.scenarios {
+            if let Some(r) = &s.restart {
+                let _ = writeln!(
+                    t,
+                    "\nrestart: quiet after {}; {} DNS writes, {} transfers, {} exec calls \
+                     ({}), {} operator API writes for {} objects",
+                    reached(r.quiet_secs),
+                    r.dns_writes,
+                    r.transfers,
+                    r.exec_calls,
+                    by_tool(&r.exec_by_tool),
+                    r.operator_writes,
+                    thousands(r.objects)
+                );
+            }
+        }
         if !self.verdicts.is_empty() {
             let _ = writeln!(t, "\ntargets (issues 12 and 30):");
             for v in &self.verdicts {
@@ -983,6 +1066,7 @@ mod tests {
             hold: None,
             latency: None,
             primary_restart: None,
+            restart: None,
             sampled: 10,
             sampled_ok: 10,
             process_peak_rss_kib: Some(102_400),

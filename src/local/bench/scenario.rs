@@ -21,7 +21,7 @@ use kube::runtime::{WatchStreamExt as _, watcher};
 use super::alloc::{self, Side};
 use super::check::{Checker, Expected, PlannedRecord, PodTarget};
 use super::env::{BenchEnv, NAMESPACE, zone_object};
-use super::report::{HoldResult, ScenarioKind, ScenarioResult};
+use super::report::{HoldResult, RestartResult, ScenarioKind, ScenarioResult};
 use super::{BenchError, BenchOptions, CONVERGED_CHECK_PERIOD, MAX_LISTED_UPDATES, rss};
 use crate::api::{DNSRecord, DNSRecordSpec, Phase, RecordType as ApiRecordType};
 use crate::bind::commands::{local_server, nsupdate};
@@ -51,6 +51,9 @@ const SETTLE_POLL: Duration = Duration::from_millis(250);
 /// The latency scenario starts once the operator has done nothing for
 /// this long (zone setup's last writes and checks are over).
 const LATENCY_QUIET: Duration = Duration::from_secs(2);
+/// A restarted operator counts as quiet again after this long without
+/// activity.
+const RESTART_QUIET: Duration = Duration::from_secs(3);
 /// Lines of "what ran" kept for a converged hold.
 const MAX_LISTED_RAN: usize = 50;
 /// The DNSRecord resource (its plural in API paths).
@@ -179,7 +182,8 @@ async fn measure(
             ScenarioKind::Batched
             | ScenarioKind::Converged
             | ScenarioKind::Latency
-            | ScenarioKind::PrimaryRestart => create_records(env, &expected).await?,
+            | ScenarioKind::PrimaryRestart
+            | ScenarioKind::Restart => create_records(env, &expected).await?,
             ScenarioKind::AtOnce => {
                 env.seed_cluster(opts.replicas).await?;
                 create_all(env, &expected).await?
@@ -322,6 +326,7 @@ async fn measure(
         hold: None,
         latency: None,
         primary_restart: None,
+        restart: None,
         sampled,
         sampled_ok,
         process_peak_rss_kib: rss::peak_kib(),
@@ -345,7 +350,68 @@ async fn measure(
             say("not converged: the restart is skipped".into());
         }
     }
+    if setup.kind == ScenarioKind::Restart {
+        if result.complete() {
+            result.restart = Some(restart(opts, env, setup, say).await);
+        } else {
+            say("not converged: the restart is skipped".into());
+        }
+    }
     Ok(result)
+}
+
+/// Waits until the operator has been quiet (no exec or DNS exchange, no
+/// API write) for `quiet`, at most until `deadline`. Returns when its last
+/// activity was, if it went quiet.
+async fn until_quiet(env: &BenchEnv, quiet: Duration, deadline: Instant) -> Option<Instant> {
+    let mut seen = (env.log.finished(), env.writes.count());
+    let mut quiet_since = Instant::now();
+    while quiet_since.elapsed() < quiet {
+        if Instant::now() >= deadline {
+            return None;
+        }
+        tokio::time::sleep(SETTLE_POLL).await;
+        let now = (env.log.finished(), env.writes.count());
+        if now != seen {
+            seen = now;
+            quiet_since = Instant::now();
+        }
+    }
+    Some(quiet_since)
+}
+
+/// Lets the converged cluster settle, restarts the controllers against
+/// the same API and pods, and counts what they do until quiet again.
+async fn restart(
+    opts: &BenchOptions,
+    env: &BenchEnv,
+    setup: &Setup,
+    say: &impl Fn(String),
+) -> RestartResult {
+    let _ = until_quiet(env, SETTLE_QUIET, Instant::now() + SETTLE_MAX).await;
+    say("converged; restarting the controllers".into());
+    let t0 = Instant::now();
+    env.restart_controllers().await;
+    // Quiet counts only once the new controllers made their first move.
+    let first = Instant::now() + opts.timeout;
+    while env.log.window(t0, Instant::now()).is_empty() && Instant::now() < first {
+        tokio::time::sleep(SETTLE_POLL).await;
+    }
+    let last = until_quiet(env, RESTART_QUIET, t0 + opts.timeout).await;
+    let t1 = Instant::now();
+    let calls = env.log.window(t0, t1);
+    let summary = env.log.summary(t0, t1);
+    let count = |tools: &[&str]| calls.iter().filter(|c| tools.contains(&c.tool)).count() as u64;
+    RestartResult {
+        quiet_secs: last.map(|l| secs(l.saturating_duration_since(t0))),
+        dns_writes: count(&["dns-update", "nsupdate"]),
+        transfers: count(&["dns-axfr"])
+            + calls.iter().filter(|c| c.verb == "dig_axfr").count() as u64,
+        exec_calls: count(&["sh", "rndc", "named-checkconf", "dig", "nsupdate"]),
+        exec_by_tool: summary.by_tool,
+        operator_writes: env.writes.window(t0, t1).len() as u64,
+        objects: (setup.records + setup.zones) as u64,
+    }
 }
 
 /// Waits until the operator has been quiet (no exec, no API write) for
@@ -376,7 +442,8 @@ async fn hold(
     let mut digs: BTreeMap<&str, u64> = pods.iter().map(|p| (p.pod.name.as_str(), 0)).collect();
     let mut beyond = 0;
     for c in &execs {
-        if c.tool == "dig" {
+        // The periodic check's serial reads (over DNS since issue 30).
+        if c.tool == "dig" || c.tool == "dns-soa" {
             *digs.entry(c.pod.as_str()).or_default() += 1;
         } else {
             beyond += 1;
@@ -491,6 +558,7 @@ async fn measure_latency(
         hold: None,
         latency: Some(latency),
         primary_restart: None,
+        restart: None,
         sampled: 0,
         sampled_ok: 0,
         process_peak_rss_kib: rss::peak_kib(),

@@ -27,8 +27,6 @@
 //! writers, the cluster (statuses, annotation). Key material stays in
 //! [`TsigKey`]s: never in a log line, status or error.
 
-pub mod served;
-
 use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
@@ -327,7 +325,7 @@ pub async fn apply(
         if let Some(snap) = known {
             return Ok((snap.served, false));
         }
-        let mut served = transfer(&primary, &pod, zname, xfer, &desired).await?;
+        let mut served = transfer(&primary, &pod, zname, xfer).await?;
         let mut batch = diff(zname, &desired, &served);
         if !manage_apex {
             batch.apex_ns = None;
@@ -358,7 +356,7 @@ pub async fn apply(
         }
         if wrote {
             // What the server kept: BIND answers NOERROR to an add it drops.
-            served = transfer(&primary, &pod, zname, xfer, &desired).await?;
+            served = transfer(&primary, &pod, zname, xfer).await?;
         }
         Ok::<_, ServerError>((Arc::new(served), wrote))
     };
@@ -418,6 +416,8 @@ pub async fn apply(
         record_count: Some(u32::try_from(desired.rrsets.len()).unwrap_or(u32::MAX)),
         servers: Some(servers),
         dnssec: Some(None),
+        // An external zone is transferred on every pass; no plan to trust.
+        applied_plan: Some(None),
     };
     let mut want = Applied {
         type_: Some(
@@ -441,7 +441,6 @@ async fn transfer(
     pod: &PodRef,
     zone: &ZoneName,
     key: &TsigKey,
-    desired: &Desired,
 ) -> Result<Served, ServerError> {
     let failed = |reason: String| ServerError::Transfer {
         zone: zone.to_string(),
@@ -454,8 +453,8 @@ async fn transfer(
         }
         e => failed(e.to_string()),
     })?;
-    served::from_axfr(zone, &records, desired)
-        .ok_or_else(|| failed("the transfer carried no SOA".into()))
+    // Canonical rdata, compared with the wanted records in wire form.
+    Served::from_records(zone, &records).ok_or_else(|| failed("the transfer carried no SOA".into()))
 }
 
 /// The zone's serial on the primary and on each listed secondary, by

@@ -29,11 +29,13 @@
 //! and the primary pod.
 //!
 //! How the primary's contents are known without trusting memory: the SOA
-//! serial is read first (a fresh `dig` when the plan changed; the cluster's
+//! serial is read first (a fresh SOA query when the plan changed; the cluster's
 //! shared survey on periodic checks; nothing when a snapshot a few seconds
 //! old is on hand), the remembered snapshot is used only when its serial
-//! still matches and the primary pod was not restarted since, else the
-//! zone is transferred (AXFR).
+//! still matches and the primary pod was not restarted since; after an
+//! operator restart, the zone's status when it still shows that serial for
+//! the same plan (`status.appliedPlan`); else the zone is transferred
+//! (AXFR over DNS).
 //!
 //! Touches BIND pods (exec) only; statuses are written by the caller.
 
@@ -84,6 +86,14 @@ pub struct Converged {
     /// Owned RRsets another client had changed since this process last
     /// saw them served as planned, written back by this pass.
     pub restored: Vec<RrKey>,
+    /// The plan's fingerprint when `served` holds every RRset of it (see
+    /// [`crate::api::BindZoneStatus::applied_plan`]).
+    pub plan: Option<u64>,
+}
+
+/// A plan fingerprint as `status.appliedPlan` shows it.
+pub fn plan_text(fingerprint: u64) -> String {
+    format!("{fingerprint:016x}")
 }
 
 /// Why a convergence did not happen.

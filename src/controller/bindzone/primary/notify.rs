@@ -78,7 +78,7 @@ async fn renotify_view(
     }
     tracing::info!(zone = %zone, view = %view, "a secondary's view lags behind the primary; sending NOTIFY");
     target.notify(zone, Some(view)).await?;
-    if let Some(cat_serial) = target.serial_of(catalog, Some(view)).await?
+    if let Some(cat_serial) = target.serial_of(catalog, Some(view), None).await?
         && behind(
             view_secondaries(ctx, inputs, primary, catalog, view).await,
             cat_serial,

@@ -23,6 +23,7 @@ pub(super) async fn unchanged(job: &Job<'_>, snap: &Snapshot, age: Duration) -> 
     tracing::debug!(zone = %job.zname(), age_ms = age.as_millis() as u64, "zone verified recently; nothing to do");
     let lagging = catch_up(job, snap).await;
     Converged {
+        plan: complete(job, &snap.served),
         served: snap.served.clone(),
         wrote: false,
         next_check: if lagging {
@@ -39,6 +40,17 @@ pub(super) async fn unchanged(job: &Job<'_>, snap: &Snapshot, age: Duration) -> 
     }
 }
 
+/// The plan's fingerprint when `served` holds all of it (an RRset hidden
+/// by another client's data is not written, so such a plan is not).
+fn complete(job: &Job<'_>, served: &crate::controller::zonesync::diff::Served) -> Option<u64> {
+    let desired = &job.plan.desired;
+    desired
+        .rrsets
+        .keys()
+        .all(|k| served.holds(k, desired))
+        .then_some(job.plan.fingerprint)
+}
+
 /// Remembers what a successful pass left on the primary.
 pub(super) fn remember(job: &Job<'_>, written: Written) -> Converged {
     job.ctx.state.set_snapshot(
@@ -51,6 +63,7 @@ pub(super) fn remember(job: &Job<'_>, written: Written) -> Converged {
         }),
     );
     Converged {
+        plan: complete(job, &written.served),
         served: written.served,
         wrote: written.wrote,
         next_check: job.ctx.settings.verify_interval,
@@ -108,6 +121,7 @@ async fn catch_up(job: &Job<'_>, snap: &Snapshot) -> bool {
         memory,
         zone,
         Some(recent),
+        Some(&inputs.keys.transfer),
     )
     .await;
     lags()

@@ -500,7 +500,21 @@ fn served(sets: &[(&str, &str, u32, &[&str])]) -> Served {
             (n(name), rtype.to_string()),
             ServedSet {
                 ttl: *ttl,
-                values: values.iter().map(|v| v.to_string()).collect(),
+                // As a transfer yields them: the operator's wire form.
+                values: values
+                    .iter()
+                    .map(|v| match rtype.parse::<RecordType>() {
+                        Ok(t) => crate::bind::wire::rdata::encode(
+                            &crate::bind::Rdata::parse(
+                                t,
+                                v,
+                                &ZoneName::parse("example.com").unwrap(),
+                            )
+                            .unwrap(),
+                        ),
+                        Err(_) => v.as_bytes().to_vec(),
+                    })
+                    .collect(),
             },
         );
     }

@@ -10,22 +10,24 @@
 //!   [`PodExecutor::dns_update`]; no exec): one or more messages per zone,
 //!   each RRset replace atomic inside its message, a zone's messages in
 //!   order on one connection, [`UPDATES_AT_ONCE`] zones at once; the SOA
-//!   serials of the zones that want them read back in one `dig` exec,
-//!   off the round (the pod's next round does not wait for it);
+//!   serials of the zones that want them read back over DNS, pipelined on
+//!   one connection per signing key, off the round (the pod's next round
+//!   does not wait for it);
 //! - catalog membership changes (joins and leaves of every zone of the
 //!   round) merged into one UPDATE message per catalog and key (split only
 //!   past the 64 KiB message cap, ~600 members), sent with them:
 //!   the catalog's serial moves once and secondaries fetch one catalog
 //!   version instead of one per zone;
-//! - SOA serial reads of all zones asked in one `dig` (past
-//!   [`ZONES_PER_DIG`] zones, their names on its stdin).
+//! - SOA serial reads of all zones asked, over DNS from the operator
+//!   ([`PodExecutor::dns_serials`]): pipelined queries on one connection
+//!   per signing key.
 //!
 //! What a first sync (zones and their DNSRecords applied at once) costs:
 //! the new zones wait until the first sync's DNSRecords stop arriving and
 //! carry their finalizers (see `bindzone::primary`), then reach the pod
-//! together, as one wave (or a few). Per wave: on the primary, one `dig`
-//! of the wave's serials (and the catalog's); on each secondary nothing,
-//! unless the catalog is missing (one `dig` of its serial there); then one
+//! together, as one wave (or a few). Per wave: on the primary, one SOA
+//! read of the wave's serials (and the catalog's); on each secondary
+//! nothing, unless the catalog is missing (one SOA read there); then one
 //! round on the primary: one `apply_zones` run creating every zone of the
 //! wave with all its records in its file (and the missing catalog beside
 //! them), and one UPDATE with the joins of the zones it created in
@@ -62,7 +64,7 @@
 //! stanza file, so finding which zones exist costs no rndc call either.
 //! Secondary-type BindZones still use `addzone` (see [`super`]).
 //!
-//! Commands that are not batched (AXFR, rndc on views, DNSSEC reads) still
+//! Operations that are not batched (AXFR, rndc on views, DNSSEC reads) still
 //! go through [`Batcher::unbatched`], which bounds how many run at once, so
 //! many concurrent zone reconciles never open hundreds of exec streams.
 //!
@@ -77,17 +79,16 @@ use tokio::sync::{Semaphore, oneshot};
 use futures::StreamExt as _;
 
 use crate::bind::ZoneName;
-use crate::bind::commands::{
-    WriteKind, ZoneApplied, ZoneWrite, apply_zones, dig_soa, dig_soa_many, parse_apply_zones,
-};
+use crate::bind::commands::{WriteKind, ZoneApplied, ZoneWrite, apply_zones, parse_apply_zones};
 use crate::bind::nsupdate::{RrsetChange, UpdateBatch};
-use crate::bind::parse::{RndcError, parse_dig_soa, parse_rndc_error};
+use crate::bind::parse::{RndcError, parse_rndc_error};
 use crate::bind::wire::{self, UpdateMessage};
 use crate::bind::zone::PrimaryZone;
 use crate::bind::{DomainName, RecordType, TsigKey, ViewName};
 use crate::controller::exec::{ExecError, PodExecutor, PodRef};
 
-use super::{CatalogJoin, Created, ServerError, ZONES_PER_DIG};
+use super::{CatalogJoin, Created, ServerError, read_failure};
+use crate::controller::exec::DNS_SOA;
 
 /// Unbatched commands running at once through one [`Batcher`] (what the
 /// zone controller's concurrency used to bound).
@@ -110,13 +111,19 @@ pub const ZONE_GATHER_ROUNDS: usize = 10;
 
 type Reply<T> = oneshot::Sender<Result<T, ServerError>>;
 
-/// Zones whose serials one request wants, and where to send them.
-type SerialRead = (Vec<ZoneName>, Reply<BTreeMap<ZoneName, u32>>);
+/// Zones whose serials one request wants, the key signing the queries,
+/// and where to send them.
+type SerialRead = (
+    Vec<ZoneName>,
+    Option<TsigKey>,
+    Reply<BTreeMap<ZoneName, u32>>,
+);
 
 /// One queued request.
 enum Request {
     Serials {
         zones: Vec<ZoneName>,
+        key: Option<TsigKey>,
         reply: Reply<BTreeMap<ZoneName, u32>>,
     },
     /// A primary zone to list, change or unlist; with a catalog join to
@@ -291,10 +298,12 @@ impl Batcher {
         exec: &Arc<dyn PodExecutor>,
         pod: &PodRef,
         zones: &[ZoneName],
+        key: Option<&TsigKey>,
     ) -> Result<BTreeMap<ZoneName, u32>, ServerError> {
         let (reply, rx) = oneshot::channel();
         let zones = zones.to_vec();
-        self.submit(exec, pod, Request::Serials { zones, reply });
+        let key = key.cloned();
+        self.submit(exec, pod, Request::Serials { zones, key, reply });
         received(rx, pod).await
     }
 
@@ -570,7 +579,7 @@ async fn round(exec: &Arc<dyn PodExecutor>, pod: &PodRef, requests: Vec<Request>
                 read_serial,
                 reply,
             } => updates.push((zone, messages, key, read_serial, vec![reply])),
-            Request::Serials { zones, reply } => reads.push((zones, reply)),
+            Request::Serials { zones, key, reply } => reads.push((zones, key, reply)),
             Request::Member {
                 catalog,
                 change,
@@ -889,9 +898,9 @@ impl MemberGroup {
 
 /// Sends the round's updates straight to the pod's DNS port: a zone's
 /// requests in order on one connection, up to [`UPDATES_AT_ONCE`] zones
-/// at once; then the serials the requests want, in one `dig` exec.
+/// at once; then, off the round, the serials the requests want, read
+/// over DNS with the key that signed each update.
 async fn update_round(exec: &Arc<dyn PodExecutor>, pod: &PodRef, updates: Vec<UpdateRequest>) {
-    let layout = exec.layout(pod);
     // A zone's requests stay together, in order.
     let mut by_zone: Vec<(ZoneName, Vec<UpdateRequest>)> = Vec::new();
     for u in updates {
@@ -923,13 +932,6 @@ async fn update_round(exec: &Arc<dyn PodExecutor>, pod: &PodRef, updates: Vec<Up
         .collect()
         .await;
     let sent: Vec<(UpdateRequest, Result<(), ServerError>)> = sent.into_iter().flatten().collect();
-    let read_back: Vec<ZoneName> = sent
-        .iter()
-        .filter(|(u, r)| u.3 && r.is_ok())
-        .map(|(u, _)| u.0.clone())
-        .collect::<BTreeSet<_>>()
-        .into_iter()
-        .collect();
     // Answered now: what failed or wants no serial.
     let (reading, done): (Vec<_>, Vec<_>) = sent.into_iter().partition(|(u, r)| u.3 && r.is_ok());
     for ((_, _, _, _, replies), result) in done {
@@ -937,27 +939,40 @@ async fn update_round(exec: &Arc<dyn PodExecutor>, pod: &PodRef, updates: Vec<Up
             let _ = reply.send(result.as_ref().map(|()| None).map_err(copy_update));
         }
     }
-    if read_back.is_empty() {
+    if reading.is_empty() {
         return;
     }
     // The serials read back off the pod's round: the next round's UPDATEs
     // (other zones; this zone's next write waits for this reply anyway)
-    // need not wait for a dig.
+    // need not wait for them. Read with the key that signed the update
+    // (in a view, the view's: it lands there), one pipelined read per key.
     let (exec, pod) = (exec.clone(), pod.clone());
     tokio::spawn(async move {
-        let cmd = if read_back.len() > ZONES_PER_DIG {
-            dig_soa_many(&layout, &read_back)
-        } else {
-            dig_soa(&layout, &read_back)
-        };
-        let serials = exec
-            .exec(&pod, &cmd)
-            .await
-            .map(|o| parse_dig_soa(&o.stdout));
+        let mut read_back: Vec<(TsigKey, BTreeSet<ZoneName>)> = Vec::new();
+        for ((zone, _, key, _, _), _) in &reading {
+            match read_back.iter_mut().find(|(k, _)| k == key) {
+                Some((_, zones)) => {
+                    zones.insert(zone.clone());
+                }
+                None => read_back.push((key.clone(), BTreeSet::from([zone.clone()]))),
+            }
+        }
+        let mut serials: Result<BTreeMap<ZoneName, u32>, ServerError> = Ok(BTreeMap::new());
+        for (key, zones) in read_back {
+            let zones: Vec<ZoneName> = zones.into_iter().collect();
+            match exec.dns_serials(&pod, &zones, Some(&key)).await {
+                Ok(found) => {
+                    if let Ok(all) = &mut serials {
+                        all.extend(found);
+                    }
+                }
+                Err(e) => serials = Err(read_failure(&pod, DNS_SOA, e)),
+            }
+        }
         for ((zone, _, _, _, replies), _) in reading {
             let result = || match &serials {
                 Ok(s) => Ok(s.get(&zone).copied()),
-                Err(e) => Err(unreachable(&pod, copy(e))),
+                Err(e) => Err(copy_server(e)),
             };
             for reply in replies {
                 let _ = reply.send(result());
@@ -978,33 +993,35 @@ fn copy_update(e: &ServerError) -> ServerError {
     }
 }
 
+/// Answers the round's serial reads: one pipelined read per signing key.
 async fn serials_round(exec: &dyn PodExecutor, pod: &PodRef, reads: Vec<SerialRead>) {
-    let layout = exec.layout(pod);
-    let all: Vec<ZoneName> = reads
-        .iter()
-        .flat_map(|(z, _)| z.iter().cloned())
-        .collect::<BTreeSet<_>>()
-        .into_iter()
-        .collect();
-    // One dig run for the whole round: past one argv's share, the names
-    // go on stdin.
-    let cmd = if all.len() > ZONES_PER_DIG {
-        dig_soa_many(&layout, &all)
-    } else {
-        dig_soa(&layout, &all)
-    };
-    let (served, failure) = match exec.exec(pod, &cmd).await {
-        Ok(o) => (parse_dig_soa(&o.stdout), None),
-        Err(e) => (BTreeMap::new(), Some(e)),
-    };
-    for (zones, reply) in reads {
-        let result = match &failure {
-            Some(e) => Err(unreachable(pod, copy(e))),
-            None => Ok(zones
-                .iter()
-                .filter_map(|z| served.get(z).map(|s| (z.clone(), *s)))
-                .collect()),
-        };
-        let _ = reply.send(result);
+    let mut by_key: Vec<(Option<TsigKey>, Vec<SerialRead>)> = Vec::new();
+    for r in reads {
+        match by_key.iter_mut().find(|(k, _)| *k == r.1) {
+            Some((_, v)) => v.push(r),
+            None => by_key.push((r.1.clone(), vec![r])),
+        }
+    }
+    for (key, reads) in by_key {
+        let all: Vec<ZoneName> = reads
+            .iter()
+            .flat_map(|(z, _, _)| z.iter().cloned())
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let served = exec
+            .dns_serials(pod, &all, key.as_ref())
+            .await
+            .map_err(|e| read_failure(pod, DNS_SOA, e));
+        for (zones, _, reply) in reads {
+            let result = match &served {
+                Err(e) => Err(copy_server(e)),
+                Ok(served) => Ok(zones
+                    .iter()
+                    .filter_map(|z| served.get(z).map(|s| (z.clone(), *s)))
+                    .collect()),
+            };
+            let _ = reply.send(result);
+        }
     }
 }

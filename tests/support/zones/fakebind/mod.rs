@@ -18,10 +18,12 @@ mod model;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
 
-use bind_operator::bind::TsigKey;
 use bind_operator::bind::commands::Command;
 use bind_operator::bind::layout::PodLayout;
+use bind_operator::bind::wire::codec::wire_name;
 use bind_operator::bind::wire::{Op, Rcode, UpdateMessage, WireError};
+use bind_operator::bind::wire::{Record, rdata};
+use bind_operator::bind::{Rdata, RecordType, TsigKey, ZoneName};
 use bind_operator::controller::exec::{ExecError, ExecOutput, PodExecutor, PodRef};
 use futures::FutureExt as _;
 use futures::future::BoxFuture;
@@ -95,6 +97,10 @@ impl FakeBind {
     /// Calls of `kind`.
     pub fn count_kind(&self, kind: Kind) -> usize {
         self.with(|i| i.calls.iter().filter(|c| c.kind == kind).count())
+    }
+
+    fn is_down(&self, pod: &PodRef) -> bool {
+        self.with(|i| i.pods.get(&pod.name).is_some_and(|p| p.down))
     }
 
     /// Takes a pod's named down (true) or back up (false).
@@ -428,6 +434,59 @@ impl FakeBind {
     }
 }
 
+fn fake_addr() -> std::net::SocketAddr {
+    std::net::SocketAddr::from(([127, 0, 0, 1], 5353))
+}
+
+/// What connecting to a stopped named gives.
+fn refused_connection() -> WireError {
+    WireError::Connect {
+        addr: fake_addr(),
+        source: std::io::ErrorKind::ConnectionRefused.into(),
+    }
+}
+
+/// A zone of the model as an AXFR yields it: the SOA first, then every
+/// RRset, rdata in the operator's wire form (values the operator cannot
+/// parse, only ever written by a test, as their text bytes).
+fn transfer_records(zone: &ZoneName, sim: &ZoneSim) -> Vec<Record> {
+    let (m, r, timers) = &sim.soa_rest;
+    let mut soa = wire_name(m);
+    soa.extend(wire_name(r));
+    soa.extend_from_slice(&sim.serial.to_be_bytes());
+    for t in timers.split_whitespace() {
+        soa.extend_from_slice(&t.parse::<u32>().unwrap_or_default().to_be_bytes());
+    }
+    let mut out = vec![Record {
+        name: wire_name(zone.as_str()),
+        rtype: 6,
+        class: 1,
+        ttl: 300,
+        rdata: soa,
+    }];
+    for ((name, rtype), (ttl, values)) in &sim.rrsets {
+        if rtype == "SOA" {
+            continue;
+        }
+        let Ok(t) = rtype.parse::<RecordType>() else {
+            continue;
+        };
+        for v in values {
+            let rdata = Rdata::parse(t, v, zone)
+                .map(|rd| rdata::encode(&rd))
+                .unwrap_or_else(|_| v.as_bytes().to_vec());
+            out.push(Record {
+                name: wire_name(name),
+                rtype: rdata::type_code(t),
+                class: 1,
+                ttl: *ttl,
+                rdata,
+            });
+        }
+    }
+    out
+}
+
 /// The typed UPDATE messages in the model's line form, each opened by
 /// the key that signs it (name and algorithm only) and closed by `send`:
 /// what the fake applies and what tests read back from [`Call::stdin`].
@@ -509,7 +568,7 @@ impl PodExecutor for FakeBind {
         key: &'a TsigKey,
     ) -> BoxFuture<'a, Result<usize, WireError>> {
         async move {
-            let addr = std::net::SocketAddr::from(([127, 0, 0, 1], 5353));
+            let addr = fake_addr();
             let zone = messages.first().map(|m| m.zone.as_str().to_string());
             let text = transcript(messages, key);
             let cmd = Command {
@@ -538,6 +597,80 @@ impl PodExecutor for FakeBind {
                 })
             };
             self.record(pod, Kind::Nsupdate, &cmd, zone, result.is_ok());
+            result
+        }
+        .boxed()
+    }
+
+    /// Serials from the model, recorded as a [`Kind::DigSoa`] call (its
+    /// argv names the zones asked).
+    fn dns_serials<'a>(
+        &'a self,
+        pod: &'a PodRef,
+        zones: &'a [ZoneName],
+        key: Option<&'a TsigKey>,
+    ) -> BoxFuture<'a, Result<BTreeMap<ZoneName, u32>, WireError>> {
+        async move {
+            let mut argv = vec!["dns-soa".to_string()];
+            argv.extend(zones.iter().map(|z| z.fqdn()));
+            let cmd = Command {
+                argv,
+                stdin: key.map(|k| format!("key {}:{} (signed)", k.algorithm, k.name)),
+            };
+            let first = zones.first().map(|z| z.as_str().to_string());
+            let result = if self.is_down(pod) {
+                Err(refused_connection())
+            } else {
+                Ok(self.with(|i| {
+                    zones
+                        .iter()
+                        .filter_map(|z| {
+                            Self::served_zone(i, &pod.name, z.as_str())
+                                .map(|sim| (z.clone(), sim.serial))
+                        })
+                        .collect()
+                }))
+            };
+            self.record(pod, Kind::DigSoa, &cmd, first, result.is_ok());
+            result
+        }
+        .boxed()
+    }
+
+    /// The zone from the model as a transfer's records (rdata in wire
+    /// form), recorded as a [`Kind::Axfr`] call; refused unless the zone's
+    /// clause allows the key.
+    fn dns_transfer<'a>(
+        &'a self,
+        pod: &'a PodRef,
+        zone: &'a ZoneName,
+        key: &'a TsigKey,
+    ) -> BoxFuture<'a, Result<Vec<Record>, WireError>> {
+        async move {
+            let cmd = Command {
+                argv: vec!["dns-axfr".into(), zone.fqdn()],
+                stdin: Some(format!("key {}:{} (signed)", key.algorithm, key.name)),
+            };
+            let result = if self.is_down(pod) {
+                Err(refused_connection())
+            } else {
+                self.with(|i| match Self::served_zone(i, &pod.name, zone.as_str()) {
+                    Some(sim) if sim.clause.contains(&format!("key \"{}\"", key.name)) => {
+                        Ok(transfer_records(zone, sim))
+                    }
+                    _ => Err(WireError::Rejected {
+                        addr: fake_addr(),
+                        rcode: Rcode::NotAuth,
+                    }),
+                })
+            };
+            self.record(
+                pod,
+                Kind::Axfr,
+                &cmd,
+                Some(zone.as_str().to_string()),
+                result.is_ok(),
+            );
             result
         }
         .boxed()
