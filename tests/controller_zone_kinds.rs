@@ -7,7 +7,7 @@ use crate::support_zones as support;
 
 use std::sync::Arc;
 
-use bind_operator::api::{BindZone, Phase};
+use bind_operator::api::{BindCluster, BindZone, Phase};
 use serde_json::json;
 use support::fakebind::{FakeBind, Kind};
 use support::{CATALOG, CLUSTER, Env, PRIMARY, SECONDARY, XFER_KEY, test_settings};
@@ -93,6 +93,8 @@ async fn secondary_zone_is_added_on_every_pod_and_never_joins_the_catalog() {
 async fn zone_in_a_view_goes_to_that_view_and_its_catalog() {
     let fake = Arc::new(FakeBind::new());
     let env = Env::start(fake.clone(), test_settings()).await;
+    env.patch_spec::<BindCluster>(CLUSTER, json!({"views": [{"name": "internal"}]}))
+        .await;
     let mut z = support::zone("inside", "corp.internal");
     z.spec.view = Some("internal".into());
     env.create(z).await;
