@@ -16,13 +16,13 @@ pub mod dnsrecord;
 pub mod validation;
 
 pub use bindcluster::{
-    BindCluster, BindClusterSpec, BindClusterStatus, CatalogSpec, DnsServiceSpec, DnssecValidation,
-    ExternalTrafficPolicy, ForwardZone, ImagePullPolicy, ServiceType, StorageSpec, TrustAnchor,
+    BindCluster, BindClusterSpec, BindClusterStatus, CatalogConsumer, CatalogSpec, DnsServiceSpec, DnssecValidation,
+    ExternalSecondary, ExternalTrafficPolicy, ForwardZone, ServerAddress, ImagePullPolicy, ServiceType, StorageSpec, TrustAnchor,
     TrustAnchorType, View,
 };
 pub use bindtsigkey::{BindTSIGKey, BindTSIGKeySpec, BindTSIGKeyStatus, TsigAlgorithm};
 pub use bindzone::{
-    BindZone, BindZoneSpec, BindZoneStatus, GrantMatch, SoaSpec, UpdateGrant, ZoneDnssecStatus,
+    BindZone, BindZoneSpec, BindZoneStatus, ExternalSecondaryStatus, GrantMatch, SoaSpec, UpdateGrant, ZoneDnssecStatus,
     ZonePrimary, ZoneRecord, ZoneType,
 };
 pub use common::*;

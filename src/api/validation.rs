@@ -163,3 +163,8 @@ pub const MSG_GRANTS_PRIMARY: &str =
 pub const RULE_ANCHOR_FIELDS: &str = "self.type.endsWith('-ds') ? (has(self.keyTag) && has(self.digestType) && has(self.digest)) : (has(self.flags) && has(self.publicKey))";
 /// Message for [`RULE_ANCHOR_FIELDS`].
 pub const MSG_ANCHOR_FIELDS: &str = "a static-ds or initial-ds anchor needs keyTag, digestType and digest; a static-key or initial-key anchor needs flags and publicKey";
+
+/// Message for [`RULE_IS_IP`] on an external secondary's or a consumed
+/// catalog primary's address.
+pub const MSG_EXTERNAL_ADDRESS_IP: &str =
+    "address must be an IP address (BIND notifies and transfers by address, not by host name)";

@@ -319,6 +319,7 @@ impl Collector {
                 allow_transfer: Vec::new(),
                 dnssec_policy: None,
                 update_policy: Vec::new(),
+                external_secondaries: None,
             },
             status: None,
         };

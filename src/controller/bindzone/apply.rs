@@ -243,6 +243,7 @@ fn served_report(
         record_count: Some(u32::try_from(desired.rrsets.len()).unwrap_or(u32::MAX)),
         servers: Some(servers),
         dnssec: Some(if withdrawn { None } else { dnssec_state }),
+        external_secondaries: None,
     };
     (report, soon)
 }
@@ -308,6 +309,7 @@ async fn secondary_zone(
                 record_count: None,
                 servers: Some(s.servers),
                 dnssec: None,
+                external_secondaries: None,
             };
             finish(ctx, zone, &report, applied, &out.applied).await?;
             Ok(Action::requeue(s.next_check))
@@ -431,6 +433,7 @@ fn problem(phase: Phase, reason: &'static str, message: String) -> ZoneReport {
         record_count: None,
         servers: None,
         dnssec: None,
+        external_secondaries: None,
     }
 }
 
