@@ -225,6 +225,7 @@ fn base_zone() -> BindZone {
             allow_transfer: vec![],
             update_policy: vec![],
             dnssec_policy: None,
+            external_secondaries: None,
         },
         status: None,
     }
@@ -240,7 +241,7 @@ fn validate_zone(zone: &BindZone) -> Result<ZoneConfig, ConfigError> {
             key: tsig_key(o, MATERIAL).unwrap(),
         })
         .collect();
-    zone_config(zone, &loaded, &loaded[0].key.name)
+    zone_config(zone, &loaded, &loaded[0].key.name, &[])
 }
 
 fn zone_err(zone: &BindZone) -> Option<ConfigError> {

@@ -342,6 +342,7 @@ async fn a_report_is_written_when_the_cache_predates_our_last_write() {
         record_count: None,
         servers: None,
         dnssec: None,
+        external_secondaries: None,
     };
     let zone_phase = |z: &BindZone| z.status.as_ref().and_then(|s| s.phase);
 

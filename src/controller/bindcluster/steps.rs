@@ -5,6 +5,7 @@
 //! Touches the cluster (applies, Events, status) and pods (executor).
 //! Never logs rendered keys.conf.
 
+use crate::bind::render::ExternalSecondary;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -207,6 +208,7 @@ pub async fn notify(
     files: &RenderedFiles,
     transfer_key: &KeyName,
     view_keys: &[(ViewName, KeyName)],
+    external: &[ExternalSecondary],
     outcome: &mut Outcome,
 ) {
     let name = cluster.name_any();
@@ -237,6 +239,7 @@ pub async fn notify(
         &targets,
         transfer_key,
         view_keys,
+        external,
     )
     .await;
     match result {

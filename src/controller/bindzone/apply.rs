@@ -29,7 +29,7 @@ use crate::render::validate::{PrimaryZoneConfig, ZoneConfig};
 use super::applied::Applied;
 use super::primary::{Converged, Failure};
 use super::read::{self, Blocked, Inputs, ZoneRead};
-use super::{Error, dnssec, primary, secondary};
+use super::{Error, dnssec, external, primary, secondary};
 
 use crate::api::{
     REASON_CLUSTER_NOT_FOUND, REASON_FOREIGN_CONFLICT, REASON_SECONDARY_ZONE, REASON_SERVED,
@@ -131,14 +131,24 @@ async fn primary_zone(ctx: &ZoneContext, r: &ZoneRead) -> Result<Action, Error> 
         c.served.serial,
         &r.inputs.pods,
     );
-    let (report, signing) = served_report(zone, &out.desired, &c, servers, dnssec_state);
+    let (mut report, signing) = served_report(zone, &out.desired, &c, servers, dnssec_state);
+    let external = &r.cfg.clause.external_secondaries;
+    let observed =
+        external::observe(&r.cfg.clause.zone, external, &r.inputs, c.served.serial).await;
+    let lagging = observed.iter().any(|e| !e.caught_up);
+    report.external_secondaries = Some(observed);
     finish(ctx, zone, &report, &r.applied, &out.applied).await?;
+    let next_check = if lagging {
+        external::LAGGING_RECHECK.min(c.next_check)
+    } else {
+        c.next_check
+    };
     Ok(Action::requeue(if signing {
         DNSSEC_RECHECK.min(c.next_check)
     } else if c.wrote {
-        ctx.settings.recheck_after_write.min(c.next_check)
+        ctx.settings.recheck_after_write.min(next_check)
     } else {
-        c.next_check
+        next_check
     }))
 }
 
