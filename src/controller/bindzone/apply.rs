@@ -136,6 +136,18 @@ async fn primary_zone(ctx: &ZoneContext, r: &ZoneRead) -> Result<Action, Error> 
     let observed =
         external::observe(&r.cfg.clause.zone, external, &r.inputs, c.served.serial).await;
     let lagging = observed.iter().any(|e| !e.caught_up);
+    // One that answers with an older serial missed a NOTIFY (it was down
+    // when the change was made, and a restarted BIND waits out its refresh
+    // timer): repeat it. One that does not answer is not asked again.
+    if external::answering_behind(&observed) {
+        let target = ctx.target(&r.primary.pod);
+        if let Err(e) = target
+            .notify(&r.cfg.clause.zone, r.cfg.clause.view.as_ref())
+            .await
+        {
+            tracing::warn!(zone = %r.cfg.clause.zone, error = %e, "failed to repeat the NOTIFY for a lagging external secondary");
+        }
+    }
     report.external_secondaries = Some(observed);
     finish(ctx, zone, &report, &r.applied, &out.applied).await?;
     let next_check = if lagging {

@@ -68,3 +68,9 @@ pub async fn observe(
     });
     futures::future::join_all(asks).await
 }
+
+/// Whether a secondary answers with a serial other than the primary's:
+/// up, but behind.
+pub fn answering_behind(observed: &[ExternalSecondaryStatus]) -> bool {
+    observed.iter().any(|e| e.serial.is_some() && !e.caught_up)
+}
