@@ -49,7 +49,9 @@ fn manifests(a: u16, b: u16) -> String {
         zone(
             "other-com",
             "other.com",
-            &format!("  externalSecondaries:\n    - {{address: 127.0.0.1, port: {a}, keyRef: provider-a}}\n")
+            &format!(
+                "  externalSecondaries:\n    - {{address: 127.0.0.1, port: {a}, keyRef: provider-a}}\n"
+            )
         ),
     )
 }
@@ -227,7 +229,13 @@ async fn external_secondaries_get_every_zone_and_change_and_a_stopped_one_shows_
     let st = f.state.clone();
     blocking(move || {
         for port in [pa, pb, internal] {
-            wait_answer(port, "api.example.com.", "A", &["192.0.2.20".into()], st.as_path());
+            wait_answer(
+                port,
+                "api.example.com.",
+                "A",
+                &["192.0.2.20".into()],
+                st.as_path(),
+            );
         }
     })
     .await;
@@ -237,7 +245,13 @@ async fn external_secondaries_get_every_zone_and_change_and_a_stopped_one_shows_
     f.write("api.yaml", &record(&["192.0.2.21"]));
     let st = f.state.clone();
     blocking(move || {
-        wait_answer(pa, "api.example.com.", "A", &["192.0.2.21".into()], st.as_path());
+        wait_answer(
+            pa,
+            "api.example.com.",
+            "A",
+            &["192.0.2.21".into()],
+            st.as_path(),
+        );
     })
     .await;
     let server_b = format!("127.0.0.1:{pb}");
@@ -257,7 +271,13 @@ async fn external_secondaries_get_every_zone_and_change_and_a_stopped_one_shows_
     b.start();
     let st = f.state.clone();
     blocking(move || {
-        wait_answer(pb, "api.example.com.", "A", &["192.0.2.21".into()], st.as_path());
+        wait_answer(
+            pb,
+            "api.example.com.",
+            "A",
+            &["192.0.2.21".into()],
+            st.as_path(),
+        );
     })
     .await;
     let back = wait_zone(&zones, "example-com", "provider-b caught up", |z| {
@@ -268,4 +288,3 @@ async fn external_secondaries_get_every_zone_and_change_and_a_stopped_one_shows_
     stop.cancel();
     serving.await.unwrap();
 }
-

@@ -16,14 +16,14 @@ pub mod dnsrecord;
 pub mod validation;
 
 pub use bindcluster::{
-    BindCluster, BindClusterSpec, BindClusterStatus, CatalogConsumer, CatalogSpec, DnsServiceSpec, DnssecValidation,
-    ExternalSecondary, ExternalTrafficPolicy, ForwardZone, ServerAddress, ImagePullPolicy, ServiceType, StorageSpec, TrustAnchor,
-    TrustAnchorType, View,
+    BindCluster, BindClusterSpec, BindClusterStatus, CatalogConsumer, CatalogSpec, DnsServiceSpec,
+    DnssecValidation, ExternalSecondary, ExternalTrafficPolicy, ForwardZone, ImagePullPolicy,
+    ServerAddress, ServiceType, StorageSpec, TrustAnchor, TrustAnchorType, View,
 };
 pub use bindtsigkey::{BindTSIGKey, BindTSIGKeySpec, BindTSIGKeyStatus, TsigAlgorithm};
 pub use bindzone::{
-    BindZone, BindZoneSpec, BindZoneStatus, ExternalSecondaryStatus, GrantMatch, SoaSpec, UpdateGrant, ZoneDnssecStatus,
-    ZonePrimary, ZoneRecord, ZoneType,
+    BindZone, BindZoneSpec, BindZoneStatus, ExternalSecondaryStatus, GrantMatch, SoaSpec,
+    UpdateGrant, ZoneDnssecStatus, ZonePrimary, ZoneRecord, ZoneType,
 };
 pub use common::*;
 pub use dnsrecord::{DNSRecord, DNSRecordSpec, DNSRecordStatus, RecordType, UnknownRecordType};

@@ -618,7 +618,10 @@ pub fn render_notify_servers(
     for (name, key) in &lists {
         let items: Vec<_> = sorted.iter().map(|e| server_tokens(e, Some(key))).collect();
         w.inline_list(
-            &[super::conf::Tok::Kw("primaries"), super::conf::Tok::Str(name)],
+            &[
+                super::conf::Tok::Kw("primaries"),
+                super::conf::Tok::Str(name),
+            ],
             &items,
         );
     }

@@ -300,9 +300,7 @@ pub fn cluster_config(
         .collect::<Result<Vec<_>, ConfigError>>()?;
     let loaded = |field: &str, r: &str| {
         find_key(keys, r).map(|k| k.name.clone()).ok_or_else(|| {
-            err(
-                ValidationError::new("key", r, "is not a BindTSIGKey the cluster loads").at(field),
-            )
+            err(ValidationError::new("key", r, "is not a BindTSIGKey the cluster loads").at(field))
         })
     };
     let endpoint = |field: &str, address: &str, port: u16| {

@@ -25,8 +25,9 @@ use std::time::Duration;
 use crate::api::{REASON_APPLIED, REASON_EXEC_FAILED, REASON_PROPAGATING, REASON_RECONFIG_FAILED};
 use crate::bind::commands::{
     WhenMounted, checkconf, config_hash, has_runtime_includes, parse_reconfig_when_mounted,
-    parse_write_notify, reconfig, reconfig_when_mounted, render_notify_servers, render_notify_targets,
-    render_view_notify_targets, write_notify_targets, write_view_notify_targets,
+    parse_write_notify, reconfig, reconfig_when_mounted, render_notify_servers,
+    render_notify_targets, render_view_notify_targets, write_notify_targets,
+    write_view_notify_targets,
 };
 use crate::bind::parse::parse_checkconf;
 use crate::bind::{Endpoint, KeyName, ViewName};

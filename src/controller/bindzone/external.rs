@@ -53,10 +53,7 @@ pub async fn observe(
             Ok(Err(e)) => (None, Some(e.to_string())),
             Err(_) => (
                 None,
-                Some(format!(
-                    "no answer within {} s",
-                    QUERY_TIMEOUT.as_secs()
-                )),
+                Some(format!("no answer within {} s", QUERY_TIMEOUT.as_secs())),
             ),
         };
         ExternalSecondaryStatus {

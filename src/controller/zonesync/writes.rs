@@ -650,7 +650,10 @@ fn external_condition(list: &[crate::api::ExternalSecondaryStatus]) -> (bool, St
     if lagging.is_empty() {
         (
             true,
-            format!("{} external secondaries serve the primary's serial", list.len()),
+            format!(
+                "{} external secondaries serve the primary's serial",
+                list.len()
+            ),
         )
     } else {
         (false, lagging.join("; "))
@@ -700,7 +703,8 @@ pub fn zone_status(zone: &BindZone, report: &ZoneReport) -> BindZoneStatus {
     );
     set_warning_condition(&mut s.conditions, &zone_warnings(zone), generation, now());
     if s.external_secondaries.is_empty() {
-        s.conditions.retain(|c| c.type_ != CONDITION_EXTERNAL_IN_SYNC);
+        s.conditions
+            .retain(|c| c.type_ != CONDITION_EXTERNAL_IN_SYNC);
     } else {
         let (ok, message) = external_condition(&s.external_secondaries);
         set_condition(

@@ -31,6 +31,9 @@ pub enum ScenarioKind {
     AtOnce,
     /// Batched, then the converged cluster held and watched.
     Converged,
+    /// A second cluster consuming the first one's catalog (not in
+    /// [`ScenarioKind::ALL`]: asked for by name).
+    CatalogConsumer,
 }
 
 impl ScenarioKind {
@@ -47,6 +50,7 @@ impl ScenarioKind {
             ScenarioKind::Baseline => "baseline",
             ScenarioKind::AtOnce => "at-once",
             ScenarioKind::Converged => "converged",
+            ScenarioKind::CatalogConsumer => "catalog-consumer",
         }
     }
 }
@@ -63,9 +67,12 @@ impl std::str::FromStr for ScenarioKind {
     fn from_str(s: &str) -> Result<Self, String> {
         ScenarioKind::ALL
             .into_iter()
+            .chain([ScenarioKind::CatalogConsumer])
             .find(|k| k.as_str() == s)
             .ok_or_else(|| {
-                format!("unknown scenario {s:?} (batched, baseline, at-once or converged)")
+                format!(
+                    "unknown scenario {s:?} (batched, baseline, at-once, converged or catalog-consumer)"
+                )
             })
     }
 }
@@ -453,6 +460,9 @@ pub struct BenchReport {
     pub targets: Targets,
     /// One line per target of issue 12 this run measured.
     pub verdicts: Vec<Verdict>,
+    /// The catalog-consumer scenario, when it ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub catalog_consumer: Option<super::consumer::ConsumerResult>,
 }
 
 fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
@@ -502,7 +512,23 @@ impl BenchReport {
             comparison,
             targets,
             verdicts,
+            catalog_consumer: None,
         }
+    }
+
+    /// Adds the catalog-consumer scenario's result and its verdict.
+    pub fn with_consumer(mut self, c: super::consumer::ConsumerResult) -> Self {
+        self.verdicts.push(Verdict {
+            target: format!(
+                "catalog-consumer {} zones: a new zone on A served by B <= {:.0} s",
+                thousands(c.zones as u64),
+                super::consumer::TARGET_NEW_ZONE.as_secs_f64()
+            ),
+            measured: reached(c.new_zone_secs),
+            pass: c.new_zone_met,
+        });
+        self.catalog_consumer = Some(c);
+        self
     }
 
     /// Pretty JSON of the whole report.
@@ -663,6 +689,15 @@ impl BenchReport {
                     }
                 }
             }
+        }
+        if let Some(c) = &self.catalog_consumer {
+            let _ = writeln!(
+                t,
+                "\ncatalog-consumer: {} zones on A; B (2 pods) serves all of them {} after it is created; a new zone on A {} later",
+                thousands(c.zones as u64),
+                reached(c.all_secs),
+                reached(c.new_zone_secs)
+            );
         }
         if !self.verdicts.is_empty() {
             let _ = writeln!(t, "\ntargets (issue 12):");
