@@ -233,6 +233,7 @@ pub async fn reconfig_pods(
 /// files in one exec, one reconfig). Runs nothing when the memo says the
 /// list is current; otherwise one exec that compares, rewrites only what
 /// differs and reconfigs only then. Returns whether it rewrote the list.
+#[allow(clippy::too_many_arguments)]
 pub async fn sync_notify_targets(
     executor: &dyn PodExecutor,
     memo: &NotifyMemo,

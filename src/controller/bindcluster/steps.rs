@@ -201,6 +201,7 @@ fn container_identity(pod: &Pod) -> String {
 /// Points the primary's NOTIFY list (one per view, signed with the view's
 /// key, when the cluster has views) at the secondaries, once the primary
 /// runs the wanted config. Failures join the outcome's exec errors.
+#[allow(clippy::too_many_arguments)]
 pub async fn notify(
     ctx: &Context,
     cluster: &BindCluster,
