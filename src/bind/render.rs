@@ -777,4 +777,64 @@ mod tests {
             RenderError::DuplicateKey("internal.view.xfer".into())
         );
     }
+
+    #[test]
+    fn consumed_catalogs_are_followed_by_every_pod() {
+        let mut c = cfg(
+            Vec::new(),
+            vec![key("xfer", "c2VjcmV0"), key("src", "b3RoZXI=")],
+        );
+        c.catalog_consumers = vec![ConsumedCatalog {
+            zone: ZoneName::parse("a.default.catalog.invalid").unwrap(),
+            primaries: vec![Endpoint::new("192.0.2.10".parse().unwrap(), 5300).unwrap()],
+            key: KeyName::parse("src").unwrap(),
+        }];
+        let files = render_cluster(&c).unwrap();
+        let entry = "zone \"a.default.catalog.invalid\" default-primaries { 192.0.2.10 port 5300 key \"src\"; } zone-directory \"zones\" min-update-interval 0;";
+        for conf in [&files.named_conf_primary, &files.named_conf_secondary] {
+            assert!(conf.contains(entry), "{conf}");
+            assert!(
+                conf.contains("zone \"a.default.catalog.invalid\" {\n\ttype secondary;"),
+                "{conf}"
+            );
+            assert!(conf.contains("max-refresh-time 2;"), "{conf}");
+        }
+        // One catalog-zones statement on a secondary: its own catalog first.
+        let s = &files.named_conf_secondary;
+        assert_eq!(s.matches("catalog-zones {").count(), 1, "{s}");
+        assert!(
+            s.contains("allow-notify { key \"xfer\"; key \"src\"; };"),
+            "{s}"
+        );
+        assert!(
+            files
+                .named_conf_primary
+                .contains("allow-notify { key \"src\"; };")
+        );
+        assert!(
+            files
+                .named_conf_primary
+                .contains("include \"notify-servers.conf\";")
+        );
+
+        // Its own catalog, an unloaded key, views: refused before rendering.
+        let mut own = c.clone();
+        own.catalog_consumers[0].zone = c.catalog_zone.clone();
+        assert!(matches!(
+            render_cluster(&own),
+            Err(RenderError::CatalogConsumer(_))
+        ));
+        let mut unloaded = c.clone();
+        unloaded.catalog_consumers[0].key = KeyName::parse("nope").unwrap();
+        assert!(matches!(
+            render_cluster(&unloaded),
+            Err(RenderError::CatalogConsumer(_))
+        ));
+        let mut views = c.clone();
+        views.views = vec![view("internal", &[])];
+        assert!(matches!(
+            render_cluster(&views),
+            Err(RenderError::CatalogConsumer(_))
+        ));
+    }
 }

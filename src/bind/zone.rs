@@ -443,6 +443,37 @@ mod tests {
     }
 
     #[test]
+    fn external_secondaries_transfer_and_an_own_list_notifies_the_cluster_too() {
+        let provider = ExternalSecondary {
+            endpoint: Endpoint::new("192.0.2.9".parse().unwrap(), 5300).unwrap(),
+            key: KeyName::parse("provider").unwrap(),
+        };
+        let mut pz =
+            catalog_primary_zone(&z("example.com"), None, &KeyName::parse("xfer").unwrap());
+        pz.external_secondaries = vec![provider];
+        // The cluster's list: allowed to transfer, notified by the
+        // options-level list (no zone-level also-notify).
+        let inherited = pz.clause();
+        assert!(
+            inherited.contains("allow-transfer { key \"xfer\"; key \"provider\"; };"),
+            "{inherited}"
+        );
+        assert!(!inherited.contains("also-notify"), "{inherited}");
+        // The zone's own list: the cluster's secondaries stay notified.
+        pz.notify_override = true;
+        assert!(pz.clause().contains(
+            "also-notify { \"bind-operator-secondaries\"; 192.0.2.9 port 5300 key \"provider\"; };"
+        ));
+        pz.external_secondaries.clear();
+        let none = pz.clause();
+        assert!(
+            none.contains("also-notify { \"bind-operator-secondaries\"; };"),
+            "{none}"
+        );
+        assert!(none.contains("allow-transfer { key \"xfer\"; };"), "{none}");
+    }
+
+    #[test]
     fn catalog_skeleton_and_members() {
         let cat = z("catalog.example.internal");
         let text = catalog_skeleton(&cat, 1_700_000_000).render();
