@@ -76,7 +76,7 @@ mod e2e_acme;
 mod e2e_catalog_consumer;
 mod e2e_config;
 mod e2e_examples;
-mod e2e_external;
+mod e2e_external_secondaries;
 mod e2e_foreign;
 mod e2e_hostile;
 mod e2e_kubeconfig;

@@ -29,7 +29,7 @@ use crate::render::validate::{PrimaryZoneConfig, ZoneConfig};
 use super::applied::Applied;
 use super::primary::{Converged, Failure};
 use super::read::{self, Blocked, Inputs, ZoneRead};
-use super::{Error, dnssec, external, primary, secondary};
+use super::{Error, dnssec, external_secondaries, primary, secondary};
 
 use crate::api::{
     REASON_CLUSTER_NOT_FOUND, REASON_FOREIGN_CONFLICT, REASON_SECONDARY_ZONE, REASON_SERVED,
@@ -134,12 +134,12 @@ async fn primary_zone(ctx: &ZoneContext, r: &ZoneRead) -> Result<Action, Error> 
     let (mut report, signing) = served_report(zone, &out.desired, &c, servers, dnssec_state);
     let external = &r.cfg.clause.external_secondaries;
     let observed =
-        external::observe(&r.cfg.clause.zone, external, &r.inputs, c.served.serial).await;
+        external_secondaries::observe(&r.cfg.clause.zone, external, &r.inputs, c.served.serial).await;
     let lagging = observed.iter().any(|e| !e.caught_up);
     // One that answers with an older serial missed a NOTIFY (it was down
     // when the change was made, and a restarted BIND waits out its refresh
     // timer): repeat it. One that does not answer is not asked again.
-    if external::answering_behind(&observed) {
+    if external_secondaries::answering_behind(&observed) {
         let target = ctx.target(&r.primary.pod);
         if let Err(e) = target
             .notify(&r.cfg.clause.zone, r.cfg.clause.view.as_ref())
@@ -151,7 +151,7 @@ async fn primary_zone(ctx: &ZoneContext, r: &ZoneRead) -> Result<Action, Error> 
     report.external_secondaries = Some(observed);
     finish(ctx, zone, &report, &r.applied, &out.applied).await?;
     let next_check = if lagging {
-        external::LAGGING_RECHECK.min(c.next_check)
+        external_secondaries::LAGGING_RECHECK.min(c.next_check)
     } else {
         c.next_check
     };

@@ -23,7 +23,7 @@ pub mod apply;
 pub mod catalog;
 pub mod cleanup;
 pub mod dnssec;
-pub mod external;
+pub mod external_secondaries;
 pub mod primary;
 pub mod read;
 pub mod secondary;
