@@ -149,7 +149,8 @@ enum Command {
     /// target of issue 12.
     Bench {
         /// Scenarios to run (comma-separated): batched, baseline, at-once,
-        /// converged, latency, primary-restart.
+        /// converged, latency, primary-restart, restart; and catalog-consumer (not
+        /// run unless named: a second cluster consuming the first one's catalog).
         #[arg(long, value_name = "NAME", value_delimiter = ',', default_values_t = bind_operator::local::bench::ScenarioKind::ALL)]
         scenarios: Vec<bind_operator::local::bench::ScenarioKind>,
         /// Batched scenarios to run, by record count (repeatable, or
@@ -162,6 +163,9 @@ enum Command {
         /// Records of the per-record nsupdate baseline (0: skip it).
         #[arg(long, value_name = "N", default_value_t = bind_operator::local::bench::DEFAULT_BASELINE_RECORDS)]
         baseline_records: usize,
+        /// Zones on the source cluster of the catalog-consumer scenario.
+        #[arg(long, value_name = "N", default_value_t = bind_operator::local::bench::consumer::DEFAULT_CONSUMER_ZONES)]
+        consumer_zones: usize,
         /// Zones of the at-once scenario.
         #[arg(long, value_name = "N", default_value_t = bind_operator::local::bench::DEFAULT_AT_ONCE_ZONES)]
         at_once_zones: usize,
@@ -387,6 +391,7 @@ fn main() -> ExitCode {
             records,
             zones,
             baseline_records,
+            consumer_zones,
             at_once_zones,
             at_once_records,
             converged_records,
@@ -407,6 +412,7 @@ fn main() -> ExitCode {
                 records,
                 zones,
                 baseline_records,
+                consumer_zones,
                 at_once_zones,
                 at_once_records,
                 converged_records,

@@ -226,6 +226,7 @@ fn base_zone() -> BindZone {
             update_policy: vec![],
             records_from: vec![],
             dnssec_policy: None,
+            external_secondaries: None,
         },
         status: None,
     }
@@ -241,7 +242,7 @@ fn validate_zone(zone: &BindZone) -> Result<ZoneConfig, ConfigError> {
             key: tsig_key(o, MATERIAL).unwrap(),
         })
         .collect();
-    zone_config(zone, &loaded, &loaded[0].key.name)
+    zone_config(zone, &loaded, &loaded[0].key.name, &[])
 }
 
 fn zone_err(zone: &BindZone) -> Option<ConfigError> {

@@ -50,7 +50,7 @@ impl Cluster {
         // Zones, the catalog included, are added at run time.
         let l = &primary.layout;
         let notify: Vec<_> = secondary.iter().map(Pod::endpoint).collect();
-        run_ok(&commands::write_notify_targets(l, &notify, &xfer.name));
+        run_ok(&commands::write_notify_targets(l, &notify, &xfer.name, &[]));
         let cat = catalog_primary_zone(&cfg.catalog_zone, None, &xfer.name);
         let skel = catalog_skeleton(&cfg.catalog_zone, harness::now_serial());
         run_ok(&commands::write_zone_file(l, &cat.file(), &skel.render()));

@@ -348,6 +348,7 @@ async fn a_report_is_written_when_the_cache_predates_our_last_write() {
         servers: None,
         dnssec: None,
         applied_plan: None,
+        external_secondaries: None,
     };
     let zone_phase = |z: &BindZone| z.status.as_ref().and_then(|s| s.phase);
 

@@ -165,12 +165,13 @@ impl Named {
     fn write_notify_list(&self, targets: &[bind_operator::bind::Endpoint]) {
         let layout = &self.primary.layout;
         harness::run_ok(&if self.cfg.views.is_empty() {
-            commands::write_notify_targets(layout, targets, &self.cfg.transfer_key)
+            commands::write_notify_targets(layout, targets, &self.cfg.transfer_key, &[])
         } else {
             commands::write_view_notify_targets(
                 layout,
                 targets,
                 &view_key_names(&self.cfg).unwrap(),
+                &[],
             )
         });
     }

@@ -221,6 +221,7 @@ async fn a_new_clusters_setup_is_one_exec_per_pod_and_a_stale_mount_is_not_recon
         &[target],
         &KeyName::parse("xfer").unwrap(),
         &[],
+        &[],
     )
     .await;
     assert_eq!(changed, Ok(false));

@@ -49,7 +49,7 @@ async fn pod_commands_reach_local_named_and_secondaries_follow_the_primary() {
     // What the zone reconciler would do on the primary.
     let xfer = &objects.transfer_key.name;
     let catalog = ZoneName::parse(CATALOG).unwrap();
-    exec.exec(&p0, &write_notify_targets(&l0, &[secondary], xfer))
+    exec.exec(&p0, &write_notify_targets(&l0, &[secondary], xfer, &[]))
         .await
         .unwrap();
     let zone = catalog_primary_zone(&catalog, None, xfer);

@@ -23,6 +23,7 @@ use super::validation::{
     MSG_ANCHOR_FIELDS, MSG_CATALOG_NAME_KEPT, MSG_FORWARDERS_IPS, RULE_ALL_IPS, RULE_ANCHOR_FIELDS,
     RULE_CATALOG_NAME_KEPT, VIEW_NAME_PATTERN,
 };
+use super::validation::{MSG_EXTERNAL_ADDRESS_IP, RULE_IS_IP};
 use super::validation::{MSG_EXTERNAL_DEPLOYS_NOTHING, RULE_EXTERNAL_DEPLOYS_NOTHING};
 
 /// Most trust anchors a cluster takes (bounds the CEL cost of their rules).
@@ -238,6 +239,97 @@ pub struct BindClusterSpec {
     /// shape pods or named.conf may be set. See docs/external.md.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub external: Option<ExternalSpec>,
+    /// Secondaries outside the cluster (a DNS provider's secondary service,
+    /// the operator being their hidden primary): the primary NOTIFYs each,
+    /// signed with its key, and lets it transfer (AXFR/IXFR) every zone of
+    /// the cluster with that key. A BindZone's spec.externalSecondaries
+    /// replaces this list for that zone. Each zone's
+    /// status.externalSecondaries shows the serial every one serves.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = MAX_EXTERNAL_SECONDARIES))]
+    #[x_kube(validation = Rule::new(RULE_ENDPOINTS_UNIQUE).message(MSG_ENDPOINTS_UNIQUE))]
+    pub external_secondaries: Vec<ExternalSecondary>,
+
+    /// Catalog zones (RFC 9432) of other BIND servers this cluster follows:
+    /// every pod serves, as a secondary, every member zone of each catalog
+    /// beside the cluster's own zones; zones added to or removed from the
+    /// source catalog appear or disappear here with nothing applied on this
+    /// cluster. A member named like one of this cluster's own zones is not
+    /// served from the catalog (the own zone stays); status condition
+    /// `CatalogsConsumed` names it. Not with spec.views.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = MAX_CATALOG_CONSUMERS))]
+    #[x_kube(validation = Rule::new(RULE_CATALOGS_UNIQUE).message(MSG_CATALOGS_UNIQUE))]
+    pub catalog_consumers: Vec<CatalogConsumer>,
+}
+
+/// Most external secondaries a cluster or zone lists.
+pub const MAX_EXTERNAL_SECONDARIES: u32 = 16;
+/// Most catalogs a cluster consumes.
+pub const MAX_CATALOG_CONSUMERS: u32 = 8;
+/// No two external secondaries at one address and port.
+pub const RULE_ENDPOINTS_UNIQUE: &str =
+    "self.all(a, self.exists_one(b, b.address == a.address && b.port == a.port))";
+/// Message of [`RULE_ENDPOINTS_UNIQUE`].
+pub const MSG_ENDPOINTS_UNIQUE: &str =
+    "each external secondary (address and port) may be listed once";
+/// No catalog consumed twice.
+pub const RULE_CATALOGS_UNIQUE: &str =
+    "self.all(a, self.exists_one(b, b.catalogZone == a.catalogZone))";
+/// Message of [`RULE_CATALOGS_UNIQUE`].
+pub const MSG_CATALOGS_UNIQUE: &str = "each catalogZone may be consumed once";
+
+/// A secondary outside the cluster that the primary feeds.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ExternalSecondary {
+    /// IP address of the secondary (BIND notifies addresses, not names).
+    #[schemars(length(min = 1, max = MAX_IP_LEN), regex(pattern = IP_PATTERN))]
+    #[x_kube(validation = Rule::new(RULE_IS_IP).message(MSG_EXTERNAL_ADDRESS_IP))]
+    pub address: String,
+    /// Its DNS port.
+    #[serde(default = "default_dns_port")]
+    #[schemars(range(min = 1))]
+    pub port: u16,
+    /// Name of the BindTSIGKey (same namespace, loaded by the cluster) the
+    /// secondary signs its transfers with; the primary signs its NOTIFYs and
+    /// the operator its serial queries with it too.
+    #[schemars(length(min = 1, max = MAX_K8S_NAME_LEN), regex(pattern = K8S_NAME_PATTERN))]
+    pub key_ref: String,
+}
+
+/// A server address: IP and port.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ServerAddress {
+    /// IP address (BIND takes no host names here).
+    #[schemars(length(min = 1, max = MAX_IP_LEN), regex(pattern = IP_PATTERN))]
+    #[x_kube(validation = Rule::new(RULE_IS_IP).message(MSG_EXTERNAL_ADDRESS_IP))]
+    pub address: String,
+    /// DNS port.
+    #[serde(default = "default_dns_port")]
+    #[schemars(range(min = 1))]
+    pub port: u16,
+}
+
+/// Another BIND's catalog zone this cluster follows.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct CatalogConsumer {
+    /// Name of the catalog zone on the source, e.g. the source BindCluster's
+    /// `<name>.<namespace>.catalog.invalid` or its spec.catalog.zoneName.
+    #[schemars(length(min = 1, max = MAX_DNS_NAME_LEN), regex(pattern = DNS_NAME_PATTERN))]
+    pub catalog_zone: String,
+    /// Where the catalog and its member zones are transferred from (the
+    /// source's primary; several for redundancy).
+    #[schemars(length(min = 1, max = 8))]
+    pub primaries: Vec<ServerAddress>,
+    /// Name of the BindTSIGKey (same namespace, loaded by this cluster) that
+    /// the source accepts for transfers of the catalog and its members: a
+    /// copy of the source cluster's transfer key, or a key the source lists
+    /// in its spec.externalSecondaries.
+    #[schemars(length(min = 1, max = MAX_K8S_NAME_LEN), regex(pattern = K8S_NAME_PATTERN))]
+    pub transfer_key_ref: String,
 }
 
 impl Default for BindClusterSpec {
@@ -269,6 +361,8 @@ impl Default for BindClusterSpec {
             views: Vec::new(),
             catalog: None,
             external: None,
+            external_secondaries: Vec::new(),
+            catalog_consumers: Vec::new(),
         }
     }
 }

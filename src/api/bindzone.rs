@@ -214,6 +214,16 @@ pub struct BindZoneSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = MAX_VIEW_NAME_LEN), regex(pattern = VIEW_NAME_PATTERN))]
     pub dnssec_policy: Option<String>,
+
+    /// External secondaries of this zone, replacing the cluster's
+    /// spec.externalSecondaries for it (an empty list: none; unset: the
+    /// cluster's). The primary NOTIFYs them and lets them transfer the zone
+    /// with their keys; status.externalSecondaries shows their serials.
+    /// Primary zones only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = super::bindcluster::MAX_EXTERNAL_SECONDARIES))]
+    #[x_kube(validation = Rule::new(super::bindcluster::RULE_ENDPOINTS_UNIQUE).message(super::bindcluster::MSG_ENDPOINTS_UNIQUE))]
+    pub external_secondaries: Option<Vec<super::bindcluster::ExternalSecondary>>,
 }
 
 /// Whether the cluster is the zone's primary or a secondary of outside servers.
@@ -506,6 +516,14 @@ pub struct BindZoneStatus {
     /// and a zone whose policy was removed until its keys are withdrawn).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dnssec: Option<ZoneDnssecStatus>,
+    /// The serial each external secondary of the zone serves (the cluster's
+    /// spec.externalSecondaries or the zone's), asked by the operator with
+    /// an SOA query signed with the secondary's key. Condition
+    /// `ExternalSecondariesInSync` is False while any lags; Ready does not
+    /// wait for them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = super::bindcluster::MAX_EXTERNAL_SECONDARIES))]
+    pub external_secondaries: Vec<ExternalSecondaryStatus>,
     /// Latest observations; `Ready` is True when the primary serves the zone
     /// as specified.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -529,4 +547,23 @@ pub struct ZoneDnssecStatus {
     /// at the parent zone, e.g. `example.com. IN DS 12345 13 2 ABC...`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ds: Vec<String>,
+}
+
+/// What one external secondary serves of a zone.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ExternalSecondaryStatus {
+    /// `address:port` (`[address]:port` for IPv6) of the secondary.
+    #[schemars(length(max = 64))]
+    pub server: String,
+    /// SOA serial it answered with; unset when it did not answer with the
+    /// zone (down, refused, not transferred yet).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub serial: Option<u32>,
+    /// Whether it serves the primary's serial.
+    pub caught_up: bool,
+    /// Why it did not answer, when it did not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 256))]
+    pub message: Option<String>,
 }

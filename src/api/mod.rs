@@ -16,15 +16,16 @@ pub mod dnsrecord;
 pub mod validation;
 
 pub use bindcluster::{
-    BindCluster, BindClusterSpec, BindClusterStatus, CatalogSpec, DnsServiceSpec, DnssecValidation,
-    ExternalRndc, ExternalServer, ExternalSpec, ExternalTrafficPolicy, ForwardZone,
-    ImagePullPolicy, ServiceType, StorageSpec, TrustAnchor, TrustAnchorType, View,
+    BindCluster, BindClusterSpec, BindClusterStatus, CatalogConsumer, CatalogSpec, DnsServiceSpec,
+    DnssecValidation, ExternalRndc, ExternalSecondary, ExternalServer, ExternalSpec,
+    ExternalTrafficPolicy, ForwardZone, ImagePullPolicy, ServerAddress, ServiceType, StorageSpec,
+    TrustAnchor, TrustAnchorType, View,
 };
 pub use bindtsigkey::{BindTSIGKey, BindTSIGKeySpec, BindTSIGKeyStatus, TsigAlgorithm};
 pub use bindzone::{
-    BindZone, BindZoneSpec, BindZoneStatus, FromNamespaces, GrantMatch, LabelOperator,
-    LabelRequirement, NamespaceSelector, RecordsFrom, SoaSpec, UpdateGrant, ZoneDnssecStatus,
-    ZonePrimary, ZoneRecord, ZoneType,
+    BindZone, BindZoneSpec, BindZoneStatus, ExternalSecondaryStatus, FromNamespaces, GrantMatch,
+    LabelOperator, LabelRequirement, NamespaceSelector, RecordsFrom, SoaSpec, UpdateGrant,
+    ZoneDnssecStatus, ZonePrimary, ZoneRecord, ZoneType,
 };
 pub use common::*;
 pub use dnsrecord::{DNSRecord, DNSRecordSpec, DNSRecordStatus, RecordType, UnknownRecordType};

@@ -21,7 +21,7 @@ use super::entrypoint::RNDC_KEY_NAME;
 use super::layout::{PodLayout, data};
 use super::name::ZoneName;
 use super::nsupdate::NsupdateScript;
-use super::render::render_keys_conf;
+use super::render::{ExternalSecondary, render_keys_conf};
 use super::types::{Endpoint, KeyName, TsigKey, ViewName};
 
 /// A command to run in a pod: argv and optional stdin.
@@ -598,17 +598,63 @@ pub fn nsupdate_then_soa(
     Command::sh(UPDATES_THEN_SOA_SCRIPT, args).with_stdin(stdin)
 }
 
-/// The primary's options-level NOTIFY list, signed with the transfer key.
-pub fn render_notify_targets(targets: &[Endpoint], transfer_key: &KeyName) -> String {
+/// The primary's options-level NOTIFY list: the secondary pods signed
+/// with the transfer key (or a view's key), then the cluster's external
+/// secondaries, each signed with its own key.
+pub fn render_notify_targets(
+    targets: &[Endpoint],
+    transfer_key: &KeyName,
+    external: &[ExternalSecondary],
+) -> String {
     let mut sorted = targets.to_vec();
     sorted.sort();
     sorted.dedup();
     let mut w = ConfWriter::new();
-    let items: Vec<_> = sorted
+    let mut items: Vec<_> = sorted
         .iter()
         .map(|e| server_tokens(e, Some(transfer_key)))
         .collect();
+    items.extend(
+        external
+            .iter()
+            .filter(|e| !sorted.contains(&e.endpoint))
+            .map(|e| server_tokens(&e.endpoint, Some(&e.key))),
+    );
     w.inline_list(&[super::conf::Tok::Kw("also-notify")], &items);
+    w.finish()
+}
+
+/// `notify-servers.conf`: the top-level server lists a zone with its own
+/// external secondaries names in its `also-notify`
+/// ([`super::render::secondaries_list_name`]), one per `(view, key)`, or
+/// one signed with `transfer_key` without views. An empty list is valid.
+pub fn render_notify_servers(
+    targets: &[Endpoint],
+    transfer_key: &KeyName,
+    views: &[(ViewName, KeyName)],
+) -> String {
+    let mut sorted = targets.to_vec();
+    sorted.sort();
+    sorted.dedup();
+    let lists: Vec<(String, &KeyName)> = if views.is_empty() {
+        vec![(super::render::secondaries_list_name(None), transfer_key)]
+    } else {
+        views
+            .iter()
+            .map(|(v, k)| (super::render::secondaries_list_name(Some(v)), k))
+            .collect()
+    };
+    let mut w = ConfWriter::new();
+    for (name, key) in &lists {
+        let items: Vec<_> = sorted.iter().map(|e| server_tokens(e, Some(key))).collect();
+        w.inline_list(
+            &[
+                super::conf::Tok::Kw("primaries"),
+                super::conf::Tok::Str(name),
+            ],
+            &items,
+        );
+    }
     w.finish()
 }
 
@@ -641,14 +687,17 @@ pub fn write_notify_targets(
     layout: &PodLayout,
     targets: &[Endpoint],
     transfer_key: &KeyName,
+    external: &[ExternalSecondary],
 ) -> Command {
     Command::sh(
         WRITE_NOTIFY_SCRIPT,
         vec![
             layout.tools.rndc.clone(),
             layout.rndc_conf(),
+            layout.data_path(data::NOTIFY_SERVERS),
+            render_notify_servers(targets, transfer_key, &[]),
             layout.data_path(data::NOTIFY_TARGETS),
-            render_notify_targets(targets, transfer_key),
+            render_notify_targets(targets, transfer_key, external),
         ],
     )
 }
@@ -656,10 +705,14 @@ pub fn write_notify_targets(
 /// The primary's NOTIFY lists with views: each view `V` includes
 /// `notify-targets.<V>.conf`, NOTIFYs signed with V's key (so they land in
 /// V on the secondaries). `views`: each view with its key name.
-pub fn render_view_notify_targets(targets: &[Endpoint], views: &[(ViewName, KeyName)]) -> String {
+pub fn render_view_notify_targets(
+    targets: &[Endpoint],
+    views: &[(ViewName, KeyName)],
+    external: &[ExternalSecondary],
+) -> String {
     views
         .iter()
-        .map(|(_, key)| render_notify_targets(targets, key))
+        .map(|(_, key)| render_notify_targets(targets, key, external))
         .collect()
 }
 
@@ -671,11 +724,17 @@ pub fn write_view_notify_targets(
     layout: &PodLayout,
     targets: &[Endpoint],
     views: &[(ViewName, KeyName)],
+    external: &[ExternalSecondary],
 ) -> Command {
     let mut a = vec![layout.tools.rndc.clone(), layout.rndc_conf()];
+    // Any key: with views only the views' lists are rendered.
+    if let Some((_, k)) = views.first() {
+        a.push(layout.data_path(data::NOTIFY_SERVERS));
+        a.push(render_notify_servers(targets, k, views));
+    }
     for (view, key) in views {
         a.push(layout.data_path(&data::notify_targets_of(view)));
-        a.push(render_notify_targets(targets, key));
+        a.push(render_notify_targets(targets, key, external));
     }
     Command::sh(WRITE_NOTIFY_SCRIPT, a)
 }
@@ -979,12 +1038,27 @@ mod tests {
                 Endpoint::new("10.0.0.2".parse().unwrap(), 53).unwrap(),
             ],
             &key.name,
+            &[ExternalSecondary {
+                endpoint: Endpoint::new("192.0.2.9".parse().unwrap(), 5300).unwrap(),
+                key: KeyName::parse("provider").unwrap(),
+            }],
         );
         assert_eq!(
             n,
-            "also-notify { 10.0.0.2 port 53 key \"xfer\"; 127.0.0.1 port 5302 key \"xfer\"; };\n"
+            "also-notify { 10.0.0.2 port 53 key \"xfer\"; 127.0.0.1 port 5302 key \"xfer\"; 192.0.2.9 port 5300 key \"provider\"; };\n"
         );
-        assert_eq!(render_notify_targets(&[], &key.name), "also-notify { };\n");
+        assert_eq!(
+            render_notify_targets(&[], &key.name, &[]),
+            "also-notify { };\n"
+        );
+        assert_eq!(
+            render_notify_servers(
+                &[Endpoint::new("10.0.0.2".parse().unwrap(), 53).unwrap()],
+                &key.name,
+                &[]
+            ),
+            "primaries \"bind-operator-secondaries\" { 10.0.0.2 port 53 key \"xfer\"; };\n"
+        );
         assert_eq!(config_hash("a", "b"), config_hash("ab", ""));
     }
 
@@ -1049,15 +1123,17 @@ mod tests {
         ];
         let t = [Endpoint::new("10.0.0.2".parse().unwrap(), 53).unwrap()];
         assert_eq!(
-            render_view_notify_targets(&t, &views),
+            render_view_notify_targets(&t, &views, &[]),
             "also-notify { 10.0.0.2 port 53 key \"internal.view.xfer\"; };\nalso-notify { 10.0.0.2 port 53 key \"external.view.xfer\"; };\n"
         );
-        let w = write_view_notify_targets(&l, &t, &views);
+        let w = write_view_notify_targets(&l, &t, &views, &[]);
         assert_eq!(
             &w.argv[4..],
             [
                 "rndc",
                 "/var/lib/bind/rndc.conf",
+                "/var/lib/bind/notify-servers.conf",
+                "primaries \"bind-operator-secondaries.internal\" { 10.0.0.2 port 53 key \"internal.view.xfer\"; };\nprimaries \"bind-operator-secondaries.external\" { 10.0.0.2 port 53 key \"external.view.xfer\"; };\n",
                 "/var/lib/bind/notify-targets.internal.conf",
                 "also-notify { 10.0.0.2 port 53 key \"internal.view.xfer\"; };\n",
                 "/var/lib/bind/notify-targets.external.conf",
@@ -1119,12 +1195,12 @@ mod tests {
             (delzone(&l, &z, None, "example.com.db"), "delzone"),
             (write_zone_file(&l, "example.com.db", ""), "write_zone_file"),
             (
-                write_notify_targets(&l, &[], &key.name),
+                write_notify_targets(&l, &[], &key.name, &[]),
                 "write_notify_targets",
             ),
             (read_notify_targets(&l), "read_notify_targets"),
             (
-                write_view_notify_targets(&l, &[], &[(v.clone(), key.name.clone())]),
+                write_view_notify_targets(&l, &[], &[(v.clone(), key.name.clone())], &[]),
                 "write_notify_targets",
             ),
             (

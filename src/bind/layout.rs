@@ -47,6 +47,10 @@ pub mod data {
     /// Prefix of the primary's NOTIFY list files: `notify-targets.conf`
     /// without views, `notify-targets.<view>.conf` included in each view.
     pub const NOTIFY_TARGETS_PREFIX: &str = "notify-targets.";
+    /// Written at run time by the operator on the primary, included at top
+    /// level: the server lists ([`crate::bind::render::SECONDARIES_LIST`])
+    /// a zone with its own external secondaries notifies besides them.
+    pub const NOTIFY_SERVERS: &str = "notify-servers.conf";
 
     /// The primary's NOTIFY list of one view (included in the view block;
     /// written at start by the entrypoint, rewritten by the operator).

@@ -61,6 +61,49 @@ pub const SECONDARY_SERIAL_QUERY_RATE: u64 = 1000;
 /// deferred version was processed).
 pub const CATALOG_MIN_UPDATE_INTERVAL: u64 = 0;
 
+/// Seconds between SOA checks of a consumed catalog (its zone's
+/// `min-refresh-time` and `max-refresh-time`): the source's primary does not
+/// NOTIFY this cluster unless told to (its externalSecondaries), so a zone
+/// added to or removed from the source catalog is seen within this.
+pub const CONSUMED_CATALOG_REFRESH: u64 = 2;
+/// Longest retry of a consumed catalog whose source did not answer.
+pub const CONSUMED_CATALOG_MAX_RETRY: u64 = 10;
+
+/// Name of the server list the primary defines at top level (in
+/// `notify-servers.conf`, written at run time) with the secondary pods'
+/// endpoints: a zone with its own external secondaries names it in its
+/// zone-level `also-notify` (which replaces the options-level list), so the
+/// cluster's own secondaries are still notified. Inside view V it is
+/// `<this>.<V>`, signed with V's key.
+pub const SECONDARIES_LIST: &str = "bind-operator-secondaries";
+
+/// [`SECONDARIES_LIST`] for a zone in `view` (or outside views).
+pub fn secondaries_list_name(view: Option<&ViewName>) -> String {
+    match view {
+        Some(v) => format!("{SECONDARIES_LIST}.{}", v.as_str()),
+        None => SECONDARIES_LIST.to_string(),
+    }
+}
+
+/// A catalog zone of another server the cluster follows (RFC 9432
+/// consumer): every pod serves its members as secondary zones.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConsumedCatalog {
+    pub zone: ZoneName,
+    /// The source's primaries (IPs: BIND takes no names).
+    pub primaries: Vec<Endpoint>,
+    /// Signs the catalog's and its members' transfers; must be loaded.
+    pub key: KeyName,
+}
+
+/// A secondary outside the cluster fed by the primary (hidden primary).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct ExternalSecondary {
+    pub endpoint: Endpoint,
+    /// Signs its NOTIFYs, transfers and the operator's serial queries.
+    pub key: KeyName,
+}
+
 /// `dnssec-validation` setting.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum DnssecValidation {
@@ -118,6 +161,11 @@ pub struct ClusterConfig {
     pub primary_endpoint: Endpoint,
     /// Every TSIG key the cluster loads.
     pub keys: Vec<TsigKey>,
+    /// The cluster's external secondaries (not rendered: the primary's
+    /// NOTIFY list is written at run time; zones allow their keys).
+    pub external_secondaries: Vec<ExternalSecondary>,
+    /// Catalogs of other servers every pod follows (not with views).
+    pub catalog_consumers: Vec<ConsumedCatalog>,
 }
 
 /// A render input that BIND would accept syntactically but not run with.
@@ -139,6 +187,8 @@ pub enum RenderError {
     CatalogName(String, String),
     #[error("failed to render: key of view {0}: {1}")]
     ViewKey(String, String),
+    #[error("failed to render: {0}")]
+    CatalogConsumer(String),
 }
 
 /// The files of one cluster, keyed by their names in the mount. The rndc
@@ -222,6 +272,32 @@ fn check(cfg: &ClusterConfig) -> Result<(), RenderError> {
     for (_, k) in view_key_names(cfg)? {
         if names.contains(&k) {
             return Err(RenderError::DuplicateKey(k.to_string()));
+        }
+    }
+    let mut cats = std::collections::BTreeSet::from([&cfg.catalog_zone]);
+    for c in &cfg.catalog_consumers {
+        if !cfg.views.is_empty() {
+            return Err(RenderError::CatalogConsumer(
+                "catalogConsumers cannot be used with views (BIND catalogs are per view)".into(),
+            ));
+        }
+        if !cats.insert(&c.zone) {
+            return Err(RenderError::CatalogConsumer(format!(
+                "catalog zone {} is the cluster's own catalog or consumed twice",
+                c.zone
+            )));
+        }
+        if !names.contains(&c.key) {
+            return Err(RenderError::CatalogConsumer(format!(
+                "transfer key {} of consumed catalog {} is not among the cluster's loaded keys",
+                c.key, c.zone
+            )));
+        }
+        if c.primaries.is_empty() {
+            return Err(RenderError::CatalogConsumer(format!(
+                "consumed catalog {} has no primaries",
+                c.zone
+            )));
         }
     }
     let mut fz = std::collections::BTreeSet::new();
@@ -326,6 +402,9 @@ pub fn render_named_conf(cfg: &ClusterConfig, role: Role) -> Result<String, Rend
     w.stmt(&[Tok::Kw("include"), Tok::Str(data::RNDC_KEY)]);
     w.stmt(&[Tok::Kw("include"), Tok::Str(data::POD_CONTROLS)]);
     w.stmt(&[Tok::Kw("include"), Tok::Str(data::POD_STATISTICS)]);
+    if role == Role::Primary {
+        w.stmt(&[Tok::Kw("include"), Tok::Str(data::NOTIFY_SERVERS)]);
+    }
     w.blank();
     let xfer_acl = [AclElement::key(cfg.transfer_key.clone())];
     let query_keys = all_keys(cfg)?;
@@ -343,21 +422,74 @@ pub fn render_named_conf(cfg: &ClusterConfig, role: Role) -> Result<String, Rend
             }
         }
     }
-    let catalog_zones = |w: &mut ConfWriter, cat: &ZoneName, key: &KeyName| {
-        let server = server_tokens(&cfg.primary_endpoint, Some(key));
+    // One `catalog-zones` statement: the own catalog (secondaries) and
+    // every consumed one (all pods).
+    let catalog_zones = |w: &mut ConfWriter, own: Option<(&ZoneName, &KeyName)>| {
+        let mut entries: Vec<(&ZoneName, Vec<Vec<Tok<'_>>>)> = Vec::new();
+        if let Some((cat, key)) = own {
+            entries.push((cat, vec![server_tokens(&cfg.primary_endpoint, Some(key))]));
+        }
+        for c in &cfg.catalog_consumers {
+            let servers = c
+                .primaries
+                .iter()
+                .map(|p| server_tokens(p, Some(&c.key)))
+                .collect();
+            entries.push((&c.zone, servers));
+        }
+        if entries.is_empty() {
+            return;
+        }
         w.block(&[Tok::Kw("catalog-zones")], |w| {
-            w.stmt(&[
-                Tok::Kw("zone"),
-                Tok::Str(cat.as_str()),
-                Tok::Kw("default-primaries"),
-                Tok::List(vec![server]),
-                Tok::Kw("zone-directory"),
-                Tok::Str(data::ZONES_DIR),
-                Tok::Kw("min-update-interval"),
-                Tok::Num(CATALOG_MIN_UPDATE_INTERVAL),
-            ]);
+            for (cat, servers) in entries {
+                w.stmt(&[
+                    Tok::Kw("zone"),
+                    Tok::Str(cat.as_str()),
+                    Tok::Kw("default-primaries"),
+                    Tok::List(servers),
+                    Tok::Kw("zone-directory"),
+                    Tok::Str(data::ZONES_DIR),
+                    Tok::Kw("min-update-interval"),
+                    Tok::Num(CATALOG_MIN_UPDATE_INTERVAL),
+                ]);
+            }
         });
     };
+    let consumed_zone_stmts = |w: &mut ConfWriter| {
+        for c in &cfg.catalog_consumers {
+            let servers: Vec<_> = c.primaries.iter().map(|p| (*p, Some(&c.key))).collect();
+            let file = format!("{}/{}.db", data::CATALOG_DIR, c.zone.file_stem());
+            w.block(&[Tok::Kw("zone"), Tok::Str(c.zone.as_str())], |w| {
+                w.stmt(&[Tok::Kw("type"), Tok::Kw("secondary")]);
+                w.stmt(&[Tok::Kw("file"), Tok::Str(&file)]);
+                w.servers(&[Tok::Kw("primaries")], &servers);
+                w.stmt(&[
+                    Tok::Kw("min-refresh-time"),
+                    Tok::Num(CONSUMED_CATALOG_REFRESH),
+                ]);
+                w.stmt(&[
+                    Tok::Kw("max-refresh-time"),
+                    Tok::Num(CONSUMED_CATALOG_REFRESH),
+                ]);
+                w.stmt(&[
+                    Tok::Kw("min-retry-time"),
+                    Tok::Num(CONSUMED_CATALOG_REFRESH),
+                ]);
+                w.stmt(&[
+                    Tok::Kw("max-retry-time"),
+                    Tok::Num(CONSUMED_CATALOG_MAX_RETRY),
+                ]);
+            });
+        }
+    };
+    // NOTIFYs of a source that lists this cluster as its external
+    // secondary are signed with the consumer's key, from an address that
+    // may not be the one in `primaries` (a Service in front of its pod).
+    let consumer_notify: Vec<AclElement> = cfg
+        .catalog_consumers
+        .iter()
+        .map(|c| AclElement::key(c.key.clone()))
+        .collect();
     let catalog_zone_stmt = |w: &mut ConfWriter, cat: &ZoneName, key: &KeyName| {
         let primary_server = [(cfg.primary_endpoint, Some(key))];
         let file = format!("{}/{}.db", data::CATALOG_DIR, cat.file_stem());
@@ -438,10 +570,28 @@ pub fn render_named_conf(cfg: &ClusterConfig, role: Role) -> Result<String, Rend
                 w.stmt(&[Tok::Kw("serial-update-method"), Tok::Kw("unixtime")]);
                 w.stmt(&[Tok::Kw("transfers-out"), Tok::Num(PRIMARY_TRANSFERS_OUT)]);
                 w.stmt(&[Tok::Kw("notify-rate"), Tok::Num(PRIMARY_NOTIFY_RATE)]);
+                if !cfg.catalog_consumers.is_empty() {
+                    // The primary pod is a secondary of the consumed
+                    // catalogs' members too: onboard them as fast as the
+                    // secondaries do.
+                    w.acl(&[Tok::Kw("allow-notify")], &consumer_notify);
+                    w.stmt(&[
+                        Tok::Kw("serial-query-rate"),
+                        Tok::Num(SECONDARY_SERIAL_QUERY_RATE),
+                    ]);
+                    w.stmt(&[Tok::Kw("transfers-in"), Tok::Num(SECONDARY_TRANSFERS_IN)]);
+                    w.stmt(&[
+                        Tok::Kw("transfers-per-ns"),
+                        Tok::Num(SECONDARY_TRANSFERS_PER_NS),
+                    ]);
+                    catalog_zones(w, None);
+                }
             }
             Role::Secondary => {
                 w.stmt(&[Tok::Kw("notify"), Tok::Kw("no")]);
-                w.acl(&[Tok::Kw("allow-notify")], &xfer_acl);
+                let mut notify_acl = xfer_acl.to_vec();
+                notify_acl.extend(consumer_notify.iter().cloned());
+                w.acl(&[Tok::Kw("allow-notify")], &notify_acl);
                 w.stmt(&[
                     Tok::Kw("serial-query-rate"),
                     Tok::Num(SECONDARY_SERIAL_QUERY_RATE),
@@ -452,7 +602,7 @@ pub fn render_named_conf(cfg: &ClusterConfig, role: Role) -> Result<String, Rend
                     Tok::Num(SECONDARY_TRANSFERS_PER_NS),
                 ]);
                 if cfg.views.is_empty() {
-                    catalog_zones(w, &cfg.catalog_zone, &cfg.transfer_key);
+                    catalog_zones(w, Some((&cfg.catalog_zone, &cfg.transfer_key)));
                 }
             }
         }
@@ -472,6 +622,7 @@ pub fn render_named_conf(cfg: &ClusterConfig, role: Role) -> Result<String, Rend
             }
             Role::Secondary => catalog_zone_stmt(&mut w, &cfg.catalog_zone, &cfg.transfer_key),
         }
+        consumed_zone_stmts(&mut w);
     } else {
         for (i, v) in cfg.views.iter().enumerate() {
             w.blank();
@@ -512,7 +663,7 @@ pub fn render_named_conf(cfg: &ClusterConfig, role: Role) -> Result<String, Rend
                     }
                     Role::Secondary => {
                         w.acl(&[Tok::Kw("allow-notify")], &[AclElement::key(own.clone())]);
-                        catalog_zones(w, &catalog_names[i].1, own);
+                        catalog_zones(w, Some((&catalog_names[i].1, own)));
                     }
                 }
                 forward_zones(w);
@@ -570,6 +721,8 @@ mod tests {
             transfer_key: KeyName::parse("xfer").unwrap(),
             primary_endpoint: Endpoint::new("10.96.0.10".parse().unwrap(), 53).unwrap(),
             keys,
+            external_secondaries: Vec::new(),
+            catalog_consumers: Vec::new(),
         }
     }
 
@@ -660,5 +813,65 @@ mod tests {
             render_cluster(&clash).unwrap_err(),
             RenderError::DuplicateKey("internal.view.xfer".into())
         );
+    }
+
+    #[test]
+    fn consumed_catalogs_are_followed_by_every_pod() {
+        let mut c = cfg(
+            Vec::new(),
+            vec![key("xfer", "c2VjcmV0"), key("src", "b3RoZXI=")],
+        );
+        c.catalog_consumers = vec![ConsumedCatalog {
+            zone: ZoneName::parse("a.default.catalog.invalid").unwrap(),
+            primaries: vec![Endpoint::new("192.0.2.10".parse().unwrap(), 5300).unwrap()],
+            key: KeyName::parse("src").unwrap(),
+        }];
+        let files = render_cluster(&c).unwrap();
+        let entry = "zone \"a.default.catalog.invalid\" default-primaries { 192.0.2.10 port 5300 key \"src\"; } zone-directory \"zones\" min-update-interval 0;";
+        for conf in [&files.named_conf_primary, &files.named_conf_secondary] {
+            assert!(conf.contains(entry), "{conf}");
+            assert!(
+                conf.contains("zone \"a.default.catalog.invalid\" {\n\ttype secondary;"),
+                "{conf}"
+            );
+            assert!(conf.contains("max-refresh-time 2;"), "{conf}");
+        }
+        // One catalog-zones statement on a secondary: its own catalog first.
+        let s = &files.named_conf_secondary;
+        assert_eq!(s.matches("catalog-zones {").count(), 1, "{s}");
+        assert!(
+            s.contains("allow-notify { key \"xfer\"; key \"src\"; };"),
+            "{s}"
+        );
+        assert!(
+            files
+                .named_conf_primary
+                .contains("allow-notify { key \"src\"; };")
+        );
+        assert!(
+            files
+                .named_conf_primary
+                .contains("include \"notify-servers.conf\";")
+        );
+
+        // Its own catalog, an unloaded key, views: refused before rendering.
+        let mut own = c.clone();
+        own.catalog_consumers[0].zone = c.catalog_zone.clone();
+        assert!(matches!(
+            render_cluster(&own),
+            Err(RenderError::CatalogConsumer(_))
+        ));
+        let mut unloaded = c.clone();
+        unloaded.catalog_consumers[0].key = KeyName::parse("nope").unwrap();
+        assert!(matches!(
+            render_cluster(&unloaded),
+            Err(RenderError::CatalogConsumer(_))
+        ));
+        let mut views = c.clone();
+        views.views = vec![view("internal", &[])];
+        assert!(matches!(
+            render_cluster(&views),
+            Err(RenderError::CatalogConsumer(_))
+        ));
     }
 }

@@ -24,12 +24,13 @@ use std::fmt::Write as _;
 
 use sha2::{Digest, Sha256};
 
-use super::conf::{ConfWriter, Tok};
+use super::conf::{ConfWriter, Tok, server_tokens};
 use super::error::ValidationError;
 use super::grant::Grant;
 use super::layout::data;
 use super::name::{DomainName, ZoneName};
 use super::rdata::{Rdata, RecordType};
+use super::render::{ExternalSecondary, secondaries_list_name};
 use super::types::{AclElement, Endpoint, KeyName, Ttl, ViewName};
 
 /// SOA timers and names of a zone.
@@ -158,6 +159,14 @@ pub struct PrimaryZone {
     pub also_notify: Vec<Endpoint>,
     /// `dnssec-policy` name for inline signing.
     pub dnssec_policy: Option<PolicyName>,
+    /// External secondaries of the zone (the cluster's or the zone's own
+    /// list): each may transfer it with its key.
+    pub external_secondaries: Vec<ExternalSecondary>,
+    /// The zone has its own list (`spec.externalSecondaries`): it gets a
+    /// zone-level `also-notify` of the cluster's secondaries (the
+    /// [`secondaries_list_name`] server list) and its own external ones,
+    /// instead of the options-level list.
+    pub notify_override: bool,
     /// Other tools' keys' rights (`spec.updatePolicy`), written after the
     /// operator's own `zonesub ANY` grants.
     pub grants: Vec<Grant>,
@@ -241,9 +250,24 @@ impl PrimaryZone {
             if self.update_key != self.transfer_key {
                 acl.push(AclElement::key(self.update_key.clone()));
             }
+            for e in &self.external_secondaries {
+                let k = AclElement::key(e.key.clone());
+                if !acl.contains(&k) {
+                    acl.push(k);
+                }
+            }
             acl.extend(self.allow_transfer.iter().cloned());
             w.acl(&[Tok::Kw("allow-transfer")], &acl);
-            if !self.also_notify.is_empty() {
+            if self.notify_override {
+                let list = secondaries_list_name(self.view.as_ref());
+                let mut items = vec![vec![Tok::Str(&list)]];
+                items.extend(
+                    self.external_secondaries
+                        .iter()
+                        .map(|e| server_tokens(&e.endpoint, Some(&e.key))),
+                );
+                w.inline_list(&[Tok::Kw("also-notify")], &items);
+            } else if !self.also_notify.is_empty() {
                 let servers: Vec<_> = self
                     .also_notify
                     .iter()
@@ -334,6 +358,8 @@ pub fn catalog_primary_zone(
         allow_transfer: Vec::new(),
         also_notify: Vec::new(),
         dnssec_policy: None,
+        external_secondaries: Vec::new(),
+        notify_override: false,
         grants: Vec::new(),
     }
 }
@@ -396,6 +422,8 @@ mod tests {
             allow_transfer: vec![AclElement::parse("10.0.0.0/8").unwrap()],
             also_notify: vec![Endpoint::new("127.0.0.1".parse().unwrap(), 5301).unwrap()],
             dnssec_policy: Some(PolicyName::parse("default").unwrap()),
+            external_secondaries: Vec::new(),
+            notify_override: false,
             grants: vec![
                 Grant::new(
                     &z("example.com"),
@@ -412,6 +440,37 @@ mod tests {
             pz.clause(),
             "{\n\ttype primary;\n\tfile \"zones/internal/example.com.db\";\n\tcheck-integrity no;\n\tupdate-policy { grant \"upd\" zonesub ANY; grant \"xfer\" zonesub ANY; grant \"acme\" name \"_acme-challenge.example.com.\" TXT; };\n\tallow-transfer { key \"xfer\"; key \"upd\"; 10.0.0.0/8; };\n\talso-notify { 127.0.0.1 port 5301 key \"xfer\"; };\n\tdnssec-policy \"default\";\n};"
         );
+    }
+
+    #[test]
+    fn external_secondaries_transfer_and_an_own_list_notifies_the_cluster_too() {
+        let provider = ExternalSecondary {
+            endpoint: Endpoint::new("192.0.2.9".parse().unwrap(), 5300).unwrap(),
+            key: KeyName::parse("provider").unwrap(),
+        };
+        let mut pz =
+            catalog_primary_zone(&z("example.com"), None, &KeyName::parse("xfer").unwrap());
+        pz.external_secondaries = vec![provider];
+        // The cluster's list: allowed to transfer, notified by the
+        // options-level list (no zone-level also-notify).
+        let inherited = pz.clause();
+        assert!(
+            inherited.contains("allow-transfer { key \"xfer\"; key \"provider\"; };"),
+            "{inherited}"
+        );
+        assert!(!inherited.contains("also-notify"), "{inherited}");
+        // The zone's own list: the cluster's secondaries stay notified.
+        pz.notify_override = true;
+        assert!(pz.clause().contains(
+            "also-notify { \"bind-operator-secondaries\"; 192.0.2.9 port 5300 key \"provider\"; };"
+        ));
+        pz.external_secondaries.clear();
+        let none = pz.clause();
+        assert!(
+            none.contains("also-notify { \"bind-operator-secondaries\"; };"),
+            "{none}"
+        );
+        assert!(none.contains("allow-transfer { key \"xfer\"; };"), "{none}");
     }
 
     #[test]

@@ -320,6 +320,7 @@ impl Collector {
                 dnssec_policy: None,
                 update_policy: Vec::new(),
                 records_from: Vec::new(),
+                external_secondaries: None,
             },
             status: None,
         };
@@ -497,7 +498,7 @@ fn check_zone(zone: &BindZone, target: &Target) -> Result<(), String> {
         key,
     }];
     let transfer = KeyName::parse("transfer").map_err(|e| e.to_string())?;
-    zone_config(zone, &loaded, &transfer).map_err(|e| e.to_string())?;
+    zone_config(zone, &loaded, &transfer, &[]).map_err(|e| e.to_string())?;
     api::admission::admit_typed(zone, None).map_err(|e| e.to_string())?;
     Ok(())
 }

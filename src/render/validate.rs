@@ -22,7 +22,9 @@ use std::net::IpAddr;
 
 use crate::api::{self, BindCluster, BindTSIGKey, BindZone, ZoneType};
 use crate::bind::dnssec::{AnchorFields, AnchorKind, TrustAnchor};
-use crate::bind::render::{ClusterConfig, DnssecValidation, ForwardZone, View};
+use crate::bind::render::{
+    ClusterConfig, ConsumedCatalog, DnssecValidation, ExternalSecondary, ForwardZone, View,
+};
 use crate::bind::types::parse_acl;
 use crate::bind::viewkey::view_key_name;
 use crate::bind::zone::{
@@ -296,7 +298,50 @@ pub fn cluster_config(
             })
         })
         .collect::<Result<Vec<_>, ConfigError>>()?;
+    let loaded = |field: &str, r: &str| {
+        find_key(keys, r).map(|k| k.name.clone()).ok_or_else(|| {
+            err(ValidationError::new("key", r, "is not a BindTSIGKey the cluster loads").at(field))
+        })
+    };
+    let endpoint = |field: &str, address: &str, port: u16| {
+        let ip = address.parse().map_err(|_| {
+            err(ValidationError::new("address", address, "must be an IP address").at(field))
+        })?;
+        Endpoint::new(ip, port).map_err(|e| err(e.at(field)))
+    };
+    let external_secondaries = spec
+        .external_secondaries
+        .iter()
+        .enumerate()
+        .map(|(i, e)| {
+            let at = |f: &str| format!("spec.externalSecondaries[{i}].{f}");
+            Ok(ExternalSecondary {
+                endpoint: endpoint(&at("address"), &e.address, e.port)?,
+                key: loaded(&at("keyRef"), &e.key_ref)?,
+            })
+        })
+        .collect::<Result<Vec<_>, ConfigError>>()?;
+    let catalog_consumers = spec
+        .catalog_consumers
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let at = |f: &str| format!("spec.catalogConsumers[{i}].{f}");
+            Ok(ConsumedCatalog {
+                zone: zone(&at("catalogZone"), &c.catalog_zone)?,
+                primaries: c
+                    .primaries
+                    .iter()
+                    .enumerate()
+                    .map(|(j, p)| endpoint(&at(&format!("primaries[{j}]")), &p.address, p.port))
+                    .collect::<Result<_, _>>()?,
+                key: loaded(&at("transferKeyRef"), &c.transfer_key_ref)?,
+            })
+        })
+        .collect::<Result<Vec<_>, ConfigError>>()?;
     Ok(ClusterConfig {
+        external_secondaries,
+        catalog_consumers,
         recursion: spec.recursion,
         allow_query: parse_acl("spec.allowQuery", &spec.allow_query).map_err(&err)?,
         allow_recursion: parse_acl("spec.allowRecursion", &spec.allow_recursion).map_err(&err)?,
@@ -346,10 +391,14 @@ pub struct PrimaryZoneConfig {
 /// key derived from it instead, see [`crate::bind::viewkey`]). A bad
 /// `spec.records` entry does not fail the zone: it is an [`InlineRecord`]
 /// holding its error, refused alone by the plan.
+///
+/// `cluster_external` is the cluster's spec.externalSecondaries, which the
+/// zone's own list replaces when set.
 pub fn zone_config(
     zone: &BindZone,
     keys: &[LoadedKey<'_>],
     transfer_key: &KeyName,
+    cluster_external: &[api::ExternalSecondary],
 ) -> Result<ZoneConfig, ConfigError> {
     let err = invalid("BindZone", &zone.metadata);
     let spec = &zone.spec;
@@ -442,6 +491,24 @@ pub fn zone_config(
         .enumerate()
         .map(|(i, g)| grants::update_grant(&name, i, g, &zone_key).map_err(|e| e.into_config(&err)))
         .collect::<Result<Vec<_>, ConfigError>>()?;
+    let (external_list, external_field) = match &spec.external_secondaries {
+        Some(own) => (own.as_slice(), "spec.externalSecondaries"),
+        None => (cluster_external, "cluster spec.externalSecondaries"),
+    };
+    let external_secondaries = external_list
+        .iter()
+        .enumerate()
+        .map(|(i, e)| {
+            let at = format!("{external_field}[{i}]");
+            let ip = e.address.parse().map_err(|_| {
+                err(ValidationError::new("address", &e.address, "must be an IP address").at(&at))
+            })?;
+            Ok(ExternalSecondary {
+                endpoint: Endpoint::new(ip, e.port).map_err(|x| err(x.at(&at)))?,
+                key: zone_key("external secondary", &e.key_ref)?.name,
+            })
+        })
+        .collect::<Result<Vec<_>, ConfigError>>()?;
     let zone_transfer_key = match &view {
         Some(v) => view_key_name(transfer_key, v).map_err(|e| err(e.at("spec.view")))?,
         None => transfer_key.clone(),
@@ -455,6 +522,8 @@ pub fn zone_config(
             allow_transfer,
             also_notify: Vec::new(),
             dnssec_policy,
+            external_secondaries,
+            notify_override: spec.external_secondaries.is_some(),
             grants,
         },
         soa,
@@ -560,7 +629,7 @@ mod tests {
             "spec": spec,
         }))
         .unwrap();
-        match zone_config(&z, &loaded, &loaded[0].key.name).unwrap() {
+        match zone_config(&z, &loaded, &loaded[0].key.name, &[]).unwrap() {
             ZoneConfig::Primary(p) => *p,
             ZoneConfig::Secondary(_) => panic!("a primary zone"),
         }

@@ -96,6 +96,9 @@ mv -f rndc.conf.tmp rndc.conf
 # The primary's NOTIFY targets are runtime data the operator writes; start
 # with none, and keep what a previous run left on a persistent volume.
 [ -e notify-targets.conf ] || echo 'also-notify { };' >notify-targets.conf
+# The primary's secondaries as named server lists (for zones with their own
+# external secondaries): none until the operator writes them.
+[ -e notify-servers.conf ] || : >notify-servers.conf
 # With views, each view of the primary includes its own list instead
 # (notify-targets.<view>.conf): start every one named.conf names.
 # shellcheck disable=SC2013 # the names are [A-Za-z0-9_.-]: no blank, no glob

@@ -269,6 +269,7 @@ async fn converge(cluster: &BindCluster, ctx: &Context) -> Result<Action, Error>
         &files,
         &cfg.transfer_key,
         &view_keys,
+        &cfg.external_secondaries,
         &mut outcome,
     )
     .await;

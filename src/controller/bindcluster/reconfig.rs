@@ -18,14 +18,16 @@
 //! Touches pods only through the executor; reads no API. Never logs the
 //! mounted files (keys.conf is key material; it reaches the pod on stdin).
 
+use crate::bind::render::ExternalSecondary;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use crate::api::{REASON_APPLIED, REASON_EXEC_FAILED, REASON_PROPAGATING, REASON_RECONFIG_FAILED};
 use crate::bind::commands::{
     WhenMounted, checkconf, config_hash, has_runtime_includes, parse_reconfig_when_mounted,
-    parse_write_notify, reconfig, reconfig_when_mounted, render_notify_targets,
-    render_view_notify_targets, write_notify_targets, write_view_notify_targets,
+    parse_write_notify, reconfig, reconfig_when_mounted, render_notify_servers,
+    render_notify_targets, render_view_notify_targets, write_notify_targets,
+    write_view_notify_targets,
 };
 use crate::bind::parse::parse_checkconf;
 use crate::bind::{Endpoint, KeyName, ViewName};
@@ -231,6 +233,7 @@ pub async fn reconfig_pods(
 /// files in one exec, one reconfig). Runs nothing when the memo says the
 /// list is current; otherwise one exec that compares, rewrites only what
 /// differs and reconfigs only then. Returns whether it rewrote the list.
+#[allow(clippy::too_many_arguments)]
 pub async fn sync_notify_targets(
     executor: &dyn PodExecutor,
     memo: &NotifyMemo,
@@ -239,17 +242,20 @@ pub async fn sync_notify_targets(
     targets: &[Endpoint],
     transfer_key: &KeyName,
     view_keys: &[(ViewName, KeyName)],
+    external: &[ExternalSecondary],
 ) -> Result<bool, String> {
     let layout = executor.layout(primary);
     let (wanted, write) = if view_keys.is_empty() {
         (
-            render_notify_targets(targets, transfer_key),
-            write_notify_targets(&layout, targets, transfer_key),
+            render_notify_targets(targets, transfer_key, external)
+                + &render_notify_servers(targets, transfer_key, &[]),
+            write_notify_targets(&layout, targets, transfer_key, external),
         )
     } else {
         (
-            render_view_notify_targets(targets, view_keys),
-            write_view_notify_targets(&layout, targets, view_keys),
+            render_view_notify_targets(targets, view_keys, external)
+                + &render_notify_servers(targets, transfer_key, view_keys),
+            write_view_notify_targets(&layout, targets, view_keys, external),
         )
     };
     if memo.get(primary, primary_uid).as_deref() == Some(wanted.as_str()) {

@@ -5,6 +5,7 @@
 //! Touches the cluster (applies, Events, status) and pods (executor).
 //! Never logs rendered keys.conf.
 
+use crate::bind::render::ExternalSecondary;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -200,6 +201,7 @@ fn container_identity(pod: &Pod) -> String {
 /// Points the primary's NOTIFY list (one per view, signed with the view's
 /// key, when the cluster has views) at the secondaries, once the primary
 /// runs the wanted config. Failures join the outcome's exec errors.
+#[allow(clippy::too_many_arguments)]
 pub async fn notify(
     ctx: &Context,
     cluster: &BindCluster,
@@ -207,6 +209,7 @@ pub async fn notify(
     files: &RenderedFiles,
     transfer_key: &KeyName,
     view_keys: &[(ViewName, KeyName)],
+    external: &[ExternalSecondary],
     outcome: &mut Outcome,
 ) {
     let name = cluster.name_any();
@@ -237,6 +240,7 @@ pub async fn notify(
         &targets,
         transfer_key,
         view_keys,
+        external,
     )
     .await;
     match result {

@@ -33,7 +33,7 @@ use crate::render::validate::{PrimaryZoneConfig, ZoneConfig};
 use super::applied::Applied;
 use super::primary::{Converged, Failure};
 use super::read::{self, Blocked, Inputs, ZoneRead};
-use super::{Error, dnssec, dnssec_keys, primary, secondary};
+use super::{Error, dnssec, dnssec_keys, external_secondaries, primary, secondary};
 
 use crate::api::{
     REASON_CLUSTER_NOT_FOUND, REASON_FOREIGN_CONFLICT, REASON_PRIMARY_REBUILDING,
@@ -165,7 +165,7 @@ async fn primary_zone(ctx: &ZoneContext, r: &ZoneRead) -> Result<Action, Error> 
     if !c.restored.is_empty() {
         restored(ctx, zone, records, &out.desired, &c.restored).await;
     }
-    let (report, signing) = served_report(zone, &out.desired, &c, servers, dnssec_state);
+    let (mut report, signing) = served_report(zone, &out.desired, &c, servers, dnssec_state);
     match report.dnssec.as_ref() {
         // Signed: its keys kept where a rebuilt primary gets them back.
         Some(Some(d)) => {
@@ -176,13 +176,36 @@ async fn primary_zone(ctx: &ZoneContext, r: &ZoneRead) -> Result<Action, Error> 
         Some(None) if zone.spec.dnssec_policy.is_none() => dnssec_keys::forget(ctx, zone).await?,
         _ => {}
     }
+    let external = &r.cfg.clause.external_secondaries;
+    let observed =
+        external_secondaries::observe(&r.cfg.clause.zone, external, &r.inputs, c.served.serial)
+            .await;
+    let lagging = observed.iter().any(|e| !e.caught_up);
+    // One that answers with an older serial missed a NOTIFY (it was down
+    // when the change was made, and a restarted BIND waits out its refresh
+    // timer): repeat it. One that does not answer is not asked again.
+    if external_secondaries::answering_behind(&observed) {
+        let target = ctx.target(&r.primary.pod);
+        if let Err(e) = target
+            .notify(&r.cfg.clause.zone, r.cfg.clause.view.as_ref())
+            .await
+        {
+            tracing::warn!(zone = %r.cfg.clause.zone, error = %e, "failed to repeat the NOTIFY for a lagging external secondary");
+        }
+    }
+    report.external_secondaries = Some(observed);
     finish(ctx, zone, &report, &r.applied, &out.applied).await?;
+    let next_check = if lagging {
+        external_secondaries::LAGGING_RECHECK.min(c.next_check)
+    } else {
+        c.next_check
+    };
     Ok(Action::requeue(if signing {
         DNSSEC_RECHECK.min(c.next_check)
     } else if c.wrote {
-        ctx.settings.recheck_after_write.min(c.next_check)
+        ctx.settings.recheck_after_write.min(next_check)
     } else {
-        c.next_check
+        next_check
     }))
 }
 
@@ -341,6 +364,7 @@ fn served_report(
         servers: Some(servers),
         dnssec: Some(if withdrawn { None } else { dnssec_state }),
         applied_plan: Some(c.plan.map(super::primary::plan_text)),
+        external_secondaries: None,
     };
     (report, soon)
 }
@@ -407,6 +431,7 @@ async fn secondary_zone(
                 servers: Some(s.servers),
                 dnssec: None,
                 applied_plan: None,
+                external_secondaries: None,
             };
             finish(ctx, zone, &report, applied, &out.applied).await?;
             Ok(Action::requeue(s.next_check))
@@ -536,6 +561,7 @@ fn problem(phase: Phase, reason: &'static str, message: String) -> ZoneReport {
         servers: None,
         dnssec: None,
         applied_plan: None,
+        external_secondaries: None,
     }
 }
 
@@ -577,6 +603,7 @@ async fn primary_down(
         servers: None,
         dnssec: None,
         applied_plan: None,
+        external_secondaries: None,
     };
     write_zone_report(ctx, zone, &report).await?;
     let waiting = records

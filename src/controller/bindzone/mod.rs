@@ -27,6 +27,7 @@ pub mod cleanup;
 pub mod dnssec;
 pub mod dnssec_keys;
 pub mod external;
+pub mod external_secondaries;
 pub mod primary;
 pub mod read;
 pub mod secondary;

@@ -148,6 +148,14 @@ pub async fn inputs(ctx: &ZoneContext, zone: &BindZone) -> Result<Result<Inputs,
             .and_then(|e| e.rndc.as_ref())
             .map(|r| r.key_ref.as_str()),
     );
+    // External secondaries' keys: allowed to transfer, and the serial
+    // queries of the status are signed with them.
+    let external = zone
+        .spec
+        .external_secondaries
+        .as_deref()
+        .unwrap_or(&cluster.spec.external_secondaries);
+    refs.extend(external.iter().map(|e| e.key_ref.as_str()));
     let keys = match keys::resolve(ctx, &cluster, &refs).await {
         Ok(k) => k,
         Err(e) if e.is_api() => return Err(Error::Keys(e)),
@@ -295,7 +303,13 @@ pub fn validate(zone: &BindZone, inputs: &Inputs) -> Result<ZoneConfig, Blocked>
             });
         }
     }
-    zone_config(zone, &inputs.keys.as_loaded(), &inputs.keys.transfer.name).map_err(|e| match e {
+    zone_config(
+        zone,
+        &inputs.keys.as_loaded(),
+        &inputs.keys.transfer.name,
+        &inputs.cluster.spec.external_secondaries,
+    )
+    .map_err(|e| match e {
         ConfigError::ZoneKeyNotLoaded { .. } => Blocked {
             reason: crate::api::REASON_KEY_NOT_FOUND,
             message: e.to_string(),

@@ -629,6 +629,38 @@ pub struct ZoneReport {
     /// See [`crate::api::BindZoneStatus::applied_plan`]. `None`: keep what
     /// the status says; `Some(None)` clears it.
     pub applied_plan: Option<Option<String>>,
+    /// `None`: keep what the status says.
+    pub external_secondaries: Option<Vec<crate::api::ExternalSecondaryStatus>>,
+}
+
+/// Condition type: every external secondary serves the primary's serial.
+pub const CONDITION_EXTERNAL_IN_SYNC: &str = "ExternalSecondariesInSync";
+/// Reasons of [`CONDITION_EXTERNAL_IN_SYNC`].
+pub const REASON_CAUGHT_UP: &str = "CaughtUp";
+pub const REASON_LAGGING: &str = "Lagging";
+
+/// The `ExternalSecondariesInSync` condition's status and message.
+fn external_condition(list: &[crate::api::ExternalSecondaryStatus]) -> (bool, String) {
+    let lagging: Vec<String> = list
+        .iter()
+        .filter(|e| !e.caught_up)
+        .map(|e| match (e.serial, &e.message) {
+            (Some(s), _) => format!("{} serves serial {s}", e.server),
+            (None, Some(m)) => format!("{}: {m}", e.server),
+            (None, None) => format!("{} does not serve the zone", e.server),
+        })
+        .collect();
+    if lagging.is_empty() {
+        (
+            true,
+            format!(
+                "{} external secondaries serve the primary's serial",
+                list.len()
+            ),
+        )
+    } else {
+        (false, lagging.join("; "))
+    }
 }
 
 /// `N/M` servers at `serial` (`None` without servers or serial).
@@ -655,6 +687,10 @@ pub fn zone_status(zone: &BindZone, report: &ZoneReport) -> BindZoneStatus {
         in_sync: None,
         applied_plan: report.applied_plan.clone().unwrap_or(old.applied_plan),
         dnssec: report.dnssec.clone().unwrap_or(old.dnssec),
+        external_secondaries: report
+            .external_secondaries
+            .clone()
+            .unwrap_or(old.external_secondaries),
         conditions: old.conditions,
     };
     s.in_sync = in_sync(s.serial, &s.servers);
@@ -670,6 +706,23 @@ pub fn zone_status(zone: &BindZone, report: &ZoneReport) -> BindZoneStatus {
         ),
     );
     set_warning_condition(&mut s.conditions, &zone_warnings(zone), generation, now());
+    if s.external_secondaries.is_empty() {
+        s.conditions
+            .retain(|c| c.type_ != CONDITION_EXTERNAL_IN_SYNC);
+    } else {
+        let (ok, message) = external_condition(&s.external_secondaries);
+        set_condition(
+            &mut s.conditions,
+            new_condition(
+                CONDITION_EXTERNAL_IN_SYNC,
+                ok,
+                if ok { REASON_CAUGHT_UP } else { REASON_LAGGING },
+                message,
+                generation,
+                now(),
+            ),
+        );
+    }
     s
 }
 

@@ -58,6 +58,7 @@
 
 pub mod alloc;
 pub mod check;
+pub mod consumer;
 pub mod env;
 pub mod exec_log;
 pub mod latency;
@@ -167,6 +168,8 @@ pub struct BenchOptions {
     /// Records of the per-record baseline; 0 skips it. It runs right after
     /// the batched scenario of the same N when there is one.
     pub baseline_records: usize,
+    /// Zones on the source cluster of the catalog-consumer scenario.
+    pub consumer_zones: usize,
     /// Pods of the BindCluster (1 primary, the rest secondaries).
     pub replicas: i32,
     /// Where pods keep their files; default: a fresh directory under the
@@ -198,6 +201,7 @@ impl Default for BenchOptions {
             restart_records: DEFAULT_RESTART_RECORDS,
             zones: DEFAULT_ZONES,
             baseline_records: DEFAULT_BASELINE_RECORDS,
+            consumer_zones: consumer::DEFAULT_CONSUMER_ZONES,
             replicas: 2,
             state_dir: None,
             base_port: DEFAULT_BASE_PORT,
@@ -320,7 +324,7 @@ fn check_options(opts: &BenchOptions) -> Result<(), BenchError> {
         return bad("--records must be at least 1");
     }
     let planned = plan(opts);
-    if planned.is_empty() {
+    if planned.is_empty() && !opts.scenarios.contains(&ScenarioKind::CatalogConsumer) {
         return bad("nothing to run: no scenario with a non-zero size");
     }
     let max = planned.iter().map(|p| p.records).max().unwrap_or(0);
@@ -376,7 +380,12 @@ pub async fn run(opts: &BenchOptions) -> Result<BenchReport, BenchError> {
         }
     }
     outcome?;
-    Ok(BenchReport::new(opts, scenarios))
+    let report = BenchReport::new(opts, scenarios);
+    if opts.scenarios.contains(&ScenarioKind::CatalogConsumer) && opts.consumer_zones > 0 {
+        let c = consumer::run(opts, &root).await?;
+        return Ok(report.with_consumer(c));
+    }
+    Ok(report)
 }
 
 /// Logs to stderr at `filter` (`RUST_LOG` wins when set), so stdout

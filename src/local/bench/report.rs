@@ -42,6 +42,9 @@ pub enum ScenarioKind {
     /// Batched, then the controllers stopped and started again against
     /// the same API and pods (an operator restart).
     Restart,
+    /// A second cluster consuming the first one's catalog (not in
+    /// [`ScenarioKind::ALL`]: asked for by name).
+    CatalogConsumer,
 }
 
 impl ScenarioKind {
@@ -64,6 +67,7 @@ impl ScenarioKind {
             ScenarioKind::Latency => "latency",
             ScenarioKind::PrimaryRestart => "primary-restart",
             ScenarioKind::Restart => "restart",
+            ScenarioKind::CatalogConsumer => "catalog-consumer",
         }
     }
 }
@@ -80,11 +84,12 @@ impl std::str::FromStr for ScenarioKind {
     fn from_str(s: &str) -> Result<Self, String> {
         ScenarioKind::ALL
             .into_iter()
+            .chain([ScenarioKind::CatalogConsumer])
             .find(|k| k.as_str() == s)
             .ok_or_else(|| {
                 format!(
                     "unknown scenario {s:?} (batched, baseline, at-once, converged, latency, \
-                     primary-restart or restart)"
+                     primary-restart, restart or catalog-consumer)"
                 )
             })
     }
@@ -664,6 +669,9 @@ pub struct BenchReport {
     pub targets: Targets,
     /// One line per target of issue 12 this run measured.
     pub verdicts: Vec<Verdict>,
+    /// The catalog-consumer scenario, when it ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub catalog_consumer: Option<super::consumer::ConsumerResult>,
 }
 
 fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
@@ -713,7 +721,23 @@ impl BenchReport {
             comparison,
             targets,
             verdicts,
+            catalog_consumer: None,
         }
+    }
+
+    /// Adds the catalog-consumer scenario's result and its verdict.
+    pub fn with_consumer(mut self, c: super::consumer::ConsumerResult) -> Self {
+        self.verdicts.push(Verdict {
+            target: format!(
+                "catalog-consumer {} zones: a new zone on A served by B <= {:.0} s",
+                thousands(c.zones as u64),
+                super::consumer::TARGET_NEW_ZONE.as_secs_f64()
+            ),
+            measured: reached(c.new_zone_secs),
+            pass: c.new_zone_met,
+        });
+        self.catalog_consumer = Some(c);
+        self
     }
 
     /// Pretty JSON of the whole report.
@@ -951,6 +975,15 @@ impl BenchReport {
                     thousands(r.objects)
                 );
             }
+        }
+        if let Some(c) = &self.catalog_consumer {
+            let _ = writeln!(
+                t,
+                "\ncatalog-consumer: {} zones on A; B (2 pods) serves all of them {} after it is created; a new zone on A {} later",
+                thousands(c.zones as u64),
+                reached(c.all_secs),
+                reached(c.new_zone_secs)
+            );
         }
         if !self.verdicts.is_empty() {
             let _ = writeln!(t, "\ntargets (issues 12 and 30):");

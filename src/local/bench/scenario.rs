@@ -189,6 +189,12 @@ async fn measure(
                 create_all(env, &expected).await?
             }
             ScenarioKind::Baseline => per_record_updates(env, &pods[0], &expected).await?,
+            // Never planned here: it runs on its own (`super::consumer`).
+            ScenarioKind::CatalogConsumer => {
+                return Err(BenchError::Options(
+                    "catalog-consumer is not a records scenario".into(),
+                ));
+            }
         }
         Ok::<_, BenchError>(t0.elapsed())
     };

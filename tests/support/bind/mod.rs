@@ -163,6 +163,8 @@ pub fn small_config(primary: Endpoint, xfer: &TsigKey, update: &TsigKey) -> Clus
         transfer_key: xfer.name.clone(),
         primary_endpoint: primary,
         keys: vec![xfer.clone(), update.clone()],
+        external_secondaries: vec![],
+        catalog_consumers: vec![],
     }
 }
 
@@ -178,6 +180,8 @@ pub fn plain_zone(name: &str, update: &TsigKey, xfer: &TsigKey) -> PrimaryZone {
         also_notify: vec![],
         grants: vec![],
         dnssec_policy: None,
+        external_secondaries: vec![],
+        notify_override: false,
     }
 }
 

@@ -261,6 +261,8 @@ impl ClusterObjects {
             transfer_key: transfer_key.name.clone(),
             primary_endpoint: primary,
             keys: vec![transfer_key.clone()],
+            external_secondaries: Vec::new(),
+            catalog_consumers: Vec::new(),
         };
         let files = render_cluster(&cfg).unwrap();
         let config: ConfigMap = serde_json::from_value(json!({

@@ -418,6 +418,7 @@ pub async fn apply(
         dnssec: Some(None),
         // An external zone is transferred on every pass; no plan to trust.
         applied_plan: Some(None),
+        external_secondaries: None,
     };
     let mut want = Applied {
         type_: Some(
