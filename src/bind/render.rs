@@ -32,6 +32,7 @@ use super::name::ZoneName;
 use super::types::{AclElement, AclTarget, Endpoint, KeyName, TsigKey, ViewName};
 use super::viewkey::{view_key, view_key_name};
 use super::zone::catalog_zone_for;
+pub use super::zone::{ExternalSecondary, SECONDARIES_LIST, secondaries_list_name};
 
 /// Largest number of concurrent outgoing transfers on the primary.
 pub const PRIMARY_TRANSFERS_OUT: u64 = 50;
@@ -69,22 +70,6 @@ pub const CONSUMED_CATALOG_REFRESH: u64 = 2;
 /// Longest retry of a consumed catalog whose source did not answer.
 pub const CONSUMED_CATALOG_MAX_RETRY: u64 = 10;
 
-/// Name of the server list the primary defines at top level (in
-/// `notify-servers.conf`, written at run time) with the secondary pods'
-/// endpoints: a zone with its own external secondaries names it in its
-/// zone-level `also-notify` (which replaces the options-level list), so the
-/// cluster's own secondaries are still notified. Inside view V it is
-/// `<this>.<V>`, signed with V's key.
-pub const SECONDARIES_LIST: &str = "bind-operator-secondaries";
-
-/// [`SECONDARIES_LIST`] for a zone in `view` (or outside views).
-pub fn secondaries_list_name(view: Option<&ViewName>) -> String {
-    match view {
-        Some(v) => format!("{SECONDARIES_LIST}.{}", v.as_str()),
-        None => SECONDARIES_LIST.to_string(),
-    }
-}
-
 /// A catalog zone of another server the cluster follows (RFC 9432
 /// consumer): every pod serves its members as secondary zones.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -93,14 +78,6 @@ pub struct ConsumedCatalog {
     /// The source's primaries (IPs: BIND takes no names).
     pub primaries: Vec<Endpoint>,
     /// Signs the catalog's and its members' transfers; must be loaded.
-    pub key: KeyName,
-}
-
-/// A secondary outside the cluster fed by the primary (hidden primary).
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub struct ExternalSecondary {
-    pub endpoint: Endpoint,
-    /// Signs its NOTIFYs, transfers and the operator's serial queries.
     pub key: KeyName,
 }
 

@@ -30,8 +30,31 @@ use super::grant::Grant;
 use super::layout::data;
 use super::name::{DomainName, ZoneName};
 use super::rdata::{Rdata, RecordType};
-use super::render::{ExternalSecondary, secondaries_list_name};
 use super::types::{AclElement, Endpoint, KeyName, Ttl, ViewName};
+
+/// Name of the server list the primary defines at top level (in
+/// `notify-servers.conf`, written at run time) with the secondary pods'
+/// endpoints: a zone with its own external secondaries names it in its
+/// zone-level `also-notify` (which replaces the options-level list), so the
+/// cluster's own secondaries are still notified. Inside view V it is
+/// `<this>.<V>`, signed with V's key.
+pub const SECONDARIES_LIST: &str = "bind-operator-secondaries";
+
+/// [`SECONDARIES_LIST`] for a zone in `view` (or outside views).
+pub fn secondaries_list_name(view: Option<&ViewName>) -> String {
+    match view {
+        Some(v) => format!("{SECONDARIES_LIST}.{}", v.as_str()),
+        None => SECONDARIES_LIST.to_string(),
+    }
+}
+
+/// A secondary outside the cluster fed by the primary (hidden primary).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct ExternalSecondary {
+    pub endpoint: Endpoint,
+    /// Signs its NOTIFYs, transfers and the operator's serial queries.
+    pub key: KeyName,
+}
 
 /// SOA timers and names of a zone.
 #[derive(Debug, Clone, PartialEq, Eq)]
