@@ -7,7 +7,7 @@
 //!
 //! Why its own UDP prober and not `dig`: a dig process costs ~5-10 ms to
 //! start, the size of what is measured. The prober asks each pod every
-//! [`POLL`] over UDP (a plain non-recursive query; no key: the bench's
+//! `POLL` over UDP (a plain non-recursive query; no key: the bench's
 //! zones answer anyone), so the resolution is about a millisecond.
 //!
 //! Touches only the scenario's in-memory API and its named processes.
@@ -38,7 +38,7 @@ pub struct PodLatency {
     pub pod: String,
     pub role: String,
     /// Per change, milliseconds from the API call returning to the answer
-    /// (None: not answered within [`CHANGE_DEADLINE`]).
+    /// (None: not answered within `CHANGE_DEADLINE`).
     pub samples_ms: Vec<Option<f64>>,
     pub p50_ms: Option<f64>,
     pub p90_ms: Option<f64>,

@@ -6,7 +6,8 @@
 //!
 //! - read: the primary's SOA (signed with the transfer key, so a server
 //!   with views answers from the key's view), then a verified AXFR with
-//!   the transfer key ([`served`]) — every pass, so a record deleted
+//!   the transfer key, compared in wire form
+//!   ([`crate::controller::zonesync::diff::Served::from_records`]) — every pass, so a record deleted
 //!   behind the operator's back is seen and written again;
 //! - missing zone: created through the primary's rndc channel
 //!   ([`crate::bind::rndc`], `addzone`) when `spec.external.rndc` is set,
