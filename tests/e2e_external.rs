@@ -155,37 +155,10 @@ fn key_manifest(name: &str, material: &[u8]) -> String {
 }
 
 fn cluster_manifest(primary: &Named, secondary: &Named) -> String {
-    cluster_manifest_with(primary, secondary, None)
-}
-
-/// The cluster, its rndc channel naming `initial_file` when given.
-fn cluster_manifest_with(
-    primary: &Named,
-    secondary: &Named,
-    initial_file: Option<&Path>,
-) -> String {
-    let initial = initial_file
-        .map(|f| format!(", initialFile: '{}'", f.display()))
-        .unwrap_or_default();
     format!(
-        "apiVersion: bind.unkin.net/v1alpha1\nkind: BindCluster\nmetadata:\n  name: ext\nspec:\n  external:\n    primary: {{address: 127.0.0.1, port: {}}}\n    secondaries:\n      - {{address: 127.0.0.1, port: {}}}\n    transferKeyRef: xfer-key\n    rndc: {{address: 127.0.0.1, port: {}, keyRef: ext-rndc{initial}}}\n",
+        "apiVersion: bind.unkin.net/v1alpha1\nkind: BindCluster\nmetadata:\n  name: ext\nspec:\n  external:\n    primary: {{address: 127.0.0.1, port: {}}}\n    secondaries:\n      - {{address: 127.0.0.1, port: {}}}\n    transferKeyRef: xfer-key\n    rndc: {{address: 127.0.0.1, port: {}, keyRef: ext-rndc}}\n",
         primary.dns.port, secondary.dns.port, primary.control.port
     )
-}
-
-/// Whether the `named` on PATH is BIND 9.20 or later (`initial-file`).
-fn named_has_initial_file() -> bool {
-    let out = std::process::Command::new("named")
-        .arg("-v")
-        .output()
-        .expect("named -v");
-    let text = String::from_utf8_lossy(&out.stdout);
-    let minor = text
-        .split_whitespace()
-        .find_map(|w| w.strip_prefix("9."))
-        .and_then(|v| v.split(|c: char| !c.is_ascii_digit()).next())
-        .and_then(|m| m.parse::<u32>().ok());
-    minor.is_some_and(|m| m >= 20)
 }
 
 fn zone_manifest(object: &str, zone: &str, nameservers: &str) -> String {
@@ -252,25 +225,7 @@ async fn an_external_bind_gets_its_records_written_repaired_and_its_zones_made_b
         ]
         .join("---\n"),
     );
-    // BIND 9.20 creates a new zone's file from `initial-file`: the cluster
-    // names a template on the server. 9.18 has no such option (below).
-    let template = primary.dir.join("template.db");
-    let initial_file = named_has_initial_file();
-    if initial_file {
-        std::fs::write(
-            &template,
-            "$TTL 300\n@ IN SOA localhost. root.localhost. 1 3600 600 86400 300\n@ IN NS localhost.\n",
-        )
-        .unwrap();
-    }
-    f.write(
-        "cluster.yaml",
-        &cluster_manifest_with(
-            &primary,
-            &secondary,
-            initial_file.then_some(template.as_path()),
-        ),
-    );
+    f.write("cluster.yaml", &cluster_manifest(&primary, &secondary));
     f.write(
         "zone.yaml",
         &zone_manifest("ext-example", "ext.example", ""),
@@ -419,24 +374,24 @@ async fn an_external_bind_gets_its_records_written_repaired_and_its_zones_made_b
     assert_eq!(dig(p, "other.ext.example.", "A"), ["192.0.2.77"]);
     assert_eq!(dig(p, "legacy.ext.example.", "A"), ["192.0.2.9"]);
 
-    // rndc: a BindZone for a zone the server lacks creates it. On 9.20 the
-    // file comes from the cluster's initialFile; 9.18 has no
-    // `initial-file`, so the zone file is laid where the operator's addzone
-    // names it (`<zone>.db` in the server's directory), as an administrator
-    // of a 9.18 server does (see docs/external.md).
+    // rndc: a BindZone for a zone the server lacks creates it. BIND (9.18
+    // and 9.20) cannot add a primary zone without its file, so the file is
+    // laid where the operator's addzone names it (`<zone>.db` in the
+    // server's directory), as the server's administrator does (see
+    // docs/external.md).
     assert!(dig(p, "made.example.", "SOA").is_empty());
-    if initial_file {
-        println!(
-            "e2e_external: BIND 9.20+: the new zone starts from spec.external.rndc.initialFile"
-        );
-    } else {
-        println!("e2e_external: BIND 9.18: the zone file is laid by hand (no initial-file)");
+    std::fs::copy(
+        "/etc/bind/db.empty",
+        primary.dir.join("made.example.db"),
+    )
+    .or_else(|_| {
         std::fs::write(
             primary.dir.join("made.example.db"),
             "$TTL 300\n@ IN SOA localhost. root.localhost. 1 3600 600 86400 300\n@ IN NS localhost.\n",
         )
-        .unwrap();
-    }
+        .map(|_| 0)
+    })
+    .unwrap();
     f.write(
         "made.yaml",
         &zone_manifest(

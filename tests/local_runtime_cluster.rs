@@ -100,9 +100,14 @@ async fn bind_cluster_runs_on_local_pods_and_reconfigs_once_per_config() {
             .lines()
             .filter(|l| l.contains("received control channel command 'reconfig'"))
             .count();
-        // The primary also reconfigs once for its NOTIFY targets.
-        let want = if p.ordinal == 0 { 2 } else { 1 };
-        assert_eq!(reconfigs, want, "{}: {log}", p.name);
+        // The primary's reconfig writes its NOTIFY list too; a second one
+        // only when the secondary had no endpoint yet at that moment.
+        let want = if p.ordinal == 0 { 1..=2 } else { 1..=1 };
+        assert!(
+            want.contains(&reconfigs),
+            "{}: {reconfigs} reconfigs: {log}",
+            p.name
+        );
     }
     // The primary NOTIFYs the secondary at its local port.
     let notify =
@@ -200,9 +205,11 @@ async fn a_new_clusters_setup_is_one_exec_per_pod_and_a_stale_mount_is_not_recon
         (("c-1".to_string(), "reconfig"), 1),
     ]);
     assert_eq!(setup, want, "{:?}", execs.lock().unwrap());
-    // named loaded the config once per pod, and the primary once more for
-    // its NOTIFY list.
-    assert_eq!(named_reconfigs(&h, "c-0"), 2);
+    // named loaded the config once per pod; the primary's NOTIFY list was
+    // written by that reconfig, or (the secondary had no endpoint yet)
+    // by the NOTIFY step with one reconfig more.
+    let setup_reloads = named_reconfigs(&h, "c-0");
+    assert!((1..=2).contains(&setup_reloads), "{setup_reloads}");
     assert_eq!(named_reconfigs(&h, "c-1"), 1);
 
     // An operator that does not remember the list (after a restart): one
@@ -227,7 +234,7 @@ async fn a_new_clusters_setup_is_one_exec_per_pod_and_a_stale_mount_is_not_recon
     assert_eq!(changed, Ok(false));
     assert_eq!(
         named_reconfigs(&h, "c-0"),
-        2,
+        setup_reloads,
         "an unchanged list reconfigured"
     );
 
@@ -289,7 +296,7 @@ async fn a_new_clusters_setup_is_one_exec_per_pod_and_a_stale_mount_is_not_recon
     .await;
     assert_eq!(
         named_reconfigs(&h, "c-0"),
-        3,
+        setup_reloads + 1,
         "not exactly one reload for the change (a stale mount reconfigured?)"
     );
     assert_eq!(

@@ -245,6 +245,7 @@ fn no_secret_in_a_pod_commands_argv_environment_or_files() {
             &files.named_conf_primary,
             &files.keys_conf,
             false,
+            &[],
         ),
     ];
     let mut outputs = Vec::new();

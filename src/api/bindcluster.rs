@@ -744,12 +744,4 @@ pub struct ExternalRndc {
     /// clusters).
     #[schemars(length(min = 1, max = MAX_K8S_NAME_LEN), regex(pattern = K8S_NAME_PATTERN))]
     pub key_ref: String,
-    /// Path, on the server, of a zone file new zones start from (BIND 9.20
-    /// `initial-file`, e.g. Debian's `/etc/bind/db.empty`). Unset: the zone
-    /// is added with `file "<zone>.db"` in the server's directory, which
-    /// must then exist (BIND 9.18 cannot create a primary zone from
-    /// nothing).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 1, max = 1024), regex(pattern = r"^[A-Za-z0-9_./-]+$"))]
-    pub initial_file: Option<String>,
 }

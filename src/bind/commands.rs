@@ -689,17 +689,49 @@ pub fn write_notify_targets(
     transfer_key: &KeyName,
     external: &[ExternalSecondary],
 ) -> Command {
-    Command::sh(
-        WRITE_NOTIFY_SCRIPT,
-        vec![
-            layout.tools.rndc.clone(),
-            layout.rndc_conf(),
-            layout.data_path(data::NOTIFY_SERVERS),
-            render_notify_servers(targets, transfer_key, &[]),
-            layout.data_path(data::NOTIFY_TARGETS),
-            render_notify_targets(targets, transfer_key, external),
-        ],
-    )
+    let mut a = vec![layout.tools.rndc.clone(), layout.rndc_conf()];
+    for (file, text) in notify_list_files(layout, targets, transfer_key, &[], external) {
+        a.push(file);
+        a.push(text);
+    }
+    Command::sh(WRITE_NOTIFY_SCRIPT, a)
+}
+
+/// The primary's NOTIFY list files as (path, text): `notify-servers.conf`
+/// and, without views, `notify-targets.conf` signed with `transfer_key`;
+/// with views, each view's `notify-targets.<V>.conf` signed with its key.
+/// Addresses and key names only, never key material.
+pub fn notify_list_files(
+    layout: &PodLayout,
+    targets: &[Endpoint],
+    transfer_key: &KeyName,
+    views: &[(ViewName, KeyName)],
+    external: &[ExternalSecondary],
+) -> Vec<(String, String)> {
+    if views.is_empty() {
+        return vec![
+            (
+                layout.data_path(data::NOTIFY_SERVERS),
+                render_notify_servers(targets, transfer_key, &[]),
+            ),
+            (
+                layout.data_path(data::NOTIFY_TARGETS),
+                render_notify_targets(targets, transfer_key, external),
+            ),
+        ];
+    }
+    // Any key: with views only the views' lists are rendered.
+    let mut out = vec![(
+        layout.data_path(data::NOTIFY_SERVERS),
+        render_notify_servers(targets, &views[0].1, views),
+    )];
+    for (view, key) in views {
+        out.push((
+            layout.data_path(&data::notify_targets_of(view)),
+            render_notify_targets(targets, key, external),
+        ));
+    }
+    out
 }
 
 /// The primary's NOTIFY lists with views: each view `V` includes
@@ -727,14 +759,11 @@ pub fn write_view_notify_targets(
     external: &[ExternalSecondary],
 ) -> Command {
     let mut a = vec![layout.tools.rndc.clone(), layout.rndc_conf()];
-    // Any key: with views only the views' lists are rendered.
     if let Some((_, k)) = views.first() {
-        a.push(layout.data_path(data::NOTIFY_SERVERS));
-        a.push(render_notify_servers(targets, k, views));
-    }
-    for (view, key) in views {
-        a.push(layout.data_path(&data::notify_targets_of(view)));
-        a.push(render_notify_targets(targets, key, external));
+        for (file, text) in notify_list_files(layout, targets, k, views, external) {
+            a.push(file);
+            a.push(text);
+        }
     }
     Command::sh(WRITE_NOTIFY_SCRIPT, a)
 }
@@ -845,8 +874,11 @@ pub fn parse_reconfig_when_mounted(stdout: &str) -> Option<WhenMounted> {
 /// compares the mounted files ([`read_mounted_config`]'s bytes) with the
 /// wanted `named_conf` + `keys_conf` (on stdin: keys.conf is key material)
 /// and, only when they are the same, creates the include files
-/// `ensure_includes` asks for ([`ensure_notify_files`]) and runs
-/// [`reconfig`]. Prints one [`WhenMounted`] marker (parse with
+/// `ensure_includes` asks for ([`ensure_notify_files`]), writes `lists`
+/// (the primary's NOTIFY list files as [`notify_list_files`] gives them,
+/// each only when it differs: they name keys, and a key the new keys.conf
+/// no longer defines would fail the reconfig) and runs [`reconfig`].
+/// Prints one [`WhenMounted`] marker (parse with
 /// [`parse_reconfig_when_mounted`]); prints neither file. Byte equality is
 /// what [`config_hash`] equality means, without a hashing tool in the
 /// image. Named `reconfig` in metrics and logs: it is the reconfig attempt.
@@ -855,13 +887,19 @@ pub fn reconfig_when_mounted(
     named_conf: &str,
     keys_conf: &str,
     ensure_includes: bool,
+    lists: &[(String, String)],
 ) -> Command {
     let mut a = vec![
         layout.data_dir.to_string_lossy().into_owned(),
         layout.run_conf(),
         layout.keys_conf(),
         if ensure_includes { "1" } else { "" }.to_string(),
+        lists.len().to_string(),
     ];
+    for (file, text) in lists {
+        a.push(file.clone());
+        a.push(text.clone());
+    }
     a.extend(reconfig(layout).argv);
     Command::sh(RECONFIG_WHEN_MOUNTED_SCRIPT, a).with_stdin(format!("{named_conf}{keys_conf}"))
 }
@@ -1066,7 +1104,7 @@ mod tests {
     fn reconfig_when_mounted_sends_the_wanted_files_on_stdin_only() {
         let l = PodLayout::in_cluster();
         let keys = "key \"xfer\" { algorithm hmac-sha256; secret \"c2VjcmV0\"; };\n";
-        let cmd = reconfig_when_mounted(&l, "options { };\n", keys, true);
+        let cmd = reconfig_when_mounted(&l, "options { };\n", keys, true, &[]);
         assert_eq!(
             &cmd.argv[4..],
             [
@@ -1074,6 +1112,7 @@ mod tests {
                 "/var/lib/bind/named.conf",
                 "/var/lib/bind/config/keys.conf",
                 "1",
+                "0",
                 "rndc",
                 "-c",
                 "/var/lib/bind/rndc.conf",
@@ -1087,7 +1126,20 @@ mod tests {
         );
         assert!(!format!("{cmd:?}").contains("c2VjcmV0"));
         assert_eq!(cmd.verb(), "reconfig");
-        assert_eq!(reconfig_when_mounted(&l, "", "", false).argv[7], "");
+        assert_eq!(reconfig_when_mounted(&l, "", "", false, &[]).argv[7], "");
+        // The primary's NOTIFY lists travel as FILE TEXT pairs, counted.
+        let lists = notify_list_files(
+            &l,
+            &[Endpoint::new("10.0.0.2".parse().unwrap(), 53).unwrap()],
+            &KeyName::parse("xfer").unwrap(),
+            &[],
+            &[],
+        );
+        let cmd = reconfig_when_mounted(&l, "", "", false, &lists);
+        assert_eq!(cmd.argv[8], "2");
+        assert_eq!(cmd.argv[9], "/var/lib/bind/notify-servers.conf");
+        assert_eq!(cmd.argv[11], "/var/lib/bind/notify-targets.conf");
+        assert_eq!(cmd.argv[13], "rndc");
 
         assert_eq!(
             parse_reconfig_when_mounted("@@not-mounted\n"),
@@ -1209,7 +1261,7 @@ mod tests {
             ),
             (ensure_notify_files(&l), "ensure_notify_targets"),
             (read_mounted_config(&l), "read_mounted_config"),
-            (reconfig_when_mounted(&l, "", "", true), "reconfig"),
+            (reconfig_when_mounted(&l, "", "", true, &[]), "reconfig"),
             (checkconf(&l, true), "checkconf"),
             (nsupdate(&l, &script), "nsupdate"),
             (probe(&l), "probe"),

@@ -260,19 +260,14 @@ async fn converge(cluster: &BindCluster, ctx: &Context) -> Result<Action, Error>
     steps::apply_rendered(ctx, cluster, &files).await?;
     // Per-pod reconfig, then the primary's NOTIFY list.
     let pods = pods::cluster_pods(&ctx.stores.pods, cluster);
-    let mut outcome = steps::reconfigure(ctx, cluster, &pods, &files).await;
-    let view_keys = view_key_names(&cfg)?;
-    steps::notify(
-        ctx,
-        cluster,
-        &pods,
-        &files,
-        &cfg.transfer_key,
-        &view_keys,
-        &cfg.external_secondaries,
-        &mut outcome,
-    )
-    .await;
+    let lists = steps::NotifyLists {
+        targets: steps::notify_targets(ctx, cluster, &pods),
+        transfer_key: cfg.transfer_key.clone(),
+        view_keys: view_key_names(&cfg)?,
+        external: cfg.external_secondaries.clone(),
+    };
+    let mut outcome = steps::reconfigure(ctx, cluster, &pods, &files, &lists).await;
+    steps::notify(ctx, cluster, &pods, &files, &lists, &mut outcome).await;
     // A pod whose mount is behind: ask the kubelet to remount it now.
     let recheck = remount::nudge(ctx, cluster, &pods, &outcome).await;
     // Status, Events and when to look again.

@@ -24,9 +24,9 @@ use std::time::Duration;
 
 use crate::api::{REASON_APPLIED, REASON_EXEC_FAILED, REASON_PROPAGATING, REASON_RECONFIG_FAILED};
 use crate::bind::commands::{
-    WhenMounted, checkconf, config_hash, has_runtime_includes, parse_reconfig_when_mounted,
-    parse_write_notify, reconfig, reconfig_when_mounted, render_notify_servers,
-    render_notify_targets, render_view_notify_targets, write_notify_targets,
+    WhenMounted, checkconf, config_hash, has_runtime_includes, notify_list_files,
+    parse_reconfig_when_mounted, parse_write_notify, reconfig, reconfig_when_mounted,
+    render_notify_servers, render_notify_targets, render_view_notify_targets, write_notify_targets,
     write_view_notify_targets,
 };
 use crate::bind::parse::parse_checkconf;
@@ -51,6 +51,19 @@ pub struct Wanted<'a> {
     pub secondary_conf: &'a str,
     /// Key material: never logged.
     pub keys_conf: &'a str,
+    /// The primary's NOTIFY lists, written by its reconfig before named
+    /// reads the new config (they name keys it defines).
+    pub notify: Option<&'a NotifyLists>,
+}
+
+/// What the primary's NOTIFY lists are made of (see
+/// [`crate::bind::commands::notify_list_files`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotifyLists {
+    pub targets: Vec<Endpoint>,
+    pub transfer_key: KeyName,
+    pub view_keys: Vec<(ViewName, KeyName)>,
+    pub external: Vec<ExternalSecondary>,
 }
 
 impl Wanted<'_> {
@@ -164,7 +177,19 @@ pub async fn reconfig_pods(
         // the primary does not have yet; reconfig would fail on the
         // missing include.
         let ensure = p.primary && has_runtime_includes(wanted.primary_conf);
-        let cmd = reconfig_when_mounted(&layout, conf, wanted.keys_conf, ensure);
+        // The NOTIFY lists name keys: one naming a key the new keys.conf
+        // no longer has (the transfer key changed) would fail checkconf.
+        let lists = match wanted.notify.filter(|_| p.primary) {
+            Some(n) => notify_list_files(
+                &layout,
+                &n.targets,
+                &n.transfer_key,
+                &n.view_keys,
+                &n.external,
+            ),
+            None => Vec::new(),
+        };
+        let cmd = reconfig_when_mounted(&layout, conf, wanted.keys_conf, ensure, &lists);
         let result = executor.exec(&p.pod, &cmd).await;
         let stdout = match &result {
             Ok(o) => o.stdout.as_str(),

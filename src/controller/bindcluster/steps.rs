@@ -5,7 +5,6 @@
 //! Touches the cluster (applies, Events, status) and pods (executor).
 //! Never logs rendered keys.conf.
 
-use crate::bind::render::ExternalSecondary;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -17,11 +16,12 @@ use kube::runtime::events::EventType;
 use kube::runtime::reflector::ObjectRef;
 use kube::{Resource as _, ResourceExt as _};
 
+pub use super::reconfig::NotifyLists;
 use super::reconfig::{Outcome, PodView, Wanted, reconfig_pods, sync_notify_targets};
 use super::{Error, REASON_NOTIFY_UPDATED, REASON_RECONFIGURED, build, read, statefulset, status};
 use crate::api::{BindCluster, CONDITION_READY, is_condition_true};
+use crate::bind::Endpoint;
 use crate::bind::render::RenderedFiles;
-use crate::bind::{KeyName, ViewName};
 use crate::controller::apply::{apply_if_changed, apply_secret_if_changed};
 use crate::controller::context::{Context, REQUEST_KIND_APPLY, REQUEUE_LONG, REQUEUE_SHORT};
 use crate::controller::exec::PodRef;
@@ -125,12 +125,25 @@ pub async fn apply_rendered(
     Ok(())
 }
 
-fn wanted(files: &RenderedFiles) -> Wanted<'_> {
+fn wanted<'a>(files: &'a RenderedFiles, notify: Option<&'a NotifyLists>) -> Wanted<'a> {
     Wanted {
         primary_conf: &files.named_conf_primary,
         secondary_conf: &files.named_conf_secondary,
         keys_conf: &files.keys_conf,
+        notify,
     }
+}
+
+/// The secondary pods' DNS endpoints the primary NOTIFYs.
+pub fn notify_targets(ctx: &Context, cluster: &BindCluster, pods: &[Arc<Pod>]) -> Vec<Endpoint> {
+    let name = cluster.name_any();
+    pods.iter()
+        .filter(|p| {
+            p.meta().deletion_timestamp.is_none()
+                && pod_ordinal(&name, &p.name_any()).is_some_and(|o| o > 0)
+        })
+        .filter_map(|p| ctx.network.pod_dns_endpoint(p))
+        .collect()
 }
 
 /// Runs the per-pod reconfig step and publishes one Event per pod that
@@ -140,6 +153,7 @@ pub async fn reconfigure(
     cluster: &BindCluster,
     pods: &[Arc<Pod>],
     files: &RenderedFiles,
+    notify: &NotifyLists,
 ) -> Outcome {
     let name = cluster.name_any();
     let ns = cluster.namespace().unwrap_or_default();
@@ -160,7 +174,7 @@ pub async fn reconfigure(
         ctx.executor.as_ref(),
         &ctx.reconfig_memo,
         &views,
-        &wanted(files),
+        &wanted(files, Some(notify)),
         &previous,
     )
     .await;
@@ -207,9 +221,7 @@ pub async fn notify(
     cluster: &BindCluster,
     pods: &[Arc<Pod>],
     files: &RenderedFiles,
-    transfer_key: &KeyName,
-    view_keys: &[(ViewName, KeyName)],
-    external: &[ExternalSecondary],
+    lists: &NotifyLists,
     outcome: &mut Outcome,
 ) {
     let name = cluster.name_any();
@@ -220,27 +232,20 @@ pub async fn notify(
         return;
     };
     if !pods::containers_ready(primary)
-        || outcome.applied.get(&primary.name_any()) != Some(&wanted(files).hash_for(true))
+        || outcome.applied.get(&primary.name_any()) != Some(&wanted(files, None).hash_for(true))
     {
         return;
     }
-    let targets: Vec<_> = pods
-        .iter()
-        .filter(|p| {
-            p.meta().deletion_timestamp.is_none()
-                && pod_ordinal(&name, &p.name_any()).is_some_and(|o| o > 0)
-        })
-        .filter_map(|p| ctx.network.pod_dns_endpoint(p))
-        .collect();
+    let targets = &lists.targets;
     let result = sync_notify_targets(
         ctx.executor.as_ref(),
         &ctx.notify_memo,
         &primary_pod(cluster),
         &container_identity(primary),
-        &targets,
-        transfer_key,
-        view_keys,
-        external,
+        targets,
+        &lists.transfer_key,
+        &lists.view_keys,
+        &lists.external,
     )
     .await;
     match result {

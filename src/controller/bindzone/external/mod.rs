@@ -485,17 +485,9 @@ async fn serials(at: &Servers, zone: &ZoneName, primary: u32) -> BTreeMap<String
 /// The zone clause given to `rndc addzone`: a primary zone in the
 /// server's directory, updated with the zone's key and transferred with
 /// the cluster's.
-fn addzone_command(
-    zone: &ZoneName,
-    update: &TsigKey,
-    transfer: &TsigKey,
-    initial_file: Option<&str>,
-) -> String {
-    let initial = initial_file
-        .map(|f| format!(" initial-file {};", quoted(f)))
-        .unwrap_or_default();
+fn addzone_command(zone: &ZoneName, update: &TsigKey, transfer: &TsigKey) -> String {
     format!(
-        "addzone {} {{ type primary; file {};{initial} update-policy {{ grant {} zonesub ANY; }}; allow-transfer {{ key {}; }}; }};",
+        "addzone {} {{ type primary; file {}; update-policy {{ grant {} zonesub ANY; }}; allow-transfer {{ key {}; }}; }};",
         quoted(zone.as_str()),
         quoted(&format!("{}.db", zone.as_str())),
         quoted(&update.name.to_string()),
@@ -525,8 +517,7 @@ async fn create(
     transfer: &TsigKey,
 ) -> Result<(), Blocked> {
     let key = rndc_key(ext, inputs)?;
-    let initial = ext.rndc.as_ref().and_then(|r| r.initial_file.as_deref());
-    let command = addzone_command(zone, update, transfer, initial);
+    let command = addzone_command(zone, update, transfer);
     match rndc::Client::new(at, key.clone()).command(&command).await {
         Ok(_) => {
             tracing::info!(zone = %zone, rndc = %at, "created zone on the external primary");
@@ -665,17 +656,12 @@ mod tests {
     fn addzone_names_the_keys_never_their_material() {
         let z = ZoneName::parse("new.example").unwrap();
         let (u, t) = (key("update-key"), key("xfer-key"));
-        let cmd = addzone_command(&z, &u, &t, None);
+        let cmd = addzone_command(&z, &u, &t);
         assert_eq!(
             cmd,
             r#"addzone "new.example" { type primary; file "new.example.db"; update-policy { grant "update-key" zonesub ANY; }; allow-transfer { key "xfer-key"; }; };"#
         );
         assert!(!cmd.contains(u.secret.expose_base64()));
-        let cmd = addzone_command(&z, &u, &t, Some("/etc/bind/db.empty"));
-        assert!(
-            cmd.contains(r#"initial-file "/etc/bind/db.empty";"#),
-            "{cmd}"
-        );
     }
 
     #[test]
