@@ -262,9 +262,18 @@ async fn two_teams_claiming_one_name_follow_the_conflict_rules() {
     assert!(m.contains("team-a/shared"), "{m}");
     env.both_answer("shared.example.com", "192.0.2.1").await;
 
-    // New together: all refused, nothing served.
+    // New together: all refused, nothing served. Made new together by
+    // the grant (a zone writes an idle change at once, so two creates in a
+    // row may land in two writes: the first would then be the incumbent).
+    env.set_grants(json!([{"from": "All", "names": ["shared"]}]))
+        .await;
     env.record("team-a", "pair", "pair", "192.0.2.3").await;
     env.record("team-b", "pair", "pair", "192.0.2.4").await;
+    env.status("team-a", "pair", Phase::Error, "NotAllowed")
+        .await;
+    env.status("team-b", "pair", Phase::Error, "NotAllowed")
+        .await;
+    env.set_grants(json!([shared_grant()])).await;
     env.status("team-a", "pair", Phase::Error, "Conflict").await;
     env.status("team-b", "pair", Phase::Error, "Conflict").await;
     env.both_answer("pair.example.com", "").await;
