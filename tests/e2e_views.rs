@@ -401,7 +401,8 @@ fn a_view_renamed_away_under_a_zone_says_the_view_is_gone() {
             .contains("view internal is gone")
     );
     // The other view is untouched.
-    assert!(row(&s, "ext").unwrap().ready);
+    let ext = row(&s, "ext").unwrap();
+    assert!(ext.ready, "{ext:?}");
     assert_eq!(dig(primary, Some(&external)), ["192.0.2.1"]);
 
     // The view back under its name: the zone is served again.

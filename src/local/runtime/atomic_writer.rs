@@ -100,6 +100,18 @@ impl AtomicWriter {
     /// Makes the volume hold exactly `payload`. Returns whether anything
     /// changed (an equal payload is left alone, `..data` and all).
     pub fn write(&self, payload: &Payload) -> io::Result<bool> {
+        self.write_with(payload, |_| Ok(()))
+    }
+
+    /// [`Self::write`], calling `set_perms` on the new payload directory
+    /// before `..data` points at it, as kubelet's writer calls its
+    /// `setPerms` (volume ownership): a reader never sees a file the pod's
+    /// user cannot open yet.
+    pub fn write_with(
+        &self,
+        payload: &Payload,
+        set_perms: impl FnOnce(&Path) -> io::Result<()>,
+    ) -> io::Result<bool> {
         let payload = &self.masked(payload);
         if self.current()?.as_ref() == Some(payload) {
             return Ok(false);
@@ -117,6 +129,10 @@ impl AtomicWriter {
             &ts_dir,
             fs::Permissions::from_mode(PAYLOAD_DIR_MODE & self.keep),
         )?;
+        if let Err(e) = set_perms(&ts_dir) {
+            let _ = fs::remove_dir_all(&ts_dir);
+            return Err(e);
+        }
 
         let tmp = self.dir.join(DATA_DIR_TMP_LINK);
         let _ = fs::remove_file(&tmp);
@@ -265,5 +281,35 @@ mod tests {
             w.current().unwrap().unwrap(),
             payload(&[("a.conf", "three")])
         );
+    }
+
+    /// Ownership is set on the new payload before readers can reach it:
+    /// while `set_perms` runs, `a.conf` still reads the old content, and
+    /// what `set_perms` sees is the new payload's directory.
+    #[test]
+    fn set_perms_runs_before_the_swap() {
+        let tmp = tempfile::tempdir().unwrap();
+        let w = AtomicWriter::new(tmp.path().join("vol"));
+        w.write(&payload(&[("a.conf", "old")])).unwrap();
+        let mut seen = None;
+        let changed = w
+            .write_with(&payload(&[("a.conf", "new")]), |dir| {
+                seen = Some((
+                    fs::read_to_string(w.dir().join("a.conf"))?,
+                    fs::read_to_string(dir.join("a.conf"))?,
+                    dir.to_owned(),
+                ));
+                Ok(())
+            })
+            .unwrap();
+        assert!(changed);
+        let (visible, staged, dir) = seen.expect("set_perms was called");
+        assert_eq!((visible.as_str(), staged.as_str()), ("old", "new"));
+        assert_eq!(
+            w.dir()
+                .join(fs::read_link(w.dir().join(DATA_DIR_LINK)).unwrap()),
+            dir
+        );
+        assert_eq!(fs::read_to_string(w.dir().join("a.conf")).unwrap(), "new");
     }
 }

@@ -139,15 +139,14 @@ impl RunAs {
         out
     }
 
-    /// Gives the files under the config volume's current payload to the
-    /// fsGroup (after a write; the symlinks stay root's).
-    pub fn own_config_volume(&self, dir: &Path) -> io::Result<()> {
+    /// Gives a config volume's payload directory, and the files in it, to
+    /// the fsGroup (before `..data` points at it; the symlinks stay
+    /// root's).
+    pub fn own_config_payload(&self, payload_dir: &Path) -> io::Result<()> {
         let Some(group) = self.fs_group else {
             return Ok(());
         };
-        let data = dir.join(super::DATA_DIR_LINK);
-        let target = dir.join(std::fs::read_link(&data)?);
-        walk(&target, &mut |p, _| chgrp(p, group))
+        walk(payload_dir, &mut |p, _| chgrp(p, group))
     }
 
     /// Prepares the data volume as kubelet would before the container

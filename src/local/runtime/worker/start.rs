@@ -64,17 +64,17 @@ impl Worker {
         }
         // On disk as kubelet writes it for the pod's fsGroup.
         let on_disk = self.pod.run_as.config_payload(&payload);
-        let written = writer.write(&on_disk).and_then(|changed| {
-            if changed {
-                self.pod.run_as.own_config_volume(&self.dirs.config)?;
-                if !self.pod.run_as.is_empty() {
+        let run_as = &self.pod.run_as;
+        let written = writer
+            .write_with(&on_disk, |dir| run_as.own_config_payload(dir))
+            .and_then(|changed| {
+                if changed && !run_as.is_empty() {
                     // The volume's root is made owner-only (umask); the
                     // pod's user must pass through it to its payload.
                     identity::make_traversable(&self.dirs.config)?;
                 }
-            }
-            Ok(changed)
-        });
+                Ok(changed)
+            });
         match written {
             Ok(changed) => {
                 if changed {
