@@ -159,6 +159,51 @@ async fn list_pages_with_limit_and_continue() {
     assert_eq!(all, ["c0", "c1", "c2", "c3", "c4", "c9"]);
 }
 
+/// A namespaced list pages through its own namespace only, with the
+/// namespaces sorting before and after it full of objects, and an
+/// all-namespaces list through all of them; a page that ends exactly at
+/// the last object carries no continue token.
+#[tokio::test]
+async fn namespaced_and_cluster_wide_lists_page_through_exactly_their_objects() {
+    let (_api, client) = setup();
+    for ns in ["a", "m", "z"] {
+        let cms: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
+        for i in 0..4 {
+            cms.create(&PostParams::default(), &cm(&format!("{ns}{i}"), &[]))
+                .await
+                .unwrap();
+        }
+    }
+    async fn paged(cms: &Api<ConfigMap>, limit: u32) -> (Vec<String>, usize) {
+        let (mut all, mut pages, mut token) = (Vec::new(), 0, None::<String>);
+        loop {
+            let mut lp = ListParams::default().limit(limit);
+            if let Some(t) = &token {
+                lp = lp.continue_token(t);
+            }
+            let page = cms.list(&lp).await.unwrap();
+            pages += 1;
+            all.extend(page.items.iter().map(|c| c.name_any()));
+            match page.metadata.continue_.filter(|t| !t.is_empty()) {
+                Some(t) => token = Some(t),
+                None => return (all, pages),
+            }
+        }
+    }
+    let m: Api<ConfigMap> = Api::namespaced(client.clone(), "m");
+    assert_eq!(
+        paged(&m, 2).await,
+        (vec!["m0".into(), "m1".into(), "m2".into(), "m3".into()], 2)
+    );
+    assert_eq!(paged(&m, 3).await.0, ["m0", "m1", "m2", "m3"]);
+    let every: Api<ConfigMap> = Api::all(client.clone());
+    let (all, pages) = paged(&every, 5).await;
+    assert_eq!(all.len(), 12);
+    assert_eq!(pages, 3);
+    assert_eq!(all.first().map(String::as_str), Some("a0"));
+    assert_eq!(all.last().map(String::as_str), Some("z3"));
+}
+
 #[tokio::test]
 async fn watch_from_a_version_streams_added_modified_deleted() {
     let (_api, client) = setup();

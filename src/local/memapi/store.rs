@@ -137,15 +137,21 @@ impl State {
         namespace: Option<&'a str>,
         after: Option<ObjKey>,
     ) -> impl Iterator<Item = (&'a ObjKey, &'a Entry)> + 'a {
-        let lower = match after {
-            Some(k) => Bound::Excluded(k),
-            None => Bound::Unbounded,
+        // Keys sort by namespace first: a namespace's objects are one run,
+        // so a namespaced list starts at it and stops after it.
+        let lower = match (after, namespace) {
+            (Some(k), Some(ns)) if k.0.as_str() < ns => {
+                Bound::Included((ns.to_owned(), String::new()))
+            }
+            (Some(k), _) => Bound::Excluded(k),
+            (None, Some(ns)) => Bound::Included((ns.to_owned(), String::new())),
+            (None, None) => Bound::Unbounded,
         };
         self.objects
             .get(res)
             .into_iter()
             .flat_map(move |m| m.range((lower.clone(), Bound::Unbounded)))
-            .filter(move |(k, _)| namespace.is_none_or(|ns| k.0 == ns))
+            .take_while(move |(k, _)| namespace.is_none_or(|ns| k.0 == ns))
     }
 
     pub(crate) fn collections(&self) -> Vec<ResKey> {
