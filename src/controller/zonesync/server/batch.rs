@@ -82,7 +82,7 @@ use crate::bind::ZoneName;
 use crate::bind::commands::{WriteKind, ZoneApplied, ZoneWrite, apply_zones, parse_apply_zones};
 use crate::bind::nsupdate::{RrsetChange, UpdateBatch};
 use crate::bind::parse::{RndcError, parse_rndc_error};
-use crate::bind::wire::{self, UpdateMessage};
+use crate::bind::wire::{self, Rcode, UpdateMessage};
 use crate::bind::zone::PrimaryZone;
 use crate::bind::{DomainName, RecordType, TsigKey, ViewName};
 use crate::controller::exec::{ExecError, PodExecutor, PodRef};
@@ -578,7 +578,7 @@ async fn round(exec: &Arc<dyn PodExecutor>, pod: &PodRef, requests: Vec<Request>
                 key,
                 read_serial,
                 reply,
-            } => updates.push((zone, messages, key, read_serial, vec![reply])),
+            } => updates.push((zone, messages, key, read_serial, vec![reply], false)),
             Request::Serials { zones, key, reply } => reads.push((zones, key, reply)),
             Request::Member {
                 catalog,
@@ -837,13 +837,32 @@ fn copy_server(e: &ServerError) -> ServerError {
 /// One zone's update request (messages, the key signing them, whether to
 /// read the serial back); several replies when it carries the changes of
 /// several requests (a catalog's members), each told the same outcome.
+/// Zone, messages, key, read the serial back, replies, and whether a
+/// SERVFAIL is tried again ([`MEMBERSHIP_RETRIES`]).
 type UpdateRequest = (
     ZoneName,
     Vec<UpdateMessage>,
     TsigKey,
     bool,
     Vec<Reply<Option<u32>>>,
+    bool,
 );
+
+/// Waits before sending a catalog membership UPDATE again after a
+/// SERVFAIL. A catalog zone made by this round's reconfig may still be
+/// loading when its joins are sent (named answers SERVFAIL for a zone not
+/// loaded yet: seen under load in the BusyBox lane); membership changes
+/// are RRset replaces with no prerequisite, so sending one again is safe.
+/// Record UPDATEs are not retried here (their prerequisites decide
+/// conflicts; their zone's next round writes again).
+const MEMBERSHIP_RETRIES: [std::time::Duration; 6] = [
+    std::time::Duration::from_millis(25),
+    std::time::Duration::from_millis(50),
+    std::time::Duration::from_millis(100),
+    std::time::Duration::from_millis(200),
+    std::time::Duration::from_millis(400),
+    std::time::Duration::from_millis(800),
+];
 
 /// The membership changes of one catalog, signed with one key, asked in one
 /// round.
@@ -876,7 +895,7 @@ impl MemberGroup {
             apex_ns: None,
         };
         match wire::update::messages(&batch) {
-            Ok(m) if !m.is_empty() => Some((batch.zone, m, self.key, false, self.replies)),
+            Ok(m) if !m.is_empty() => Some((batch.zone, m, self.key, false, self.replies, true)),
             Ok(_) => {
                 for reply in self.replies {
                     let _ = reply.send(Ok(None));
@@ -919,9 +938,17 @@ async fn update_round(exec: &Arc<dyn PodExecutor>, pod: &PodRef, updates: Vec<Up
         futures::stream::iter(by_zone.into_iter().map(|(zone, reqs)| async move {
             let mut out = Vec::new();
             for u in reqs {
-                let r = exec
-                    .dns_update(pod, &u.1, &u.2)
-                    .await
+                let mut r = exec.dns_update(pod, &u.1, &u.2).await;
+                if u.5 {
+                    for wait in MEMBERSHIP_RETRIES {
+                        if !matches!(&r, Err(e) if e.rcode() == Some(Rcode::ServFail)) {
+                            break;
+                        }
+                        tokio::time::sleep(wait).await;
+                        r = exec.dns_update(pod, &u.1, &u.2).await;
+                    }
+                }
+                let r = r
                     .map(|_| ())
                     .map_err(|e| super::wire_failure(pod, &zone, e));
                 out.push((u, r));
@@ -934,7 +961,7 @@ async fn update_round(exec: &Arc<dyn PodExecutor>, pod: &PodRef, updates: Vec<Up
     let sent: Vec<(UpdateRequest, Result<(), ServerError>)> = sent.into_iter().flatten().collect();
     // Answered now: what failed or wants no serial.
     let (reading, done): (Vec<_>, Vec<_>) = sent.into_iter().partition(|(u, r)| u.3 && r.is_ok());
-    for ((_, _, _, _, replies), result) in done {
+    for ((_, _, _, _, replies, _), result) in done {
         for reply in replies {
             let _ = reply.send(result.as_ref().map(|()| None).map_err(copy_update));
         }
@@ -949,7 +976,7 @@ async fn update_round(exec: &Arc<dyn PodExecutor>, pod: &PodRef, updates: Vec<Up
     let (exec, pod) = (exec.clone(), pod.clone());
     tokio::spawn(async move {
         let mut read_back: Vec<(TsigKey, BTreeSet<ZoneName>)> = Vec::new();
-        for ((zone, _, key, _, _), _) in &reading {
+        for ((zone, _, key, _, _, _), _) in &reading {
             match read_back.iter_mut().find(|(k, _)| k == key) {
                 Some((_, zones)) => {
                     zones.insert(zone.clone());
@@ -969,7 +996,7 @@ async fn update_round(exec: &Arc<dyn PodExecutor>, pod: &PodRef, updates: Vec<Up
                 Err(e) => serials = Err(read_failure(&pod, DNS_SOA, e)),
             }
         }
-        for ((zone, _, _, _, replies), _) in reading {
+        for ((zone, _, _, _, replies, _), _) in reading {
             let result = || match &serials {
                 Ok(s) => Ok(s.get(&zone).copied()),
                 Err(e) => Err(copy_server(e)),
