@@ -140,12 +140,9 @@ impl State {
         // Keys sort by namespace first: a namespace's objects are one run,
         // so a namespaced list starts at it and stops after it.
         let lower = match (after, namespace) {
-            (Some(k), Some(ns)) if k.0.as_str() < ns => {
-                Bound::Included((ns.to_owned(), String::new()))
-            }
-            (Some(k), _) => Bound::Excluded(k),
-            (None, Some(ns)) => Bound::Included((ns.to_owned(), String::new())),
-            (None, None) => Bound::Unbounded,
+            (Some(k), ns) if ns.is_none_or(|ns| k.0.as_str() >= ns) => Bound::Excluded(k),
+            (_, Some(ns)) => Bound::Included((ns.to_owned(), String::new())),
+            _ => Bound::Unbounded,
         };
         self.objects
             .get(res)

@@ -73,6 +73,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use tokio::sync::{Semaphore, oneshot};
 
@@ -106,7 +107,7 @@ pub const GATHER_YIELDS: usize = 16;
 /// (again while more arrived, at most [`ZONE_GATHER_ROUNDS`] times; see
 /// `Batcher::gathered`). Only zone creation, clause changes and removal
 /// pay it, never a record change.
-pub const ZONE_GATHER: std::time::Duration = std::time::Duration::from_millis(25);
+pub const ZONE_GATHER: Duration = Duration::from_millis(25);
 pub const ZONE_GATHER_ROUNDS: usize = 10;
 
 type Reply<T> = oneshot::Sender<Result<T, ServerError>>;
@@ -836,9 +837,8 @@ fn copy_server(e: &ServerError) -> ServerError {
 
 /// One zone's update request (messages, the key signing them, whether to
 /// read the serial back); several replies when it carries the changes of
-/// several requests (a catalog's members), each told the same outcome.
-/// Zone, messages, key, read the serial back, replies, and whether a
-/// SERVFAIL is tried again ([`MEMBERSHIP_RETRIES`]).
+/// several requests (a catalog's members), each told the same outcome;
+/// last, whether a SERVFAIL is tried again ([`MEMBERSHIP_RETRIES`]).
 type UpdateRequest = (
     ZoneName,
     Vec<UpdateMessage>,
@@ -855,13 +855,13 @@ type UpdateRequest = (
 /// are RRset replaces with no prerequisite, so sending one again is safe.
 /// Record UPDATEs are not retried here (their prerequisites decide
 /// conflicts; their zone's next round writes again).
-const MEMBERSHIP_RETRIES: [std::time::Duration; 6] = [
-    std::time::Duration::from_millis(25),
-    std::time::Duration::from_millis(50),
-    std::time::Duration::from_millis(100),
-    std::time::Duration::from_millis(200),
-    std::time::Duration::from_millis(400),
-    std::time::Duration::from_millis(800),
+const MEMBERSHIP_RETRIES: [Duration; 6] = [
+    Duration::from_millis(25),
+    Duration::from_millis(50),
+    Duration::from_millis(100),
+    Duration::from_millis(200),
+    Duration::from_millis(400),
+    Duration::from_millis(800),
 ];
 
 /// The membership changes of one catalog, signed with one key, asked in one
