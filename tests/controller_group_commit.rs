@@ -26,11 +26,13 @@ use bind_operator::bind::{TsigKey, ZoneName};
 use bind_operator::controller::exec::{ExecError, ExecOutput, PodExecutor, PodRef};
 use bind_operator::controller::zonesync::Settings;
 use bind_operator::controller::zonesync::server::batch::Batcher;
+use bind_operator::controller::zonesync::server::exec_port::ExecServers;
+use bind_operator::controller::zonesync::server::port::ZoneServers;
 use futures::future::BoxFuture;
 use futures::{FutureExt as _, StreamExt as _};
 use kube::Api;
 use kube::api::ListParams;
-use support::{Env, PRIMARY, SECONDARY, record, test_settings, zone};
+use support::{Bind, Env, PRIMARY, SECONDARY, record, test_settings, zone};
 
 /// A pod whose UPDATE exchanges wait at a gate: each notes its zone and
 /// the (paused) clock when it starts, then waits for a permit.
@@ -118,7 +120,7 @@ async fn an_idle_pod_writes_at_once_and_what_arrives_meanwhile_joins_the_next_wr
         started: Mutex::new(Vec::new()),
         gate: tokio::sync::Semaphore::new(0),
     });
-    let exec: Arc<dyn PodExecutor> = gated.clone();
+    let exec: Arc<dyn ZoneServers> = Arc::new(ExecServers::new(gated.clone()));
     let batcher = Arc::new(Batcher::new());
     let pod = PodRef::new(support::NS, PRIMARY);
     let key = support::random_key(support::UPDATE_KEY);
@@ -232,11 +234,8 @@ async fn a_lone_record_is_one_update_and_a_burst_a_few_large_ones() {
         }),
         sent: Mutex::new(HashMap::new()),
     });
-    let settings = Settings {
-        batched: true,
-        ..test_settings()
-    };
-    let env = Env::start_with_keys(counted.clone(), settings, update, xfer).await;
+    let settings = Settings { ..test_settings() };
+    let env = Env::start_with_keys(Bind::Exec(counted.clone()), settings, update, xfer).await;
     env.create(zone("gc", "gc.test")).await;
     env.zone_phase("gc", Phase::Ready).await;
     env.create(record(

@@ -117,7 +117,7 @@ async fn a_thousand_records_cost_a_few_execs_per_zone() {
             .count()
     };
     let (alpha, beta) = (per_zone("alpha.test"), per_zone("beta.test"));
-    let updates = fake.count_kind(Kind::Nsupdate);
+    let updates = fake.count_kind(Kind::Update);
     eprintln!(
         "{RECORDS} records: {} exec calls ({alpha} alpha, {beta} beta, {updates} nsupdate runs) in {elapsed:?}",
         calls.len()

@@ -77,20 +77,21 @@ async fn delete_waits_for_a_down_primary_then_removes_the_rrset() {
     // Back up: one update removes the RRset; the catalog membership is not
     // redone (a failed write does not change it).
     assert!(
-        !fake.calls().iter().any(|c| c.ok
-            && c.kind == Kind::Nsupdate
-            && c.zone.as_deref() == Some(support::CATALOG)),
+        !fake
+            .calls()
+            .iter()
+            .any(|c| c.ok && c.kind == Kind::Update && c.zone.as_deref() == Some(support::CATALOG)),
         "{:#?}",
         fake.calls()
     );
     let removal = fake
         .calls()
         .into_iter()
-        .find(|c| c.kind == Kind::Nsupdate && c.ok && c.zone.as_deref() == Some("corp.test"))
+        .find(|c| c.kind == Kind::Update && c.ok && c.zone.as_deref() == Some("corp.test"))
         .expect("the removal");
     assert!(
         removal
-            .stdin
+            .text
             .unwrap()
             .contains("update delete web.corp.test. A\n")
     );

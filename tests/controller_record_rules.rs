@@ -35,8 +35,8 @@ fn message(r: &DNSRecord) -> String {
 fn sent(fake: &FakeBind) -> String {
     fake.calls()
         .iter()
-        .filter(|c| c.kind == Kind::Nsupdate)
-        .filter_map(|c| c.stdin.clone())
+        .filter(|c| c.kind == Kind::Update)
+        .filter_map(|c| c.text.clone())
         .collect()
 }
 

@@ -52,7 +52,7 @@ fn record_patches(env: &Env) -> u64 {
 fn secondary_digs(fake: &FakeBind) -> usize {
     fake.calls()
         .iter()
-        .filter(|c| c.kind == Kind::DigSoa && c.pod == SECONDARY)
+        .filter(|c| c.kind == Kind::Serials && c.pod == SECONDARY)
         .count()
 }
 
@@ -295,11 +295,10 @@ async fn a_report_is_written_when_the_cache_predates_our_last_write() {
     // there); every other write here is handed its (stale) copy.
     // (Only the two kinds are served here: the other caches never fill.)
     let driver = tokio::spawn(streams.drive());
-    let fake = Arc::new(FakeBind::new());
     let ctx = ZoneContext {
         base: Arc::new(Context::new(
             client.clone(),
-            fake,
+            Arc::new(support::NoExec),
             Arc::new(ClusterNetwork),
             stores,
         )),
@@ -307,7 +306,8 @@ async fn a_report_is_written_when_the_cache_predates_our_last_write() {
         records: kube::runtime::reflector::store::<DNSRecord>().0,
         state: Default::default(),
         settings: settings(),
-        batcher: None,
+        servers: Arc::new(FakeBind::new()),
+        batcher: Default::default(),
         namespaces: bind_operator::controller::zonesync::namespaces::NamespaceWatch::new(
             client.clone(),
             kube::runtime::reflector::store::<BindZone>().0,
@@ -481,7 +481,7 @@ async fn a_finalizer_patch_against_a_stale_copy_is_retried_soon_not_failed() {
     let ctx = Arc::new(ZoneContext {
         base: Arc::new(Context::new(
             client.clone(),
-            Arc::new(FakeBind::new()),
+            Arc::new(support::NoExec),
             Arc::new(ClusterNetwork),
             stores,
         )),
@@ -489,7 +489,8 @@ async fn a_finalizer_patch_against_a_stale_copy_is_retried_soon_not_failed() {
         records: kube::runtime::reflector::store::<DNSRecord>().0,
         state: Default::default(),
         settings: settings(),
-        batcher: None,
+        servers: Arc::new(FakeBind::new()),
+        batcher: Default::default(),
         namespaces: bind_operator::controller::zonesync::namespaces::NamespaceWatch::new(
             client.clone(),
             kube::runtime::reflector::store::<BindZone>().0,

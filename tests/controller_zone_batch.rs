@@ -42,6 +42,8 @@ use bind_operator::bind::{TsigKey, Ttl, ZoneName};
 use bind_operator::controller::exec::{ObservedExecutor, PodExecutor, PodRef};
 use bind_operator::controller::zonesync::Settings;
 use bind_operator::controller::zonesync::server::batch::Batcher;
+use bind_operator::controller::zonesync::server::exec_port::ExecServers;
+use bind_operator::controller::zonesync::server::port::ZoneServers;
 use bind_operator::controller::zonesync::server::{CatalogJoin, Created, ServerError};
 use kube::Api;
 use kube::api::ListParams;
@@ -131,7 +133,7 @@ type Rig = (
     TsigKey,
     crate::controller_zone_named::Named,
     Arc<Counting>,
-    Arc<dyn PodExecutor>,
+    Arc<dyn ZoneServers>,
     Arc<Batcher>,
     PodRef,
 );
@@ -141,7 +143,8 @@ fn rig() -> Rig {
     let xfer = support::random_key(support::XFER_KEY);
     let named = start_named(&update, &xfer, vec![]);
     let counting = Counting::new(local_exec(&named));
-    let exec: Arc<dyn PodExecutor> = counting.exec.clone();
+    // The production port over the counted executor.
+    let exec: Arc<dyn ZoneServers> = Arc::new(ExecServers::new(counting.exec.clone()));
     let batcher = Arc::new(Batcher::new());
     (
         update,
@@ -161,10 +164,7 @@ async fn batched_controllers() -> (crate::controller_zone_named::Named, Arc<Coun
     let xfer = support::random_key(support::XFER_KEY);
     let named = start_named(&update, &xfer, vec![]);
     let counting = Counting::new(local_exec(&named));
-    let settings = Settings {
-        batched: true,
-        ..test_settings()
-    };
+    let settings = Settings { ..test_settings() };
     let env = Env::start_with_keys(counting.exec.clone(), settings, update, xfer).await;
     (named, counting, env)
 }

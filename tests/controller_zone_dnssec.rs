@@ -521,10 +521,7 @@ async fn kept_secret(env: &support::Env, tags: &[u16]) -> k8s_openapi::api::core
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_primary_rebuilt_on_an_empty_volume_signs_with_the_kept_keys_across_an_operator_restart()
 {
-    let settings = bind_operator::controller::zonesync::Settings {
-        batched: true,
-        ..test_settings()
-    };
+    let settings = bind_operator::controller::zonesync::Settings { ..test_settings() };
     let (mut env, mut named) = setup(settings.clone()).await;
     let p = named.primary.dns.port;
     env.create(web("keep", "keep.test", Some("default"))).await;
@@ -585,7 +582,8 @@ async fn a_primary_rebuilt_on_an_empty_volume_signs_with_the_kept_keys_across_an
             ),
         ]),
     });
-    env.restart_operator(exec, settings).await;
+    env.restart_operator(support::Bind::Exec(exec), settings)
+        .await;
     rebuild_primary(&env, &mut named, 2).await;
     let ok = wait_until(support::CONVERGE, || {
         served_tags(p, "keep.test") == before.key_tags

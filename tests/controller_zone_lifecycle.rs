@@ -39,21 +39,18 @@ async fn zone_create_and_delete_follow_the_safe_order() {
     assert!(
         calls
             .iter()
-            .all(|c| c.pod == PRIMARY || c.kind == Kind::DigSoa),
+            .all(|c| c.pod == PRIMARY || c.kind == Kind::Serials),
         "only the primary is written: {calls:#?}"
     );
-    // The zone file exists before BIND is told to load it.
-    let file = index_of(&calls, Kind::WriteFile, "zones/example.com.db");
-    let add = index_of(&calls, Kind::AddZone, "example.com");
-    assert!(file < add, "zone file must be written before addzone");
-    // The catalog zone is created the same way, then the zone joins it.
-    let cat_file = index_of(&calls, Kind::WriteFile, CATALOG);
-    let cat_add = index_of(&calls, Kind::AddZone, CATALOG);
-    let join = index_of(&calls, Kind::Nsupdate, CATALOG);
-    assert!(cat_file < cat_add && cat_add < join);
+    // The zone is created with its records (one zone-list run), the
+    // catalog zone the same way, then the zone joins the catalog.
+    let put = index_of(&calls, Kind::PutZone, "example.com");
+    let cat_put = index_of(&calls, Kind::PutZone, CATALOG);
+    let join = index_of(&calls, Kind::Update, CATALOG);
+    assert!(put < join && cat_put < join, "{calls:#?}");
     assert!(
         calls[join]
-            .stdin
+            .text
             .as_deref()
             .unwrap()
             .contains("PTR example.com.")
@@ -62,11 +59,13 @@ async fn zone_create_and_delete_follow_the_safe_order() {
         fake.catalog_members(PRIMARY, CATALOG)
             .contains("example.com")
     );
-    // The records are one nsupdate run signed with the update key.
-    let upd = index_of(&calls, Kind::Nsupdate, "example.com");
-    assert!(upd > add);
-    let script = calls[upd].stdin.as_deref().unwrap();
-    assert!(script.contains("key hmac-sha256:update "), "{script:.80}");
+    assert!(
+        !calls
+            .iter()
+            .any(|c| c.kind == Kind::Update && c.zone.as_deref() == Some("example.com")),
+        "the records came with the zone's creation: {calls:#?}"
+    );
+    assert!(fake.has_file(PRIMARY, "zones/example.com.db"));
 
     // What a user would see: the primary and, through the catalog, the
     // secondary serve the zone; status carries the serial.
@@ -83,6 +82,29 @@ async fn zone_create_and_delete_follow_the_safe_order() {
     let status = ready.status.unwrap();
     assert_eq!(status.serial, fake.serial(PRIMARY, "example.com"));
     assert_eq!(status.record_count, Some(1));
+
+    // A record added later is one UPDATE signed with the update key (the
+    // zone's journal holds it).
+    fake.clear_calls();
+    env.patch_spec::<BindZone>(
+        "example",
+        json!({"records": [
+            {"name": "www", "type": "A", "values": ["192.0.2.10"]},
+            {"name": "api", "type": "A", "values": ["192.0.2.11"]},
+        ]}),
+    )
+    .await;
+    env.wait::<BindZone, _>("api served", "example", |_| {
+        (!fake
+            .values(PRIMARY, "example.com", "api.example.com", "A")
+            .is_empty())
+        .then_some(())
+    })
+    .await;
+    let calls = fake.calls();
+    let upd = index_of(&calls, Kind::Update, "example.com");
+    let script = calls[upd].text.as_deref().unwrap();
+    assert!(script.contains("key hmac-sha256:update "), "{script:.80}");
     assert!(fake.has_file(PRIMARY, "zones/example.com.db.jnl"));
 
     // Delete: the catalog is left first, then delzone removes file and journal.
@@ -90,15 +112,15 @@ async fn zone_create_and_delete_follow_the_safe_order() {
     env.delete::<BindZone>("example").await;
     env.gone::<BindZone>("example").await;
     let calls = fake.calls();
-    let leave = index_of(&calls, Kind::Nsupdate, CATALOG);
-    let del = index_of(&calls, Kind::DelZone, "example.com");
+    let leave = index_of(&calls, Kind::Update, CATALOG);
+    let del = index_of(&calls, Kind::RemoveZone, "example.com");
     assert!(
         leave < del,
         "the catalog must be left before the zone is deleted"
     );
     assert!(
         calls[leave]
-            .stdin
+            .text
             .as_deref()
             .unwrap()
             .contains("update delete")
@@ -172,17 +194,17 @@ async fn apex_ns_converges_per_rdata_adding_before_deleting() {
     let upd = calls
         .iter()
         .find(|c| {
-            c.kind == Kind::Nsupdate
+            c.kind == Kind::Update
                 && c.ok
                 && c.zone
                     .as_deref()
                     .is_some_and(|z| z.starts_with("apex.test"))
-                && c.stdin
+                && c.text
                     .as_deref()
                     .is_some_and(|s| s.contains("ns2.apex.test."))
         })
         .unwrap_or_else(|| panic!("an update of apex.test bringing ns2: {calls:#?}"));
-    let script = upd.stdin.as_deref().unwrap();
+    let script = upd.text.as_deref().unwrap();
     let glue = script
         .find("update add ns2.apex.test. 3600 A 192.0.2.2")
         .expect(script);

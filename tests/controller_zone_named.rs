@@ -27,7 +27,7 @@ use futures::FutureExt as _;
 use futures::future::BoxFuture;
 use harness::{Pod, dig_short, wait_until};
 use serde_json::json;
-use support::{Env, PRIMARY, SECONDARY, record, test_settings, zone};
+use support::{Bind, Env, PRIMARY, SECONDARY, record, test_settings, zone};
 
 /// How long dig may take to see a change on the secondary (NOTIFY with
 /// notify-delay 0, then a transfer).
@@ -118,10 +118,7 @@ pub(crate) async fn setup(settings: Settings) -> (Env, Named) {
 /// [`setup`] with BIND views (the BindCluster's spec.views must match).
 async fn setup_views(settings: Settings, views: Vec<View>) -> (Env, Named) {
     // Real named plays the batched commands production runs.
-    let settings = Settings {
-        batched: true,
-        ..settings
-    };
+    let settings = Settings { ..settings };
     let update = support::random_key(support::UPDATE_KEY);
     let xfer = support::random_key(support::XFER_KEY);
     let named = start_named(&update, &xfer, views);
@@ -131,7 +128,7 @@ async fn setup_views(settings: Settings, views: Vec<View>) -> (Env, Named) {
             (SECONDARY.to_string(), named.secondary.layout.clone()),
         ]),
     });
-    let env = Env::start_with_keys(exec, settings, update, xfer).await;
+    let env = Env::start_with_keys(Bind::Exec(exec), settings, update, xfer).await;
     (env, named)
 }
 

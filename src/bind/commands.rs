@@ -92,7 +92,6 @@ fn verb_of(argv: &[String]) -> &'static str {
             DELZONE_SCRIPT => "delzone",
             APPLY_ZONES_SCRIPT => "apply_zones",
             UPDATES_THEN_SOA_SCRIPT => "nsupdate",
-            READD_SCRIPT => "readd_zone",
             WRITE_FILE_SCRIPT => "write_zone_file",
             READ_KEYS_SCRIPT => "read_key_files",
             RESTORE_KEYS_SCRIPT => "restore_key_files",
@@ -227,28 +226,6 @@ pub fn delzone(
     ];
     a.extend(zone_args(zone, view));
     Command::sh(DELZONE_SCRIPT, a)
-}
-
-const READD_SCRIPT: &str = include_str!("scripts/readd.sh");
-
-/// `rndc delzone ZONE [IN VIEW]` (files kept) then `rndc addzone` with
-/// `clause`, in one exec: what makes BIND 9.20 apply a `dnssec-policy`
-/// added to an existing zone (its modzone records the policy but does not
-/// sign until a reconfig; measured). The zone file and journal stay, so
-/// the zone comes back with every record.
-pub fn readd_zone(
-    layout: &PodLayout,
-    zone: &ZoneName,
-    view: Option<&ViewName>,
-    clause: &str,
-) -> Command {
-    let mut a = vec![
-        layout.tools.rndc.clone(),
-        layout.rndc_conf(),
-        clause.to_string(),
-    ];
-    a.extend(zone_args(zone, view));
-    Command::sh(READD_SCRIPT, a)
 }
 
 const WRITE_FILE_SCRIPT: &str = include_str!("scripts/write_file.sh");
@@ -1268,7 +1245,6 @@ mod tests {
             (dig_soa(&l, std::slice::from_ref(&z)), "dig_soa"),
             (dig_axfr(&l, &z, &key), "dig_axfr"),
             (dig_dnskey(&l, &z, &key), "dig_dnskey"),
-            (readd_zone(&l, &z, None, "{ type primary; };"), "readd_zone"),
         ];
         for (cmd, verb) in cases {
             assert_eq!(cmd.verb(), verb, "{cmd:?}");

@@ -92,7 +92,7 @@ impl fmt::Debug for ExecOutput {
 /// pod, the program, the exit code and stderr; never stdin. `stdout` is
 /// kept for parsers (named-checkconf reports on stdout) but left out of
 /// `Display` and `Debug`.
-#[derive(thiserror::Error)]
+#[derive(Clone, thiserror::Error)]
 pub enum ExecError {
     #[error("failed to run {program} in pod {pod}: exit code {code}: {stderr}")]
     Exited {

@@ -50,21 +50,17 @@ use crate::controller::index::{ZoneGroup, zone_group};
 use crate::controller::{Shutdown, bindzone, dnsrecord};
 
 use super::zonesync::plan::has_record_finalizer;
+use super::zonesync::server::exec_port::ExecServers;
+use super::zonesync::server::port::ZoneServers;
 use super::zonesync::state::ObjKey;
 use super::zonesync::survey::{cluster_pods, pods_fingerprint};
 use super::zonesync::{Settings, ZoneContext};
 
-/// Zone reconciles running at once: each may exec into the primary, and a
-/// cluster with 1,000 zones must not open 1,000 pods/exec streams at once
-/// (after an operator restart every zone is checked).
-const ZONE_CONCURRENCY: u16 = 8;
-
-/// Zone reconciles running at once when zone operations are batched per
-/// pod ([`super::zonesync::server::batch`]): their execs join one round per pod, and the
-/// commands that are not batched are bounded there, so the bound here only
-/// keeps memory in check. High, so a first sync of many zones reaches each
-/// step together.
-const BATCHED_ZONE_CONCURRENCY: u16 = 2048;
+/// Zone reconciles running at once: zone operations join one round per
+/// pod ([`super::zonesync::server::batch`]), and the operations that are
+/// not batched are bounded there, so the bound here only keeps memory in
+/// check. High, so a first sync of many zones reaches each step together.
+const ZONE_CONCURRENCY: u16 = 2048;
 
 fn hash_of<T: Hash>(t: &T) -> u64 {
     let mut h = std::collections::hash_map::DefaultHasher::new();
@@ -289,22 +285,29 @@ async fn watch_clusters(ctx: Arc<ZoneContext>, wake: mpsc::UnboundedSender<Objec
 
 /// Runs the BindZone and DNSRecord controllers until `shutdown`; in-flight
 /// reconciles finish first. `ctx.stores` must be driven by the caller (see
-/// [`crate::controller::run`]).
+/// [`crate::controller::run`]). The BIND pods are reached through
+/// `ctx.executor` ([`ExecServers`]).
 pub async fn run(ctx: Arc<Context>, settings: Settings, shutdown: Shutdown) {
+    let servers = Arc::new(ExecServers::new(ctx.executor.clone()));
+    run_on(ctx, servers, settings, shutdown).await;
+}
+
+/// [`run`], reaching the BIND pods through `servers` (the controller tests
+/// give a model of named here).
+pub async fn run_on(
+    ctx: Arc<Context>,
+    servers: Arc<dyn ZoneServers>,
+    settings: Settings,
+    shutdown: Shutdown,
+) {
     let zones = ctx.stores.zones.clone();
     let records = ctx.stores.records.clone();
     let zone_sub = ctx.stores.feeds.zones.subscribe();
     let record_sub_zone = ctx.stores.feeds.records.subscribe();
     let record_sub_self = ctx.stores.feeds.records.subscribe();
 
-    let batcher = settings
-        .batched
-        .then(|| Arc::new(super::zonesync::server::batch::Batcher::new()));
-    let concurrency = if batcher.is_some() {
-        BATCHED_ZONE_CONCURRENCY
-    } else {
-        ZONE_CONCURRENCY
-    };
+    let batcher = Arc::new(super::zonesync::server::batch::Batcher::new());
+    let concurrency = ZONE_CONCURRENCY;
     let (wake_tx, wake_rx) = mpsc::unbounded();
     let namespaces = crate::controller::zonesync::namespaces::NamespaceWatch::new(
         ctx.client.clone(),
@@ -317,6 +320,7 @@ pub async fn run(ctx: Arc<Context>, settings: Settings, shutdown: Shutdown) {
         records: records.clone(),
         state: Default::default(),
         settings,
+        servers,
         batcher,
         namespaces,
     });

@@ -38,9 +38,7 @@ pub async fn ensure(
         // added by an older operator through rndc and moved to the list now.
         let zone = catalog_primary_zone(catalog, view, &inputs.keys.transfer_for(view).name);
         let skeleton = catalog_skeleton(catalog, start_serial(Vec::new()));
-        target
-            .relist_primary(&zone, &skeleton.render(), false)
-            .await?;
+        target.relist_primary(&zone, &skeleton.render()).await?;
         return Ok(memory.catalog_epoch());
     }
     let seen = memory.catalog_sightings(catalog);

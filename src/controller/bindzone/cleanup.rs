@@ -184,9 +184,7 @@ async fn remove(
             ),
         }
         for v in &removal.views {
-            t.delete_primary(zname, v.as_ref(), &zone_file(zname, v.as_ref()))
-                .await
-                .map_err(server)?;
+            t.delete_primary(zname, v.as_ref()).await.map_err(server)?;
         }
     }
     if removal.secondary {

@@ -104,7 +104,7 @@ pub async fn converge(
                 }
                 Some(st) => {
                     if applied.clause != want.clause {
-                        t.modzone(&sz.zone, sz.view.as_ref(), &clause).await?;
+                        t.modify_secondary(sz).await?;
                     }
                     Some(st)
                 }

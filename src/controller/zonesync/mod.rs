@@ -107,10 +107,6 @@ pub struct Settings {
     pub retry_max: Duration,
     pub recheck_after_write: Duration,
     pub snapshot_trust: Duration,
-    /// Group commit of zone operations per pod ([`server::batch`]); off:
-    /// every operation is its own exec (the in-memory BIND fake of the
-    /// controller tests plays those only).
-    pub batched: bool,
 }
 
 impl Default for Settings {
@@ -123,7 +119,6 @@ impl Default for Settings {
             retry_max: RETRY_MAX,
             recheck_after_write: RECHECK_AFTER_WRITE,
             snapshot_trust: SNAPSHOT_TRUST,
-            batched: true,
         }
     }
 }
@@ -136,18 +131,17 @@ pub struct ZoneContext {
     pub records: Store<DNSRecord>,
     pub state: state::ServerState,
     pub settings: Settings,
-    /// Present when `settings.batched`.
-    pub batcher: Option<Arc<server::batch::Batcher>>,
+    /// The one port to the BIND servers ([`server::port`]).
+    pub servers: Arc<dyn server::port::ZoneServers>,
+    /// Group commit of zone operations per pod ([`server::batch`]).
+    pub batcher: Arc<server::batch::Batcher>,
     /// Namespace labels for `spec.recordsFrom` selectors (started on use).
     pub namespaces: namespaces::NamespaceWatch,
 }
 
 impl ZoneContext {
-    /// A pod to run zone operations on, batched when batching is on.
+    /// A pod to run zone operations on.
     pub fn target<'a>(&'a self, pod: &'a crate::controller::exec::PodRef) -> server::Target<'a> {
-        match &self.batcher {
-            Some(b) => server::Target::batched(&self.base.executor, b, pod),
-            None => server::Target::new(self.base.executor.as_ref(), pod),
-        }
+        server::Target::new(&self.servers, &self.batcher, pod)
     }
 }

@@ -174,11 +174,25 @@ pub fn state_diagnostics(state: &Path) -> String {
         out.push_str(&format!(
             "--- {} (tail)\n{}\n",
             log.display(),
-            tail(&text, 15)
+            tail(&text, 40)
         ));
-        let notify = log.with_file_name("data").join("notify-targets.conf");
-        if let Ok(targets) = std::fs::read_to_string(&notify) {
-            out.push_str(&format!("--- {}\n{targets}\n", notify.display()));
+        // The NOTIFY lists: one file, or one per view.
+        let mut lists: Vec<PathBuf> = std::fs::read_dir(log.with_file_name("data"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with("notify-targets"))
+            })
+            .collect();
+        lists.sort();
+        for notify in lists {
+            if let Ok(targets) = std::fs::read_to_string(&notify) {
+                out.push_str(&format!("--- {}\n{targets}\n", notify.display()));
+            }
         }
     }
     out

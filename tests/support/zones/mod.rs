@@ -17,15 +17,20 @@ use bind_operator::api::{
     BindCluster, BindClusterSpec, BindTSIGKey, BindTSIGKeySpec, BindZone, CatalogSpec, DNSRecord,
     DNSRecordSpec, Phase, RecordType, SecretKeyRef,
 };
+use bind_operator::bind::commands::Command;
+use bind_operator::bind::layout::PodLayout;
 use bind_operator::bind::{KeyName, TsigAlgorithm, TsigKey, TsigSecret};
-use bind_operator::controller::exec::PodExecutor;
+use bind_operator::controller::exec::{ExecError, ExecOutput, PodExecutor, PodRef};
 use bind_operator::controller::names::cluster_labels;
 use bind_operator::controller::network::ClusterNetwork;
 use bind_operator::controller::stores::watch_all;
+use bind_operator::controller::zones;
 use bind_operator::controller::zonesync::Settings;
+use bind_operator::controller::zonesync::server::port::ZoneServers;
 use bind_operator::controller::{Context, Shutdown};
 use bind_operator::local::memapi::MemApi;
 use futures::FutureExt as _;
+use futures::future::BoxFuture;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::{Namespace, Pod, Secret};
 use kube::api::{Api, DeleteParams, ObjectMeta, Patch, PatchParams, PostParams};
@@ -56,9 +61,6 @@ pub fn test_settings() -> Settings {
         retry_max: Duration::from_millis(400),
         recheck_after_write: Duration::from_secs(600),
         snapshot_trust: Duration::from_secs(10),
-        // FakeBind plays the per-zone commands; the batched ones run
-        // against real named (controller_zone_batch, e2e_*).
-        batched: false,
     }
 }
 
@@ -84,15 +86,62 @@ pub struct Env {
     task: Option<tokio::task::JoinHandle<()>>,
 }
 
+/// What the controllers reach the BIND pods through: real named through
+/// an executor (production's `ExecServers` over it), or the fake's model
+/// behind the same port.
+#[derive(Clone)]
+pub enum Bind {
+    Exec(Arc<dyn PodExecutor>),
+    Fake(Arc<fakebind::FakeBind>),
+}
+
+impl From<Arc<fakebind::FakeBind>> for Bind {
+    fn from(fake: Arc<fakebind::FakeBind>) -> Self {
+        Bind::Fake(fake)
+    }
+}
+
+impl From<Arc<dyn PodExecutor>> for Bind {
+    fn from(exec: Arc<dyn PodExecutor>) -> Self {
+        Bind::Exec(exec)
+    }
+}
+
+/// The executor of a [`Bind::Fake`] environment: the zone controllers
+/// reach the fake through the port only, so any exec is a test bug.
+pub struct NoExec;
+
+impl PodExecutor for NoExec {
+    fn layout(&self, _pod: &PodRef) -> PodLayout {
+        PodLayout::in_cluster()
+    }
+
+    fn exec<'a>(
+        &'a self,
+        pod: &'a PodRef,
+        cmd: &'a Command,
+    ) -> BoxFuture<'a, Result<ExecOutput, ExecError>> {
+        async move {
+            Err(ExecError::transport(
+                pod,
+                cmd,
+                "the fake BIND is reached through ZoneServers only",
+            ))
+        }
+        .boxed()
+    }
+}
+
 impl Env {
     /// Starts with fresh keys.
-    pub async fn start(exec: Arc<dyn PodExecutor>, settings: Settings) -> Env {
+    pub async fn start(bind: impl Into<Bind>, settings: Settings) -> Env {
+        let exec = bind.into();
         Self::start_with_keys(exec, settings, random_key(UPDATE_KEY), random_key(XFER_KEY)).await
     }
 
     /// Starts with the given keys (real named must load the same ones).
     pub async fn start_with_keys(
-        exec: Arc<dyn PodExecutor>,
+        exec: impl Into<Bind>,
         settings: Settings,
         update: TsigKey,
         xfer: TsigKey,
@@ -118,13 +167,13 @@ impl Env {
             task: None,
         };
         env.seed().await;
-        env.spawn(exec, settings);
+        env.spawn(exec.into(), settings);
         env
     }
 
     /// Starts the controllers (caches and memory empty, as a fresh
     /// operator process) on this environment's API.
-    fn spawn(&mut self, exec: Arc<dyn PodExecutor>, settings: Settings) {
+    fn spawn(&mut self, bind: Bind, settings: Settings) {
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         let shutdown: Shutdown = async move {
             let _ = rx.await;
@@ -133,6 +182,10 @@ impl Env {
         .shared();
         let client = self.client.clone();
         let (stores, streams) = watch_all(&client);
+        let (exec, servers): (Arc<dyn PodExecutor>, Option<Arc<dyn ZoneServers>>) = match bind {
+            Bind::Exec(exec) => (exec, None),
+            Bind::Fake(fake) => (Arc::new(NoExec), Some(fake)),
+        };
         let ctx = Arc::new(Context::with_metrics(
             client,
             exec,
@@ -141,9 +194,15 @@ impl Env {
             self.metrics.clone(),
         ));
         let task = tokio::spawn(async move {
+            let zones = async move {
+                match servers {
+                    Some(s) => zones::run_on(ctx, s, settings, shutdown).await,
+                    None => zones::run(ctx, settings, shutdown).await,
+                }
+            };
             tokio::select! {
                 () = streams.drive() => {},
-                () = bind_operator::controller::zones::run(ctx, settings, shutdown) => {},
+                () = zones => {},
             }
         });
         self.stop = Some(tx);
@@ -153,14 +212,14 @@ impl Env {
     /// An operator restart: the controllers stop and a fresh process's
     /// controllers start on the same API (objects and Secrets kept,
     /// everything remembered in memory lost).
-    pub async fn restart_operator(&mut self, exec: Arc<dyn PodExecutor>, settings: Settings) {
+    pub async fn restart_operator(&mut self, exec: impl Into<Bind>, settings: Settings) {
         if let Some(tx) = self.stop.take() {
             let _ = tx.send(());
         }
         if let Some(t) = self.task.take() {
             let _ = tokio::time::timeout(Duration::from_secs(5), t).await;
         }
-        self.spawn(exec, settings);
+        self.spawn(exec.into(), settings);
     }
 
     async fn seed(&self) {

@@ -38,9 +38,7 @@ async fn remove_old(job: &Job<'_>) -> Result<(), ServerError> {
             let key = job.inputs.keys.transfer_for(old_view.as_ref());
             catalog::leave(&job.target, &cat, zone, key).await?;
         }
-        job.target
-            .delete_primary(zone, old_view.as_ref(), &file)
-            .await
+        job.target.delete_primary(zone, old_view.as_ref()).await
     } else {
         for p in job.inputs.pods.iter().filter(|p| p.ready) {
             job.ctx
@@ -103,13 +101,7 @@ pub(super) async fn ensure(job: &Job<'_>, seen: &Seen) -> Result<Written, StepEr
                     job.memory.invalidate_survey();
                     created = true;
                     wrote = true;
-                    // Unbatched, the zone was made from the bare skeleton.
-                    let made = if target.batched_writes() {
-                        &full
-                    } else {
-                        &skel
-                    };
-                    Served::from_skeleton(made).into()
+                    Served::from_skeleton(&full).into()
                 }
                 Created::Bare(why) => {
                     // The records follow by UPDATE, where a bad one fails
@@ -152,11 +144,7 @@ pub(super) async fn ensure(job: &Job<'_>, seen: &Seen) -> Result<Written, StepEr
     // Also moves a zone an older operator added by rndc into the list.
     if !created
         && target
-            .relist_primary(
-                &job.cfg.clause,
-                &skel.render(),
-                job.applied.clause != job.plan.want.clause,
-            )
+            .relist_primary(&job.cfg.clause, &skel.render())
             .await
             .map_err(job.at(Step::Zone))?
     {

@@ -1,13 +1,14 @@
 //! Group commit of zone writes, per pod: the zone operations every zone
 //! reconcile of a cluster asks of one pod at about the same time are run
-//! together, one exec per kind:
+//! together, one exchange per kind, through the servers' port
+//! ([`ZoneServers`]):
 //!
 //! - primary zone writes (create, change clause, delete; see
-//!   [`apply_zones`]) for all zones of the round in one script, with one
-//!   `named-checkconf` and one `rndc reconfig`;
+//!   [`ZoneServers::apply_zones`]) for all zones of the round in one run,
+//!   with one `named-checkconf` and one `rndc reconfig`;
 //! - every zone's record updates sent by the operator itself as TSIG-signed
 //!   UPDATE messages to the pod's DNS port ([`crate::bind::wire`], through
-//!   [`PodExecutor::dns_update`]; no exec): one or more messages per zone,
+//!   [`ZoneServers::update`]; no exec): one or more messages per zone,
 //!   each RRset replace atomic inside its message, a zone's messages in
 //!   order on one connection, [`UPDATES_AT_ONCE`] zones at once; the SOA
 //!   serials of the zones that want them read back over DNS, pipelined on
@@ -19,7 +20,7 @@
 //!   the catalog's serial moves once and secondaries fetch one catalog
 //!   version instead of one per zone;
 //! - SOA serial reads of all zones asked, over DNS from the operator
-//!   ([`PodExecutor::dns_serials`]): pipelined queries on one connection
+//!   ([`ZoneServers::serials`]): pipelined queries on one connection
 //!   per signing key.
 //!
 //! What a first sync (zones and their DNSRecords applied at once) costs:
@@ -68,8 +69,8 @@
 //! go through [`Batcher::unbatched`], which bounds how many run at once, so
 //! many concurrent zone reconciles never open hundreds of exec streams.
 //!
-//! Touches BIND pods through the executor only. Scripts carry key material
-//! on stdin only; nothing here logs stdin.
+//! Touches BIND pods through the port only; nothing here sees a command or
+//! logs key material.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
@@ -80,16 +81,17 @@ use tokio::sync::{Semaphore, oneshot};
 use futures::StreamExt as _;
 
 use crate::bind::ZoneName;
-use crate::bind::commands::{WriteKind, ZoneApplied, ZoneWrite, apply_zones, parse_apply_zones};
+use crate::bind::commands::{WriteKind, ZoneApplied, ZoneWrite};
 use crate::bind::nsupdate::{RrsetChange, UpdateBatch};
-use crate::bind::parse::{RndcError, parse_rndc_error};
-use crate::bind::wire::{self, Rcode, UpdateMessage};
+use crate::bind::parse::{NsupdateError, RndcError};
+use crate::bind::wire::{self, UpdateMessage};
 use crate::bind::zone::PrimaryZone;
 use crate::bind::{DomainName, RecordType, TsigKey, ViewName};
-use crate::controller::exec::{ExecError, PodExecutor, PodRef};
+use crate::controller::exec::{ExecError, PodRef};
 
-use super::{CatalogJoin, Created, ServerError, read_failure};
-use crate::controller::exec::DNS_SOA;
+use super::exec_port::action;
+use super::port::ZoneServers;
+use super::{CatalogJoin, Created, ServerError};
 
 /// Unbatched commands running at once through one [`Batcher`] (what the
 /// zone controller's concurrency used to bound).
@@ -204,7 +206,7 @@ impl Batcher {
             .expect("the semaphore is never closed")
     }
 
-    fn submit(self: &Arc<Self>, exec: &Arc<dyn PodExecutor>, pod: &PodRef, request: Request) {
+    fn submit(self: &Arc<Self>, servers: &Arc<dyn ZoneServers>, pod: &PodRef, request: Request) {
         let start = {
             let mut queues = self.queues.lock().unwrap_or_else(|e| e.into_inner());
             match queues.get_mut(pod) {
@@ -224,14 +226,14 @@ impl Batcher {
             }
         };
         if start {
-            let (this, exec, pod) = (self.clone(), exec.clone(), pod.clone());
-            tokio::spawn(async move { this.drain(exec, pod).await });
+            let (this, servers, pod) = (self.clone(), servers.clone(), pod.clone());
+            tokio::spawn(async move { this.drain(servers, pod).await });
         }
     }
 
     /// Runs rounds for `pod` until its queue is empty, then forgets it (the
     /// next request starts a new drain).
-    async fn drain(self: Arc<Self>, exec: Arc<dyn PodExecutor>, pod: PodRef) {
+    async fn drain(self: Arc<Self>, servers: Arc<dyn ZoneServers>, pod: PodRef) {
         loop {
             self.gathered(&pod).await;
             let requests = {
@@ -246,7 +248,7 @@ impl Batcher {
                 }
                 taken
             };
-            round(&exec, &pod, requests).await;
+            round(&servers, &pod, requests).await;
         }
     }
 
@@ -296,7 +298,7 @@ impl Batcher {
     /// SOA serials of `zones` on the pod (see [`super::Target::serials`]).
     pub async fn serials(
         self: &Arc<Self>,
-        exec: &Arc<dyn PodExecutor>,
+        servers: &Arc<dyn ZoneServers>,
         pod: &PodRef,
         zones: &[ZoneName],
         key: Option<&TsigKey>,
@@ -304,7 +306,7 @@ impl Batcher {
         let (reply, rx) = oneshot::channel();
         let zones = zones.to_vec();
         let key = key.cloned();
-        self.submit(exec, pod, Request::Serials { zones, key, reply });
+        self.submit(servers, pod, Request::Serials { zones, key, reply });
         received(rx, pod).await
     }
 
@@ -312,23 +314,23 @@ impl Batcher {
     /// [`super::Target::create_primary`]).
     pub async fn create_primary(
         self: &Arc<Self>,
-        exec: &Arc<dyn PodExecutor>,
+        servers: &Arc<dyn ZoneServers>,
         pod: &PodRef,
         zone: &PrimaryZone,
         text: &str,
         bare: Option<&str>,
     ) -> Result<Created, ServerError> {
-        self.create_primary_joining(exec, pod, zone, text, bare, None)
+        self.create_primary_joining(servers, pod, zone, text, bare, None)
             .await
             .map(|(created, _)| created)
     }
 
-    /// [`Self::create_primary`], with the zone's catalog `join` sent in the
-    /// same round right after the creation, only if the zone was created
-    /// (see [`super::Target::create_primary_joining`]).
+    /// [`Self::create_primary`], with the zone's catalog `join` (when
+    /// given) sent in the same round right after the creation, only if the
+    /// zone was created (see [`super::Target::create_primary_joining`]).
     pub async fn create_primary_joining(
         self: &Arc<Self>,
-        exec: &Arc<dyn PodExecutor>,
+        servers: &Arc<dyn ZoneServers>,
         pod: &PodRef,
         zone: &PrimaryZone,
         text: &str,
@@ -345,7 +347,7 @@ impl Batcher {
         // Never answered from memory: a zone asked to be created is not
         // served (a primary restarted empty lost what this process saw).
         let applied = self
-            .put(exec, pod, zone, text, bare, false, false, join)
+            .put(servers, pod, zone, text, bare, false, false, join)
             .await?;
         let created = match applied {
             ZoneApplied::New => Created::New,
@@ -369,20 +371,20 @@ impl Batcher {
     /// new-zone database) is changed in the pod's next round.
     pub async fn put_primary(
         self: &Arc<Self>,
-        exec: &Arc<dyn PodExecutor>,
+        servers: &Arc<dyn ZoneServers>,
         pod: &PodRef,
         zone: &PrimaryZone,
         skeleton: &str,
         reconfig: bool,
     ) -> Result<ZoneApplied, ServerError> {
-        self.put(exec, pod, zone, skeleton, None, reconfig, true, None)
+        self.put(servers, pod, zone, skeleton, None, reconfig, true, None)
             .await
     }
 
     #[allow(clippy::too_many_arguments)]
     async fn put(
         self: &Arc<Self>,
-        exec: &Arc<dyn PodExecutor>,
+        servers: &Arc<dyn ZoneServers>,
         pod: &PodRef,
         zone: &PrimaryZone,
         text: &str,
@@ -407,7 +409,7 @@ impl Batcher {
                 reconfig,
             },
         };
-        let applied = self.zone_write(exec, pod, write, join).await;
+        let applied = self.zone_write(servers, pod, write, join).await;
         let mut listed = self.listed.lock().unwrap_or_else(|e| e.into_inner());
         let on_pod = listed.entry(pod.clone()).or_default();
         match &applied {
@@ -422,7 +424,7 @@ impl Batcher {
     /// is success.
     pub async fn remove_primary(
         self: &Arc<Self>,
-        exec: &Arc<dyn PodExecutor>,
+        servers: &Arc<dyn ZoneServers>,
         pod: &PodRef,
         zone: &ZoneName,
         view: Option<&ViewName>,
@@ -439,7 +441,7 @@ impl Batcher {
             view: view.cloned(),
             kind: WriteKind::Remove,
         };
-        self.zone_write(exec, pod, write, None).await.map(|_| ())
+        self.zone_write(servers, pod, write, None).await.map(|_| ())
     }
 
     fn listed_as(&self, pod: &PodRef, key: &ZoneKey) -> Option<String> {
@@ -449,13 +451,13 @@ impl Batcher {
 
     async fn zone_write(
         self: &Arc<Self>,
-        exec: &Arc<dyn PodExecutor>,
+        servers: &Arc<dyn ZoneServers>,
         pod: &PodRef,
         write: ZoneWrite,
         join: Option<PendingJoin>,
     ) -> Result<ZoneApplied, ServerError> {
         let (reply, rx) = oneshot::channel();
-        self.submit(exec, pod, Request::Zone { write, reply, join });
+        self.submit(servers, pod, Request::Zone { write, reply, join });
         received(rx, pod).await
     }
 
@@ -464,7 +466,7 @@ impl Batcher {
     /// after).
     pub async fn update(
         self: &Arc<Self>,
-        exec: &Arc<dyn PodExecutor>,
+        servers: &Arc<dyn ZoneServers>,
         pod: &PodRef,
         zone: &ZoneName,
         messages: Vec<UpdateMessage>,
@@ -479,7 +481,7 @@ impl Batcher {
             read_serial,
             reply,
         };
-        self.submit(exec, pod, request);
+        self.submit(servers, pod, request);
         received(rx, pod).await
     }
 
@@ -489,7 +491,7 @@ impl Batcher {
     /// catalog with the same key.
     pub async fn catalog_change(
         self: &Arc<Self>,
-        exec: &Arc<dyn PodExecutor>,
+        servers: &Arc<dyn ZoneServers>,
         pod: &PodRef,
         catalog: &ZoneName,
         change: RrsetChange,
@@ -502,7 +504,7 @@ impl Batcher {
             key: key.clone(),
             reply,
         };
-        self.submit(exec, pod, request);
+        self.submit(servers, pod, request);
         received(rx, pod).await.map(|_| ())
     }
 }
@@ -528,44 +530,8 @@ fn received<T>(
     }
 }
 
-/// The same failure again, for every request of a round it failed.
-fn copy(e: &ExecError) -> ExecError {
-    match e {
-        ExecError::Exited {
-            pod,
-            program,
-            code,
-            stdout,
-            stderr,
-        } => ExecError::Exited {
-            pod: pod.clone(),
-            program: program.clone(),
-            code: *code,
-            stdout: stdout.clone(),
-            stderr: stderr.clone(),
-        },
-        ExecError::Transport {
-            pod,
-            program,
-            reason,
-        } => ExecError::Transport {
-            pod: pod.clone(),
-            program: program.clone(),
-            reason: reason.clone(),
-        },
-    }
-}
-
-fn unreachable(pod: &PodRef, e: ExecError) -> ServerError {
-    ServerError::Unreachable {
-        pod: pod.to_string(),
-        source: Box::new(e),
-    }
-}
-
-/// One round on one pod: creations, then updates, then serial reads, each
-/// kind as one exec.
-async fn round(exec: &Arc<dyn PodExecutor>, pod: &PodRef, requests: Vec<Request>) {
+/// One round on one pod: zone writes, then updates, then serial reads.
+async fn round(servers: &Arc<dyn ZoneServers>, pod: &PodRef, requests: Vec<Request>) {
     let mut zones = Vec::new();
     let mut updates = Vec::new();
     let mut reads = Vec::new();
@@ -579,7 +545,14 @@ async fn round(exec: &Arc<dyn PodExecutor>, pod: &PodRef, requests: Vec<Request>
                 key,
                 read_serial,
                 reply,
-            } => updates.push((zone, messages, key, read_serial, vec![reply], false)),
+            } => updates.push(UpdateRequest {
+                zone,
+                messages,
+                key,
+                read_serial,
+                replies: vec![reply],
+                retry_servfail: false,
+            }),
             Request::Serials { zones, key, reply } => reads.push((zones, key, reply)),
             Request::Member {
                 catalog,
@@ -599,7 +572,7 @@ async fn round(exec: &Arc<dyn PodExecutor>, pod: &PodRef, requests: Vec<Request>
     if !zones.is_empty() {
         // The joins of the zones this round created go with the round's
         // other membership changes.
-        for join in zone_round(exec.as_ref(), pod, zones).await {
+        for join in zone_round(servers.as_ref(), pod, zones).await {
             add_member(&mut members, join);
         }
     }
@@ -609,10 +582,10 @@ async fn round(exec: &Arc<dyn PodExecutor>, pod: &PodRef, requests: Vec<Request>
         }
     }
     if !updates.is_empty() {
-        update_round(exec, pod, updates).await;
+        update_round(servers, pod, updates).await;
     }
     if !reads.is_empty() {
-        serials_round(exec.as_ref(), pod, reads).await;
+        serials_round(servers.as_ref(), pod, reads).await;
     }
 }
 
@@ -643,40 +616,13 @@ fn add_member(members: &mut Vec<MemberGroup>, pending: PendingJoin) {
     }
 }
 
-fn rndc_failure(
-    pod: &PodRef,
-    write: &ZoneWrite,
-    stderr: &str,
-    e: Option<ExecError>,
-) -> ServerError {
-    match parse_rndc_error(stderr) {
-        RndcError::Unreachable => ServerError::Unreachable {
-            pod: pod.to_string(),
-            source: Box::new(e.unwrap_or_else(|| {
-                ExecError::exited(pod, &rndc_placeholder(), 1, String::new(), stderr)
-            })),
-        },
-        source => ServerError::Rndc {
-            action: action(write),
-            zone: write.zone.to_string(),
-            pod: pod.to_string(),
-            source,
-        },
-    }
-}
-
-fn action(write: &ZoneWrite) -> &'static str {
-    match write.kind {
-        WriteKind::Put { .. } => "configure",
-        WriteKind::Remove => "delete",
-    }
-}
-
-/// Names rndc in an error built from a batched run's per-zone stderr.
-fn rndc_placeholder() -> crate::bind::commands::Command {
-    crate::bind::commands::Command {
-        argv: vec!["rndc".into()],
-        stdin: None,
+/// A zone write that did not get its own result.
+fn not_reached(pod: &PodRef, write: &ZoneWrite, why: String) -> ServerError {
+    ServerError::Rndc {
+        action: action(write),
+        zone: write.zone.to_string(),
+        pod: pod.to_string(),
+        source: RndcError::Other(why),
     }
 }
 
@@ -689,11 +635,10 @@ const CHECKCONF_RUNS: usize = 4;
 /// Runs the round's zone writes and answers each; returns the catalog
 /// joins of the zones it created.
 async fn zone_round(
-    exec: &dyn PodExecutor,
+    servers: &dyn ZoneServers,
     pod: &PodRef,
     asks: Vec<(ZoneWrite, Reply<ZoneApplied>, Option<PendingJoin>)>,
 ) -> Vec<PendingJoin> {
-    let layout = exec.layout(pod);
     // One write per zone and view: the last one asked wins, and every
     // request for that zone (two BindZones racing) gets its result.
     let mut last: HashMap<ZoneKey, usize> = HashMap::new();
@@ -709,59 +654,35 @@ async fn zone_round(
             break;
         }
         let writes: Vec<ZoneWrite> = pending.iter().map(|i| asks[*i].0.clone()).collect();
-        let cmd = apply_zones(&layout, &writes);
         let started = std::time::Instant::now();
-        let out = exec.exec(pod, &cmd).await;
-        let stdout = match &out {
-            Ok(o) => o.stdout.as_str(),
-            Err(e) => e.stdout(),
-        };
-        let outcome = parse_apply_zones(stdout);
+        let mut applied = servers.apply_zones(pod, &writes).await;
         tracing::debug!(
             pod = %pod,
             zones = writes.len(),
             ms = started.elapsed().as_millis() as u64,
-            refused = outcome.refused.is_some(),
+            refused = applied.refused.is_some(),
             "applied zone writes in one run"
         );
-        if let Some(refusal) = &outcome.refused {
-            let named = refusal.stanzas();
+        if let Some(refusal) = &applied.refused {
             let mut dropped = BTreeSet::new();
-            for (stanza, issue) in &named {
-                if let Some(k) = pending
-                    .iter()
-                    .position(|i| &asks[*i].0.stanza_file() == stanza)
-                {
-                    let i = pending[k];
-                    dropped.insert(i);
-                    let source =
-                        RndcError::ClauseRefused(format!("named-checkconf: {}", issue.message));
-                    results.insert(
-                        i,
-                        Err(ServerError::Rndc {
-                            action: action(&asks[i].0),
-                            zone: asks[i].0.zone.to_string(),
-                            pod: pod.to_string(),
-                            source,
-                        }),
-                    );
-                }
+            for (k, message) in &refusal.writes {
+                let Some(&i) = pending.get(*k) else { continue };
+                dropped.insert(i);
+                results.insert(
+                    i,
+                    Err(ServerError::Rndc {
+                        action: action(&asks[i].0),
+                        zone: asks[i].0.zone.to_string(),
+                        pod: pod.to_string(),
+                        source: RndcError::ClauseRefused(message.clone()),
+                    }),
+                );
             }
             if dropped.is_empty() || run == CHECKCONF_RUNS {
                 // Not a zone of this round (or too many): all of them wait.
-                let why = refusal.output.trim().to_string();
+                let why = format!("named-checkconf refused the zone list: {}", refusal.output);
                 for i in pending.drain(..).filter(|i| !dropped.contains(i)) {
-                    results.insert(
-                        i,
-                        Err(ServerError::Rndc {
-                            action: action(&asks[i].0),
-                            zone: asks[i].0.zone.to_string(),
-                            pod: pod.to_string(),
-                            source: RndcError::Other(format!(
-                                "named-checkconf refused the zone list: {why}"
-                            )),
-                        }),
-                    );
+                    results.insert(i, Err(not_reached(pod, &asks[i].0, why.clone())));
                 }
                 break;
             }
@@ -769,20 +690,14 @@ async fn zone_round(
             continue;
         }
         for (k, i) in pending.drain(..).enumerate() {
-            let result = match outcome.results.get(&k) {
-                Some(ZoneApplied::Failed(stderr)) => {
-                    Err(rndc_failure(pod, &asks[i].0, stderr, None))
-                }
-                Some(applied) => Ok(applied.clone()),
-                None => Err(match &out {
-                    Err(e) => unreachable(pod, copy(e)),
-                    Ok(_) => ServerError::Rndc {
-                        action: action(&asks[i].0),
-                        zone: asks[i].0.zone.to_string(),
-                        pod: pod.to_string(),
-                        source: RndcError::Other("the batched run did not reach the zone".into()),
-                    },
-                }),
+            let result = match (applied.results.remove(&k), &applied.failure) {
+                (Some(r), _) => r,
+                (None, Some(e)) => Err(e.clone()),
+                (None, None) => Err(not_reached(
+                    pod,
+                    &asks[i].0,
+                    "the batched run did not reach the zone".into(),
+                )),
             };
             results.insert(i, result);
         }
@@ -790,16 +705,13 @@ async fn zone_round(
     let mut joins = Vec::new();
     for (w, reply, join) in asks {
         let winner = last[&(w.zone.clone(), w.view.clone())];
-        let result = match results.get(&winner) {
-            Some(Ok(a)) => Ok(a.clone()),
-            Some(Err(e)) => Err(copy_server(e)),
-            None => Err(ServerError::Rndc {
-                action: action(&w),
-                zone: w.zone.to_string(),
-                pod: pod.to_string(),
-                source: RndcError::Other("the batched run did not reach the zone".into()),
-            }),
-        };
+        let result = results.get(&winner).cloned().unwrap_or_else(|| {
+            Err(not_reached(
+                pod,
+                &w,
+                "the batched run did not reach the zone".into(),
+            ))
+        });
         if let (Ok(ZoneApplied::New | ZoneApplied::NewBare(_)), Some(join)) = (&result, join) {
             joins.push(join);
         }
@@ -808,45 +720,18 @@ async fn zone_round(
     joins
 }
 
-/// The same zone failure again, for a second request of the same zone.
-fn copy_server(e: &ServerError) -> ServerError {
-    match e {
-        ServerError::Unreachable { pod, source } => ServerError::Unreachable {
-            pod: pod.clone(),
-            source: Box::new(copy(source)),
-        },
-        ServerError::Rndc {
-            action,
-            zone,
-            pod,
-            source,
-        } => ServerError::Rndc {
-            action,
-            zone: zone.clone(),
-            pod: pod.clone(),
-            source: source.clone(),
-        },
-        other => ServerError::Rndc {
-            action: "configure",
-            zone: String::new(),
-            pod: String::new(),
-            source: RndcError::Other(other.to_string()),
-        },
-    }
+/// One zone's update: its messages, the key signing them, whether to read
+/// the serial back; several replies when it carries the changes of
+/// several requests (a catalog's members), each told the same outcome.
+struct UpdateRequest {
+    zone: ZoneName,
+    messages: Vec<UpdateMessage>,
+    key: TsigKey,
+    read_serial: bool,
+    replies: Vec<Reply<Option<u32>>>,
+    /// A SERVFAIL is tried again ([`MEMBERSHIP_RETRIES`]).
+    retry_servfail: bool,
 }
-
-/// One zone's update request (messages, the key signing them, whether to
-/// read the serial back); several replies when it carries the changes of
-/// several requests (a catalog's members), each told the same outcome;
-/// last, whether a SERVFAIL is tried again ([`MEMBERSHIP_RETRIES`]).
-type UpdateRequest = (
-    ZoneName,
-    Vec<UpdateMessage>,
-    TsigKey,
-    bool,
-    Vec<Reply<Option<u32>>>,
-    bool,
-);
 
 /// Waits before sending a catalog membership UPDATE again after a
 /// SERVFAIL. A catalog zone made by this round's reconfig may still be
@@ -895,7 +780,14 @@ impl MemberGroup {
             apex_ns: None,
         };
         match wire::update::messages(&batch) {
-            Ok(m) if !m.is_empty() => Some((batch.zone, m, self.key, false, self.replies, true)),
+            Ok(messages) if !messages.is_empty() => Some(UpdateRequest {
+                zone: batch.zone,
+                messages,
+                key: self.key,
+                read_serial: false,
+                replies: self.replies,
+                retry_servfail: true,
+            }),
             Ok(_) => {
                 for reply in self.replies {
                     let _ = reply.send(Ok(None));
@@ -915,42 +807,50 @@ impl MemberGroup {
     }
 }
 
+/// Whether an update failed with SERVFAIL.
+fn servfail(r: &Result<(), ServerError>) -> bool {
+    matches!(
+        r,
+        Err(ServerError::Update {
+            source: NsupdateError::ServFail,
+            ..
+        })
+    )
+}
+
 /// Sends the round's updates straight to the pod's DNS port: a zone's
 /// requests in order on one connection, up to [`UPDATES_AT_ONCE`] zones
 /// at once; then, off the round, the serials the requests want, read
 /// over DNS with the key that signed each update.
-async fn update_round(exec: &Arc<dyn PodExecutor>, pod: &PodRef, updates: Vec<UpdateRequest>) {
+async fn update_round(servers: &Arc<dyn ZoneServers>, pod: &PodRef, updates: Vec<UpdateRequest>) {
     // A zone's requests stay together, in order.
     let mut by_zone: Vec<(ZoneName, Vec<UpdateRequest>)> = Vec::new();
     for u in updates {
-        match by_zone.iter_mut().find(|(z, _)| *z == u.0) {
+        match by_zone.iter_mut().find(|(z, _)| *z == u.zone) {
             Some((_, v)) => v.push(u),
-            None => by_zone.push((u.0.clone(), vec![u])),
+            None => by_zone.push((u.zone.clone(), vec![u])),
         }
     }
     tracing::debug!(
         pod = %pod,
         zones = by_zone.len(),
-        messages = by_zone.iter().flat_map(|(_, v)| v).map(|u| u.1.len()).sum::<usize>(),
+        messages = by_zone.iter().flat_map(|(_, v)| v).map(|u| u.messages.len()).sum::<usize>(),
         "sending updates over DNS"
     );
     let sent: Vec<Vec<(UpdateRequest, Result<(), ServerError>)>> =
         futures::stream::iter(by_zone.into_iter().map(|(zone, reqs)| async move {
             let mut out = Vec::new();
             for u in reqs {
-                let mut r = exec.dns_update(pod, &u.1, &u.2).await;
-                if u.5 {
+                let mut r = servers.update(pod, &zone, &u.messages, &u.key).await;
+                if u.retry_servfail {
                     for wait in MEMBERSHIP_RETRIES {
-                        if !matches!(&r, Err(e) if e.rcode() == Some(Rcode::ServFail)) {
+                        if !servfail(&r) {
                             break;
                         }
                         tokio::time::sleep(wait).await;
-                        r = exec.dns_update(pod, &u.1, &u.2).await;
+                        r = servers.update(pod, &zone, &u.messages, &u.key).await;
                     }
                 }
-                let r = r
-                    .map(|_| ())
-                    .map_err(|e| super::wire_failure(pod, &zone, e));
                 out.push((u, r));
             }
             out
@@ -960,10 +860,12 @@ async fn update_round(exec: &Arc<dyn PodExecutor>, pod: &PodRef, updates: Vec<Up
         .await;
     let sent: Vec<(UpdateRequest, Result<(), ServerError>)> = sent.into_iter().flatten().collect();
     // Answered now: what failed or wants no serial.
-    let (reading, done): (Vec<_>, Vec<_>) = sent.into_iter().partition(|(u, r)| u.3 && r.is_ok());
-    for ((_, _, _, _, replies, _), result) in done {
-        for reply in replies {
-            let _ = reply.send(result.as_ref().map(|()| None).map_err(copy_update));
+    let (reading, done): (Vec<_>, Vec<_>) = sent
+        .into_iter()
+        .partition(|(u, r)| u.read_serial && r.is_ok());
+    for (u, result) in done {
+        for reply in u.replies {
+            let _ = reply.send(result.clone().map(|()| None));
         }
     }
     if reading.is_empty() {
@@ -973,55 +875,40 @@ async fn update_round(exec: &Arc<dyn PodExecutor>, pod: &PodRef, updates: Vec<Up
     // (other zones; this zone's next write waits for this reply anyway)
     // need not wait for them. Read with the key that signed the update
     // (in a view, the view's: it lands there), one pipelined read per key.
-    let (exec, pod) = (exec.clone(), pod.clone());
+    let (servers, pod) = (servers.clone(), pod.clone());
     tokio::spawn(async move {
         let mut read_back: Vec<(TsigKey, BTreeSet<ZoneName>)> = Vec::new();
-        for ((zone, _, key, _, _, _), _) in &reading {
-            match read_back.iter_mut().find(|(k, _)| k == key) {
+        for (u, _) in &reading {
+            match read_back.iter_mut().find(|(k, _)| *k == u.key) {
                 Some((_, zones)) => {
-                    zones.insert(zone.clone());
+                    zones.insert(u.zone.clone());
                 }
-                None => read_back.push((key.clone(), BTreeSet::from([zone.clone()]))),
+                None => read_back.push((u.key.clone(), BTreeSet::from([u.zone.clone()]))),
             }
         }
         let mut serials: Result<BTreeMap<ZoneName, u32>, ServerError> = Ok(BTreeMap::new());
         for (key, zones) in read_back {
             let zones: Vec<ZoneName> = zones.into_iter().collect();
-            match exec.dns_serials(&pod, &zones, Some(&key)).await {
+            match servers.serials(&pod, &zones, Some(&key)).await {
                 Ok(found) => {
                     if let Ok(all) = &mut serials {
                         all.extend(found);
                     }
                 }
-                Err(e) => serials = Err(read_failure(&pod, DNS_SOA, e)),
+                Err(e) => serials = Err(e),
             }
         }
-        for ((zone, _, _, _, replies, _), _) in reading {
-            let result = || match &serials {
-                Ok(s) => Ok(s.get(&zone).copied()),
-                Err(e) => Err(copy_server(e)),
-            };
-            for reply in replies {
-                let _ = reply.send(result());
+        for (u, _) in reading {
+            let result = serials.clone().map(|s| s.get(&u.zone).copied());
+            for reply in u.replies {
+                let _ = reply.send(result.clone());
             }
         }
     });
 }
 
-/// The same update failure again, for a second request of the zone.
-fn copy_update(e: &ServerError) -> ServerError {
-    match e {
-        ServerError::Update { zone, pod, source } => ServerError::Update {
-            zone: zone.clone(),
-            pod: pod.clone(),
-            source: source.clone(),
-        },
-        other => copy_server(other),
-    }
-}
-
 /// Answers the round's serial reads: one pipelined read per signing key.
-async fn serials_round(exec: &dyn PodExecutor, pod: &PodRef, reads: Vec<SerialRead>) {
+async fn serials_round(servers: &dyn ZoneServers, pod: &PodRef, reads: Vec<SerialRead>) {
     let mut by_key: Vec<(Option<TsigKey>, Vec<SerialRead>)> = Vec::new();
     for r in reads {
         match by_key.iter_mut().find(|(k, _)| *k == r.1) {
@@ -1036,18 +923,14 @@ async fn serials_round(exec: &dyn PodExecutor, pod: &PodRef, reads: Vec<SerialRe
             .collect::<BTreeSet<_>>()
             .into_iter()
             .collect();
-        let served = exec
-            .dns_serials(pod, &all, key.as_ref())
-            .await
-            .map_err(|e| read_failure(pod, DNS_SOA, e));
+        let served = servers.serials(pod, &all, key.as_ref()).await;
         for (zones, _, reply) in reads {
-            let result = match &served {
-                Err(e) => Err(copy_server(e)),
-                Ok(served) => Ok(zones
+            let result = served.clone().map(|served| {
+                zones
                     .iter()
                     .filter_map(|z| served.get(z).map(|s| (z.clone(), *s)))
-                    .collect()),
-            };
+                    .collect()
+            });
             let _ = reply.send(result);
         }
     }

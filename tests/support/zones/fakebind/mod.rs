@@ -1,16 +1,18 @@
-//! A recording fake executor that plays BIND (the seed's `fakeExec`
-//! pattern, grown up): it records every command (pod, argv, stdin) and
-//! answers the commands the BIND layer builds — `dig` SOA, signed AXFR,
-//! zone-file writes, `rndc addzone/modzone/delzone/zonestatus`, nsupdate
-//! scripts — from a small in-memory model of each pod's named, with the
-//! BIND behaviour BIND_FACTS.md lists: a zone whose file is missing loads
-//! as "not loaded", a leftover journal replays into a re-created zone, an
+//! A recording fake of the BIND servers behind the zone pipeline's one
+//! port ([`ZoneServers`], the interface production implements with
+//! `ExecServers`): it records every operation (pod, kind, zone, view, and
+//! for an UPDATE its messages as `update` lines) and answers from a small
+//! in-memory model of each pod's named, with the BIND behaviour
+//! BIND_FACTS.md lists: a zone listed without its file loads as "not
+//! loaded", a leftover journal replays into a re-created zone, a zone
+//! whose text named would not load falls back to its bare skeleton, an
 //! RRset-wide delete at the apex is ignored and the last apex NS is never
-//! deleted, >100 rdata fail the whole message, a CNAME beside other data is
-//! silently dropped, updates are refused without the granted key.
+//! deleted, >100 rdata fail the whole message, a CNAME beside other data
+//! is silently dropped, updates are refused without the granted key.
 //! Secondary pods serve the primary's catalog members at the primary's
-//! serial. A pod can be taken down (every command fails like a stopped
-//! named) or wiped (an empty volume).
+//! serial. A pod can be taken down (every operation fails like a stopped
+//! named) or wiped (an empty volume). Typed operations in, typed replies
+//! out: nothing here reads a command line or a script.
 #![allow(dead_code)]
 
 mod model;
@@ -18,44 +20,60 @@ mod model;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
 
-use bind_operator::bind::commands::Command;
+use bind_operator::bind::commands::{WriteKind, ZoneWrite};
+use bind_operator::bind::dnssec::{Dnskey, KeyFile};
 use bind_operator::bind::layout::PodLayout;
+use bind_operator::bind::parse::{RndcError, ZoneStatus};
 use bind_operator::bind::wire::codec::wire_name;
 use bind_operator::bind::wire::{Op, Rcode, UpdateMessage, WireError};
 use bind_operator::bind::wire::{Record, rdata};
-use bind_operator::bind::{Rdata, RecordType, TsigKey, ZoneName};
-use bind_operator::controller::exec::{ExecError, ExecOutput, PodExecutor, PodRef};
+use bind_operator::bind::zone::SecondaryZone;
+use bind_operator::bind::{Rdata, RecordType, TsigKey, ViewName, ZoneName};
+use bind_operator::controller::exec::{ExecError, PodRef};
+use bind_operator::controller::zonesync::server::port::{ZoneServers, ZonesApplied};
+use bind_operator::controller::zonesync::server::{ServerError, wire_failure};
 use futures::FutureExt as _;
 use futures::future::BoxFuture;
 
-use model::{
-    PodSim, RrKey, ZoneSim, axfr, exited, fqdn, lower, nsupdate, rndc, soa_line, split_view, z_name,
-};
+use model::{PodSim, RrKey, ZoneKey, ZoneSim, fqdn, lower, z_name};
 
-/// What a recorded command did.
+/// What a recorded operation was.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Kind {
-    DigSoa,
-    Axfr,
-    WriteFile,
+    /// SOA serials read (one call per read, `zone` the first asked).
+    Serials,
+    /// A signed AXFR.
+    Transfer,
+    /// A primary zone listed or changed by a zone-list run (one call per
+    /// zone of the run).
+    PutZone,
+    /// A primary zone unlisted by a zone-list run.
+    RemoveZone,
+    /// `rndc addzone` of a secondary zone.
     AddZone,
+    /// `rndc modzone` of a secondary zone.
     ModZone,
+    /// `rndc delzone` with the zone's files.
     DelZone,
     ZoneStatus,
-    Nsupdate,
+    /// UPDATE messages to one zone.
+    Update,
+    Notify,
+    /// DNSSEC reads and key files.
     Other,
 }
 
-/// One exec call.
+/// One recorded operation.
 #[derive(Debug, Clone)]
 pub struct Call {
     pub pod: String,
     pub kind: Kind,
-    pub argv: Vec<String>,
-    pub stdin: Option<String>,
-    /// The zone the call is about (first zone for dig; `zone` line of the
-    /// first message for nsupdate).
+    /// The zone it is about (the first asked for serials).
     pub zone: Option<String>,
+    pub view: Option<String>,
+    /// A zone write's or addzone's clause; an UPDATE's messages as the
+    /// model's lines (`key ...`, `zone ...`, `update ...`, `send`).
+    pub text: Option<String>,
     pub ok: bool,
 }
 
@@ -114,6 +132,7 @@ impl FakeBind {
             let p = i.pods.entry(pod.to_string()).or_default();
             p.files.clear();
             p.zones.clear();
+            p.listed.clear();
         });
     }
 
@@ -246,204 +265,92 @@ impl FakeBind {
         (is_catalog || member).then_some(z)
     }
 
-    fn record(&self, pod: &PodRef, kind: Kind, cmd: &Command, zone: Option<String>, ok: bool) {
+    fn record(&self, pod: &PodRef, call: Op0, ok: bool) {
+        let Op0 {
+            kind,
+            zone,
+            view,
+            text,
+        } = call;
         self.with(|i| {
             i.calls.push(Call {
                 pod: pod.name.clone(),
                 kind,
-                argv: cmd.argv.clone(),
-                stdin: cmd.stdin.clone(),
                 zone,
+                view,
+                text,
                 ok,
             })
         });
     }
 
-    fn run(
+    /// Runs `f` on the pod's model unless the pod is down.
+    fn on_pod<T>(
         &self,
         pod: &PodRef,
-        cmd: &Command,
-    ) -> (Kind, Option<String>, Result<ExecOutput, ExecError>) {
-        let argv = &cmd.argv;
-        let prog = argv[0].rsplit('/').next().unwrap_or_default();
-        let down = self.with(|i| i.pods.get(&pod.name).is_some_and(|p| p.down));
-        let ok = |stdout: String| {
-            Ok(ExecOutput {
-                stdout,
-                stderr: String::new(),
-            })
-        };
-        match prog {
-            "dig" => {
-                let zones: Vec<String> = argv
-                    .windows(2)
-                    .filter(|w| w[1] == "SOA")
-                    .map(|w| lower(&w[0]))
-                    .collect();
-                let first = zones.first().cloned();
-                if down {
-                    let out = ";; connection timed out; no servers could be reached\n";
-                    return (Kind::DigSoa, first, Err(exited(pod, cmd, 9, out, "")));
-                }
-                let text = self.with(|i| {
-                    let mut out = String::new();
-                    for z in &zones {
-                        if let Some(sim) = Self::served_zone(i, &pod.name, z) {
-                            out.push_str(&soa_line(z, sim));
-                        }
-                    }
-                    out
-                });
-                (Kind::DigSoa, first, ok(text))
+        f: impl FnOnce(&mut PodSim) -> Result<T, ServerError>,
+    ) -> Result<T, ServerError> {
+        self.with(|i| {
+            let p = i.pods.entry(pod.name.clone()).or_default();
+            if p.down {
+                return Err(down(pod));
             }
-            "nsupdate" => {
-                let script = cmd.stdin.clone().unwrap_or_default();
-                let zone = script
-                    .lines()
-                    .find_map(|l| l.strip_prefix("zone "))
-                    .map(lower);
-                if down {
-                    let err = "; Communication with 127.0.0.1#53 failed: connection refused\n";
-                    return (Kind::Nsupdate, zone, Err(exited(pod, cmd, 1, "", err)));
-                }
-                let r =
-                    self.with(|i| nsupdate(i.pods.entry(pod.name.clone()).or_default(), &script));
-                (
-                    Kind::Nsupdate,
-                    zone,
-                    r.map_err(|e| exited(pod, cmd, 2, "", &e))
-                        .and_then(|_| ok(String::new())),
-                )
-            }
-            "rndc" => {
-                let sub = argv[3].as_str();
-                let zone = argv.get(4).map(|z| lower(z));
-                let kind = match sub {
-                    "addzone" => Kind::AddZone,
-                    "modzone" => Kind::ModZone,
-                    "zonestatus" => Kind::ZoneStatus,
-                    _ => Kind::Other,
-                };
-                if down {
-                    let err = "rndc: connect failed: 127.0.0.1#953: connection refused\n";
-                    return (kind, zone, Err(exited(pod, cmd, 1, "", err)));
-                }
-                let r = self.with(|i| {
-                    let p = i.pods.entry(pod.name.clone()).or_default();
-                    rndc(p, sub, &argv[4..])
-                });
-                (
-                    kind,
-                    zone,
-                    r.map_err(|e| exited(pod, cmd, 1, "", &e)).and_then(ok),
-                )
-            }
-            "sh" => {
-                let script = argv[2].as_str();
-                let args = &argv[4..];
-                if script.contains("\"$n\" -v") {
-                    // nsupdate, then the SOA query when it succeeded.
-                    let update = Command {
-                        argv: vec![args[0].clone(), "-v".into()],
-                        stdin: cmd.stdin.clone(),
-                    };
-                    let (_, zone, r) = self.run(pod, &update);
-                    let r = match r {
-                        Ok(_) => {
-                            let dig = Command {
-                                argv: args[1..].to_vec(),
-                                stdin: None,
-                            };
-                            self.run(pod, &dig).2
-                        }
-                        Err(e) => Err(e),
-                    };
-                    (Kind::Nsupdate, zone, r)
-                } else if script.contains("delzone") && script.contains("rm -f") {
-                    // rndc, conf, zone file, key-file prefix, zone [IN view]
-                    let zone = lower(&args[4]);
-                    if down {
-                        let err = "rndc: connect failed: 127.0.0.1#953: connection refused\n";
-                        return (Kind::DelZone, Some(zone), Err(exited(pod, cmd, 1, "", err)));
-                    }
-                    let view = split_view(&args[5..]);
-                    let file = args[2].clone();
-                    let r = self.with(|i| {
-                        let p = i.pods.entry(pod.name.clone()).or_default();
-                        let gone = p.zones.remove(&(zone.clone(), view)).is_some();
-                        p.files.remove(&file);
-                        p.files.remove(&format!("{file}.jnl"));
-                        gone
-                    });
-                    let res = if r {
-                        ok(String::new())
-                    } else {
-                        Err(exited(
-                            pod,
-                            cmd,
-                            1,
-                            "",
-                            &format!(
-                                "rndc: 'delzone' failed: not found\nno matching zone '{zone}' in any view\n"
-                            ),
-                        ))
-                    };
-                    (Kind::DelZone, Some(zone), res)
-                } else if script.contains("mktemp") {
-                    let zone = argv.iter().rev().nth(1).map(|z| lower(z));
-                    if down {
-                        let out = ";; connection timed out; no servers could be reached\n";
-                        return (Kind::Axfr, zone, Err(exited(pod, cmd, 9, out, "")));
-                    }
-                    let key = cmd
-                        .stdin
-                        .as_deref()
-                        .and_then(|s| s.split('"').nth(1))
-                        .unwrap_or_default()
-                        .to_string();
-                    let z = zone.clone().unwrap_or_default();
-                    let text = self.with(|i| match Self::served_zone(i, &pod.name, &z) {
-                        Some(sim) if sim.clause.contains(&format!("key \"{key}\"")) => {
-                            axfr(&z, sim)
-                        }
-                        _ => "; Transfer failed.\n".to_string(),
-                    });
-                    (Kind::Axfr, zone, ok(text))
-                } else if script.contains("rm -f \"$f.jnl\"") {
-                    let path = args[0].clone();
-                    if down {
-                        return (
-                            Kind::WriteFile,
-                            None,
-                            Err(ExecError::transport(pod, cmd, "container not running")),
-                        );
-                    }
-                    let text = cmd.stdin.clone().unwrap_or_default();
-                    self.with(|i| {
-                        let p = i.pods.entry(pod.name.clone()).or_default();
-                        p.files.remove(&format!("{path}.jnl"));
-                        p.files.insert(path.clone(), text);
-                    });
-                    (Kind::WriteFile, Some(path), ok(String::new()))
-                } else {
-                    (Kind::Other, None, ok(String::new()))
-                }
-            }
-            _ => (Kind::Other, None, ok(String::new())),
+            f(p)
+        })
+    }
+}
+
+/// What a call is, before its outcome is known.
+struct Op0 {
+    kind: Kind,
+    zone: Option<String>,
+    view: Option<String>,
+    text: Option<String>,
+}
+
+impl Op0 {
+    fn new(kind: Kind, zone: &ZoneName, view: Option<&ViewName>) -> Self {
+        Op0 {
+            kind,
+            zone: Some(zone.as_str().to_string()),
+            view: view.map(|v| v.as_str().to_string()),
+            text: None,
         }
+    }
+
+    fn text(mut self, text: String) -> Self {
+        self.text = Some(text);
+        self
+    }
+}
+
+/// What reaching a stopped named gives.
+fn down(pod: &PodRef) -> ServerError {
+    ServerError::Unreachable {
+        pod: pod.to_string(),
+        source: Box::new(ExecError::Transport {
+            pod: pod.to_string(),
+            program: "named".into(),
+            reason: "connection refused".into(),
+        }),
+    }
+}
+
+fn key_of(zone: &ZoneName, view: Option<&ViewName>) -> ZoneKey {
+    (lower(zone.as_str()), view.map(|v| v.as_str().to_string()))
+}
+
+fn rndc_refused(action: &'static str, zone: &ZoneName, pod: &PodRef, e: RndcError) -> ServerError {
+    ServerError::Rndc {
+        action,
+        zone: zone.to_string(),
+        pod: pod.to_string(),
+        source: e,
     }
 }
 
 fn fake_addr() -> std::net::SocketAddr {
     std::net::SocketAddr::from(([127, 0, 0, 1], 5353))
-}
-
-/// What connecting to a stopped named gives.
-fn refused_connection() -> WireError {
-    WireError::Connect {
-        addr: fake_addr(),
-        source: std::io::ErrorKind::ConnectionRefused.into(),
-    }
 }
 
 /// A zone of the model as an AXFR yields it: the SOA first, then every
@@ -489,7 +396,7 @@ fn transfer_records(zone: &ZoneName, sim: &ZoneSim) -> Vec<Record> {
 
 /// The typed UPDATE messages in the model's line form, each opened by
 /// the key that signs it (name and algorithm only) and closed by `send`:
-/// what the fake applies and what tests read back from [`Call::stdin`].
+/// what the fake applies and what tests read back from [`Call::text`].
 fn transcript(messages: &[UpdateMessage], key: &TsigKey) -> String {
     let mut out = String::new();
     for m in messages {
@@ -554,72 +461,99 @@ fn rcode_of(error: &str) -> Rcode {
     }
 }
 
-impl PodExecutor for FakeBind {
-    fn layout(&self, _pod: &PodRef) -> PodLayout {
-        PodLayout::in_cluster()
+impl ZoneServers for FakeBind {
+    fn apply_zones<'a>(
+        &'a self,
+        pod: &'a PodRef,
+        writes: &'a [ZoneWrite],
+    ) -> BoxFuture<'a, ZonesApplied> {
+        async move {
+            let applied = self.on_pod(pod, |p| {
+                Ok(writes
+                    .iter()
+                    .enumerate()
+                    .map(|(k, w)| {
+                        let r = model::apply(p, w).map_err(|e| ServerError::Rndc {
+                            action: match w.kind {
+                                WriteKind::Put { .. } => "configure",
+                                WriteKind::Remove => "delete",
+                            },
+                            zone: w.zone.to_string(),
+                            pod: pod.to_string(),
+                            source: e,
+                        });
+                        (k, r)
+                    })
+                    .collect::<BTreeMap<_, _>>())
+            });
+            for (k, w) in writes.iter().enumerate() {
+                let (kind, clause) = match &w.kind {
+                    WriteKind::Put { clause, .. } => (Kind::PutZone, Some(clause.clone())),
+                    WriteKind::Remove => (Kind::RemoveZone, None),
+                };
+                let mut op = Op0::new(kind, &w.zone, w.view.as_ref());
+                op.text = clause;
+                let ok = applied
+                    .as_ref()
+                    .is_ok_and(|r| r.get(&k).is_some_and(Result::is_ok));
+                self.record(pod, op, ok);
+            }
+            match applied {
+                Ok(results) => ZonesApplied {
+                    results,
+                    ..Default::default()
+                },
+                Err(e) => ZonesApplied {
+                    failure: Some(e),
+                    ..Default::default()
+                },
+            }
+        }
+        .boxed()
     }
 
     /// Applies the typed messages to the pod's model, in order, stopping
     /// at the first the model refuses (as named answers each message).
-    fn dns_update<'a>(
+    fn update<'a>(
         &'a self,
         pod: &'a PodRef,
+        zone: &'a ZoneName,
         messages: &'a [UpdateMessage],
         key: &'a TsigKey,
-    ) -> BoxFuture<'a, Result<usize, WireError>> {
+    ) -> BoxFuture<'a, Result<(), ServerError>> {
         async move {
-            let addr = fake_addr();
-            let zone = messages.first().map(|m| m.zone.as_str().to_string());
-            let text = transcript(messages, key);
-            let cmd = Command {
-                argv: vec!["dns-update".into()],
-                stdin: Some(text.clone()),
-            };
-            let down = self.with(|i| i.pods.get(&pod.name).is_some_and(|p| p.down));
-            let result = if down {
-                Err(WireError::Connect {
-                    addr,
-                    source: std::io::ErrorKind::ConnectionRefused.into(),
-                })
-            } else {
-                self.with(|i| {
-                    let p = i.pods.entry(pod.name.clone()).or_default();
-                    for m in messages {
-                        let lines = op_lines(m);
-                        let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
-                        model::send(p, &lower(m.zone.as_str()), key.name.as_str(), &lines)?;
-                    }
-                    Ok::<_, String>(messages.len())
-                })
-                .map_err(|e| WireError::Rejected {
-                    addr,
-                    rcode: rcode_of(&e),
-                })
-            };
-            self.record(pod, Kind::Nsupdate, &cmd, zone, result.is_ok());
+            let result = self.on_pod(pod, |p| {
+                for m in messages {
+                    let lines = op_lines(m);
+                    let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+                    model::send(p, &lower(m.zone.as_str()), key.name.as_str(), &lines).map_err(
+                        |e| {
+                            let e = WireError::Rejected {
+                                addr: fake_addr(),
+                                rcode: rcode_of(&e),
+                            };
+                            wire_failure(pod, zone, e)
+                        },
+                    )?;
+                }
+                Ok(())
+            });
+            let op = Op0::new(Kind::Update, zone, None).text(transcript(messages, key));
+            self.record(pod, op, result.is_ok());
             result
         }
         .boxed()
     }
 
-    /// Serials from the model, recorded as a [`Kind::DigSoa`] call (its
-    /// argv names the zones asked).
-    fn dns_serials<'a>(
+    fn serials<'a>(
         &'a self,
         pod: &'a PodRef,
         zones: &'a [ZoneName],
-        key: Option<&'a TsigKey>,
-    ) -> BoxFuture<'a, Result<BTreeMap<ZoneName, u32>, WireError>> {
+        _key: Option<&'a TsigKey>,
+    ) -> BoxFuture<'a, Result<BTreeMap<ZoneName, u32>, ServerError>> {
         async move {
-            let mut argv = vec!["dns-soa".to_string()];
-            argv.extend(zones.iter().map(|z| z.fqdn()));
-            let cmd = Command {
-                argv,
-                stdin: key.map(|k| format!("key {}:{} (signed)", k.algorithm, k.name)),
-            };
-            let first = zones.first().map(|z| z.as_str().to_string());
             let result = if self.is_down(pod) {
-                Err(refused_connection())
+                Err(down(pod))
             } else {
                 Ok(self.with(|i| {
                     zones
@@ -631,59 +565,170 @@ impl PodExecutor for FakeBind {
                         .collect()
                 }))
             };
-            self.record(pod, Kind::DigSoa, &cmd, first, result.is_ok());
+            let op = Op0 {
+                kind: Kind::Serials,
+                zone: zones.first().map(|z| z.as_str().to_string()),
+                view: None,
+                text: None,
+            };
+            self.record(pod, op, result.is_ok());
             result
         }
         .boxed()
     }
 
     /// The zone from the model as a transfer's records (rdata in wire
-    /// form), recorded as a [`Kind::Axfr`] call; refused unless the zone's
-    /// clause allows the key.
-    fn dns_transfer<'a>(
+    /// form); refused unless the zone's clause allows the key.
+    fn transfer<'a>(
         &'a self,
         pod: &'a PodRef,
         zone: &'a ZoneName,
         key: &'a TsigKey,
-    ) -> BoxFuture<'a, Result<Vec<Record>, WireError>> {
+    ) -> BoxFuture<'a, Result<Vec<Record>, ServerError>> {
         async move {
-            let cmd = Command {
-                argv: vec!["dns-axfr".into(), zone.fqdn()],
-                stdin: Some(format!("key {}:{} (signed)", key.algorithm, key.name)),
-            };
             let result = if self.is_down(pod) {
-                Err(refused_connection())
+                Err(down(pod))
             } else {
                 self.with(|i| match Self::served_zone(i, &pod.name, zone.as_str()) {
                     Some(sim) if sim.clause.contains(&format!("key \"{}\"", key.name)) => {
                         Ok(transfer_records(zone, sim))
                     }
-                    _ => Err(WireError::Rejected {
-                        addr: fake_addr(),
-                        rcode: Rcode::NotAuth,
+                    _ => Err(ServerError::Transfer {
+                        zone: zone.to_string(),
+                        pod: pod.to_string(),
+                        reason: "NOTAUTH".into(),
                     }),
                 })
             };
-            self.record(
-                pod,
-                Kind::Axfr,
-                &cmd,
-                Some(zone.as_str().to_string()),
-                result.is_ok(),
-            );
+            self.record(pod, Op0::new(Kind::Transfer, zone, None), result.is_ok());
             result
         }
         .boxed()
     }
 
-    fn exec<'a>(
+    fn zone_status<'a>(
         &'a self,
         pod: &'a PodRef,
-        cmd: &'a Command,
-    ) -> BoxFuture<'a, Result<ExecOutput, ExecError>> {
+        zone: &'a ZoneName,
+        view: Option<&'a ViewName>,
+    ) -> BoxFuture<'a, Result<Option<ZoneStatus>, ServerError>> {
         async move {
-            let (kind, zone, result) = self.run(pod, cmd);
-            self.record(pod, kind, cmd, zone, result.is_ok());
+            let result = self.on_pod(pod, |p| Ok(model::status(p, &key_of(zone, view))));
+            let op = Op0::new(Kind::ZoneStatus, zone, view);
+            self.record(pod, op, result.is_ok());
+            result
+        }
+        .boxed()
+    }
+
+    fn add_secondary<'a>(
+        &'a self,
+        pod: &'a PodRef,
+        zone: &'a SecondaryZone,
+    ) -> BoxFuture<'a, Result<(), ServerError>> {
+        async move {
+            let clause = zone.clause();
+            let key = key_of(&zone.zone, zone.view.as_ref());
+            let result = self.on_pod(pod, |p| match model::add_secondary(p, key, &clause) {
+                Ok(()) | Err(RndcError::AlreadyExists) => Ok(()),
+                Err(e) => Err(rndc_refused("add", &zone.zone, pod, e)),
+            });
+            let op = Op0::new(Kind::AddZone, &zone.zone, zone.view.as_ref()).text(clause);
+            self.record(pod, op, result.is_ok());
+            result
+        }
+        .boxed()
+    }
+
+    fn modify_secondary<'a>(
+        &'a self,
+        pod: &'a PodRef,
+        zone: &'a SecondaryZone,
+    ) -> BoxFuture<'a, Result<(), ServerError>> {
+        async move {
+            let clause = zone.clause();
+            let key = key_of(&zone.zone, zone.view.as_ref());
+            let result = self.on_pod(pod, |p| {
+                model::modify(p, &key, &clause)
+                    .map_err(|e| rndc_refused("modify", &zone.zone, pod, e))
+            });
+            let op = Op0::new(Kind::ModZone, &zone.zone, zone.view.as_ref()).text(clause);
+            self.record(pod, op, result.is_ok());
+            result
+        }
+        .boxed()
+    }
+
+    fn delete_zone<'a>(
+        &'a self,
+        pod: &'a PodRef,
+        zone: &'a ZoneName,
+        view: Option<&'a ViewName>,
+        file: &'a str,
+    ) -> BoxFuture<'a, Result<(), ServerError>> {
+        async move {
+            let path = PodLayout::in_cluster().data_path(file);
+            let result = self.on_pod(pod, |p| {
+                model::delete(p, &key_of(zone, view), &path);
+                Ok(())
+            });
+            self.record(pod, Op0::new(Kind::DelZone, zone, view), result.is_ok());
+            result
+        }
+        .boxed()
+    }
+
+    fn notify<'a>(
+        &'a self,
+        pod: &'a PodRef,
+        zone: &'a ZoneName,
+        view: Option<&'a ViewName>,
+    ) -> BoxFuture<'a, Result<(), ServerError>> {
+        async move {
+            let result = self.on_pod(pod, |_| Ok(()));
+            self.record(pod, Op0::new(Kind::Notify, zone, view), result.is_ok());
+            result
+        }
+        .boxed()
+    }
+
+    /// The model signs nothing: no DNSKEY.
+    fn dnskeys<'a>(
+        &'a self,
+        pod: &'a PodRef,
+        zone: &'a ZoneName,
+        _key: &'a TsigKey,
+    ) -> BoxFuture<'a, Result<Vec<Dnskey>, ServerError>> {
+        async move {
+            let result = self.on_pod(pod, |_| Ok(Vec::new()));
+            self.record(pod, Op0::new(Kind::Other, zone, None), result.is_ok());
+            result
+        }
+        .boxed()
+    }
+
+    fn key_files<'a>(
+        &'a self,
+        pod: &'a PodRef,
+        zone: &'a ZoneName,
+    ) -> BoxFuture<'a, Result<Vec<KeyFile>, ServerError>> {
+        async move {
+            let result = self.on_pod(pod, |_| Ok(Vec::new()));
+            self.record(pod, Op0::new(Kind::Other, zone, None), result.is_ok());
+            result
+        }
+        .boxed()
+    }
+
+    fn restore_key_files<'a>(
+        &'a self,
+        pod: &'a PodRef,
+        zone: &'a ZoneName,
+        _files: &'a [KeyFile],
+    ) -> BoxFuture<'a, Result<usize, ServerError>> {
+        async move {
+            let result = self.on_pod(pod, |_| Ok(0));
+            self.record(pod, Op0::new(Kind::Other, zone, None), result.is_ok());
             result
         }
         .boxed()

@@ -1,13 +1,14 @@
-//! The fake's model of one pod's named: zones (loaded from the files the
-//! operator writes, or transferred for secondary zones), their RRsets and
-//! serials, journals, and what `rndc` and nsupdate do to them, with BIND's
-//! quirks (see the parent module).
+//! The fake's model of one pod's named: zones (listed with the files the
+//! operator's zone writes give them, added by rndc, or transferred for
+//! secondary zones), their RRsets and serials, journals, and what zone
+//! writes, rndc and UPDATE messages do to them, with BIND's quirks (see
+//! the parent module).
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use bind_operator::bind::commands::Command;
+use bind_operator::bind::commands::{WriteKind, ZoneApplied, ZoneWrite};
 use bind_operator::bind::layout::PodLayout;
-use bind_operator::controller::exec::{ExecError, PodRef};
+use bind_operator::bind::parse::{RndcError, ZoneStatus};
 
 pub(super) type RrKey = (String, String);
 
@@ -22,12 +23,18 @@ pub(super) struct ZoneSim {
     pub(super) rrsets: BTreeMap<RrKey, (u32, BTreeSet<String>)>,
 }
 
+/// A zone on a pod: its name and view.
+pub(super) type ZoneKey = (String, Option<String>);
+
 #[derive(Debug, Default)]
 pub(super) struct PodSim {
     pub(super) down: bool,
     pub(super) files: BTreeMap<String, String>,
     /// (zone, view) -> zone.
-    pub(super) zones: BTreeMap<(String, Option<String>), ZoneSim>,
+    pub(super) zones: BTreeMap<ZoneKey, ZoneSim>,
+    /// The zones in the pod's zone lists, with their clause (the others
+    /// in `zones` were added by rndc).
+    pub(super) listed: BTreeMap<ZoneKey, String>,
 }
 
 pub(super) fn lower(name: &str) -> String {
@@ -36,23 +43,6 @@ pub(super) fn lower(name: &str) -> String {
 
 pub(super) fn fqdn(name: &str) -> String {
     format!("{}.", lower(name))
-}
-
-pub(super) fn split_view(rest: &[String]) -> Option<String> {
-    match rest {
-        [a, v, ..] if a == "IN" => Some(v.clone()),
-        _ => None,
-    }
-}
-
-pub(super) fn exited(
-    pod: &PodRef,
-    cmd: &Command,
-    code: i32,
-    stdout: &str,
-    stderr: &str,
-) -> ExecError {
-    ExecError::exited(pod, cmd, code, stdout.to_string(), stderr)
 }
 
 pub(super) fn z_name(z: &ZoneSim) -> String {
@@ -149,84 +139,156 @@ fn clause_field<'a>(clause: &'a str, word: &str) -> Option<&'a str> {
     clause[at..].split('"').next()
 }
 
-pub(super) fn rndc(p: &mut PodSim, sub: &str, rest: &[String]) -> Result<String, String> {
-    let zone = lower(rest.first().map(String::as_str).unwrap_or_default());
-    let view = split_view(&rest[1..]);
-    let key = (zone.clone(), view);
-    let data = PodLayout::in_cluster();
-    match sub {
-        "addzone" => {
-            if p.zones.contains_key(&key) {
-                return Err("rndc: 'addzone' failed: already exists\n".into());
-            }
-            let clause = rest.last().cloned().unwrap_or_default();
-            let file = data.data_path(clause_field(&clause, "file").unwrap_or_default());
-            let mut z = if clause.contains("type secondary") {
-                // Transferred at once from its primaries.
-                let mut z = ZoneSim {
-                    secondary: true,
-                    serial: 1,
-                    soa_rest: ("ns.".into(), "h.".into(), "1 1 1 1".into()),
-                    ..Default::default()
-                };
-                z.rrsets.insert(
-                    (fqdn(&zone), "SOA".into()),
-                    (300, BTreeSet::from([String::new()])),
-                );
-                z.loaded = true;
-                z
-            } else {
-                let loaded = p.files.get(&file).and_then(|t| load_file(t));
-                if loaded.as_ref().is_some_and(|z| !glue_ok(z, &zone)) {
-                    // "NS 'ns1.x' has no address records", whatever
-                    // check-integrity says; addzone reverts.
-                    return Err("rndc: 'addzone' failed: bad zone\n".into());
+/// A zone's file from its clause, as a path on the pod.
+fn file_of(clause: &str) -> String {
+    PodLayout::in_cluster().data_path(clause_field(clause, "file").unwrap_or_default())
+}
+
+/// Loads a primary zone from its file (and the journal beside it, which
+/// BIND replays); `Err` when named would not load it.
+fn load_primary(p: &PodSim, zone: &str, file: &str) -> Result<ZoneSim, String> {
+    let text = p.files.get(file).ok_or("file not found")?;
+    let mut z = load_file(text).ok_or("no SOA")?;
+    if !glue_ok(&z, zone) {
+        // "NS 'ns1.x' has no address records", whatever check-integrity says.
+        return Err(format!(
+            "zone {zone}/IN: NS has no address records (A or AAAA)"
+        ));
+    }
+    z.loaded = true;
+    if let Some(j) = p.files.get(&format!("{file}.jnl")).cloned() {
+        for line in j.lines() {
+            let _ = apply_line(&mut z, zone, line);
+        }
+    }
+    Ok(z)
+}
+
+/// One write of a zone-list run (as `apply_zones.sh` does it): a zone
+/// listed as asked is left alone; a listed zone gets the new clause; a
+/// zone added by rndc, or whose files are on the volume, is listed keeping
+/// them; a new zone is written from its text (from its bare skeleton when
+/// named would not load the text). Removal unlists (or deletes what rndc
+/// added) and removes the files.
+pub(super) fn apply(p: &mut PodSim, write: &ZoneWrite) -> Result<ZoneApplied, RndcError> {
+    let zone = lower(write.zone.as_str());
+    let key: ZoneKey = (
+        zone.clone(),
+        write.view.as_ref().map(|v| v.as_str().to_string()),
+    );
+    match &write.kind {
+        WriteKind::Put {
+            clause, text, bare, ..
+        } => {
+            if let Some(old) = p.listed.get(&key) {
+                if old == clause {
+                    return Ok(ZoneApplied::Listed);
                 }
-                match loaded {
-                    Some(mut z) => {
-                        z.loaded = true;
-                        if let Some(j) = p.files.get(&format!("{file}.jnl")).cloned() {
-                            // BIND replays a journal it finds next to the file.
-                            for line in j.lines() {
-                                let _ = apply_line(&mut z, &zone, line);
+                p.listed.insert(key.clone(), clause.clone());
+                if let Some(z) = p.zones.get_mut(&key) {
+                    z.clause = clause.clone();
+                }
+                return Ok(ZoneApplied::Changed);
+            }
+            let file = file_of(clause);
+            let fresh = !p.zones.contains_key(&key)
+                && ["", ".jnl"]
+                    .iter()
+                    .all(|s| !p.files.contains_key(&format!("{file}{s}")));
+            let (mut z, applied) = if fresh {
+                p.files.insert(file.clone(), text.clone());
+                match (load_primary(p, &zone, &file), bare) {
+                    (Ok(z), _) => (z, ZoneApplied::New),
+                    (Err(why), Some(bare)) => {
+                        p.files.insert(file.clone(), bare.clone());
+                        match load_primary(p, &zone, &file) {
+                            Ok(z) => (z, ZoneApplied::NewBare(why)),
+                            Err(e) => {
+                                p.files.remove(&file);
+                                return Err(RndcError::Other(e));
                             }
                         }
-                        z
                     }
-                    None => ZoneSim::default(),
+                    (Err(why), None) => {
+                        p.files.remove(&file);
+                        return Err(RndcError::Other(why));
+                    }
                 }
+            } else {
+                let z = match p.zones.remove(&key) {
+                    Some(z) => z,
+                    // Files without a zone: named loads them.
+                    None => load_primary(p, &zone, &file).unwrap_or_default(),
+                };
+                (z, ZoneApplied::Migrated)
             };
-            z.clause = clause;
+            z.clause = clause.clone();
             z.file = file;
-            p.zones.insert(key, z);
-            Ok(String::new())
+            p.zones.insert(key.clone(), z);
+            p.listed.insert(key, clause.clone());
+            Ok(applied)
         }
-        "modzone" => match p.zones.get_mut(&key) {
-            Some(z) => {
-                z.clause = rest.last().cloned().unwrap_or_default();
-                Ok(String::new())
+        WriteKind::Remove => {
+            p.listed.remove(&key);
+            if let Some(z) = p.zones.remove(&key) {
+                p.files.remove(&z.file);
+                p.files.remove(&format!("{}.jnl", z.file));
             }
-            None => Err(format!(
-                "rndc: 'modzone' failed: not found\nno matching zone '{zone}' in any view\n"
-            )),
-        },
-        "zonestatus" => match p.zones.get(&key) {
-            Some(z) if z.loaded => Ok(format!(
-                "name: {zone}\ntype: {}\nfiles: {}\nserial: {}\nlast loaded: now\ndynamic: yes\n",
-                if z.secondary { "secondary" } else { "primary" },
-                z.file,
-                z.serial
-            )),
-            Some(z) => Ok(format!(
-                "name: {zone}\ntype: primary\nfiles: {}\nnot loaded\n",
-                z.file
-            )),
-            None => Err(format!(
-                "rndc: 'zonestatus' failed: not found\nno matching zone '{zone}' in any view\n"
-            )),
-        },
-        _ => Ok(String::new()),
+            Ok(ZoneApplied::Removed)
+        }
     }
+}
+
+/// `rndc addzone` of a secondary zone: transferred at once from its
+/// primaries.
+pub(super) fn add_secondary(p: &mut PodSim, key: ZoneKey, clause: &str) -> Result<(), RndcError> {
+    if p.zones.contains_key(&key) {
+        return Err(RndcError::AlreadyExists);
+    }
+    let mut z = ZoneSim {
+        secondary: true,
+        serial: 1,
+        soa_rest: ("ns.".into(), "h.".into(), "1 1 1 1".into()),
+        clause: clause.to_string(),
+        file: file_of(clause),
+        loaded: true,
+        ..Default::default()
+    };
+    z.rrsets.insert(
+        (fqdn(&key.0), "SOA".into()),
+        (300, BTreeSet::from([String::new()])),
+    );
+    p.zones.insert(key, z);
+    Ok(())
+}
+
+/// `rndc modzone`.
+pub(super) fn modify(p: &mut PodSim, key: &ZoneKey, clause: &str) -> Result<(), RndcError> {
+    let z = p.zones.get_mut(key).ok_or(RndcError::NotFound)?;
+    z.clause = clause.to_string();
+    Ok(())
+}
+
+/// `rndc zonestatus`.
+pub(super) fn status(p: &PodSim, key: &ZoneKey) -> Option<ZoneStatus> {
+    let z = p.zones.get(key)?;
+    Some(ZoneStatus {
+        zone_type: if z.secondary { "secondary" } else { "primary" }.into(),
+        serial: z.loaded.then_some(z.serial),
+        files: vec![z.file.clone()],
+        dynamic: true,
+        loaded: z.loaded,
+        ..Default::default()
+    })
+}
+
+/// `rndc delzone` with the zone's files; whether the zone was there.
+pub(super) fn delete(p: &mut PodSim, key: &ZoneKey, file: &str) -> bool {
+    let gone = p.zones.remove(key).is_some();
+    p.listed.remove(key);
+    p.files.remove(file);
+    p.files.remove(&format!("{file}.jnl"));
+    gone
 }
 
 /// Applies one `update add|delete ...` line; returns whether it changed
@@ -304,32 +366,7 @@ pub(super) fn apply_line(z: &mut ZoneSim, zone: &str, line: &str) -> Result<bool
     }
 }
 
-/// Runs an nsupdate script: each `send` is one atomic message; the first
-/// failing message stops the run (earlier ones stay applied).
-pub(super) fn nsupdate(p: &mut PodSim, script: &str) -> Result<(), String> {
-    let mut key_name = String::new();
-    let mut zone = String::new();
-    let mut lines: Vec<&str> = Vec::new();
-    for line in script.lines() {
-        if let Some(k) = line.strip_prefix("key ") {
-            key_name = k
-                .split_whitespace()
-                .next()
-                .and_then(|s| s.split_once(':'))
-                .map(|(_, n)| n.to_string())
-                .unwrap_or_default();
-        } else if let Some(z) = line.strip_prefix("zone ") {
-            zone = lower(z);
-        } else if line.starts_with("update ") {
-            lines.push(line);
-        } else if line == "send" {
-            send(p, &zone, &key_name, &lines)?;
-            lines.clear();
-        }
-    }
-    Ok(())
-}
-
+/// Applies one UPDATE message's lines, atomically.
 pub(super) fn send(p: &mut PodSim, zone: &str, key: &str, lines: &[&str]) -> Result<(), String> {
     let (zkey, z) = p
         .zones
