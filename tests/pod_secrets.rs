@@ -16,7 +16,7 @@ use std::process::Stdio;
 
 use bind_operator::bind::commands::{self, Command, local_server};
 use bind_operator::bind::layout::{PodLayout, Tools, locate_tool};
-use bind_operator::bind::nsupdate::{RrsetChange, UpdateBatch, build_script, join_answered};
+use bind_operator::bind::nsupdate::{RrsetChange, UpdateBatch, build_script};
 use bind_operator::bind::render::render_cluster;
 use bind_operator::bind::zone::{Soa, ZoneSkeleton};
 use bind_operator::bind::{DomainName, Rdata, RecordType, TsigAlgorithm, Ttl, ZoneName};
@@ -210,34 +210,28 @@ fn no_secret_in_a_pod_commands_argv_environment_or_files() {
     let rec = Recorder::new(&tmp.path().join("recorder"));
     let secrets = [update.secret.expose_base64(), xfer.secret.expose_base64()];
 
-    // Two UPDATE parts at once, each script carrying its key.
-    let part = |name: &str, ip: &str| {
-        let batch = UpdateBatch {
-            zone: zone.clone(),
-            changes: vec![
-                RrsetChange::parse_replace(
-                    &zone,
-                    name,
-                    "A",
-                    None,
-                    Ttl::new(300).unwrap(),
-                    &[ip.to_string()],
-                )
-                .unwrap(),
-            ],
-            apex_ns: None,
-        };
-        let s = build_script(&batch, local_server(&layout), &update)
-            .unwrap()
-            .unwrap();
-        join_answered([&s])
+    // One UPDATE of two RRsets, the script carrying its key.
+    let change = |name: &str, ip: &str| {
+        RrsetChange::parse_replace(
+            &zone,
+            name,
+            "A",
+            None,
+            Ttl::new(300).unwrap(),
+            &[ip.to_string()],
+        )
+        .unwrap()
     };
+    let batch = UpdateBatch {
+        zone: zone.clone(),
+        changes: vec![change("www", "192.0.2.10"), change("api", "192.0.2.11")],
+        apex_ns: None,
+    };
+    let script = build_script(&batch, local_server(&layout), &update)
+        .unwrap()
+        .unwrap();
     let cmds = [
-        commands::nsupdate_then_soa(
-            &layout,
-            &[part("www", "192.0.2.10"), part("api", "192.0.2.11")],
-            std::slice::from_ref(&zone),
-        ),
+        commands::nsupdate(&layout, &script),
         commands::dig_axfr(&layout, &zone, &xfer),
         commands::dig_dnskey(&layout, &zone, &xfer),
         commands::reconfig_when_mounted(
@@ -266,11 +260,6 @@ fn no_secret_in_a_pod_commands_argv_environment_or_files() {
     }
 
     // They did their work, through the recorders.
-    assert!(
-        outputs[0].stdout.contains("@@nsupdate"),
-        "{}",
-        outputs[0].stdout
-    );
     assert_eq!(
         harness::dig_short(primary.dns.port, "www.secret.test", "A"),
         ["192.0.2.10"]
@@ -291,13 +280,9 @@ fn no_secret_in_a_pod_commands_argv_environment_or_files() {
         "{}",
         outputs[3].stdout
     );
-    for tool in ["nsupdate", "dig", "mktemp", "awk", "rndc"] {
+    for tool in ["nsupdate", "dig", "mktemp", "rndc"] {
         assert!(rec.ran(tool), "{tool} did not run through its recorder");
     }
-    assert!(
-        !files_under(&rec.keep).is_empty(),
-        "the UPDATE parts were kept for the scan"
-    );
 
     let leaks = rec.leaks(&layout.data_dir, &secrets);
     assert!(

@@ -91,7 +91,6 @@ fn verb_of(argv: &[String]) -> &'static str {
         "sh" if arg(1) == "-c" => match arg(2) {
             DELZONE_SCRIPT => "delzone",
             APPLY_ZONES_SCRIPT => "apply_zones",
-            UPDATES_THEN_SOA_SCRIPT => "nsupdate",
             WRITE_FILE_SCRIPT => "write_zone_file",
             READ_KEYS_SCRIPT => "read_key_files",
             RESTORE_KEYS_SCRIPT => "restore_key_files",
@@ -532,47 +531,6 @@ pub fn parse_apply_zones(stdout: &str) -> ApplyOutcome {
         }
     }
     out
-}
-
-const UPDATES_THEN_SOA_SCRIPT: &str = include_str!("scripts/updates_then_soa.sh");
-
-/// Separates the parts of a [`nsupdate_then_soa`] script on stdin.
-const PART_SEPARATOR: &str = "@@part\n";
-
-/// nsupdate processes that one [`nsupdate_then_soa`] run starts at once.
-/// named works on updates of different zones in parallel, and each message
-/// waits on its journal write: measured on 9.18, 200 one-message zone
-/// updates took 4.3 s through one process and 1.9 s through four.
-pub const NSUPDATES_AT_ONCE: usize = 4;
-
-/// Many zones' scripts (each message followed by `answer`, see
-/// [`super::nsupdate::join_answered`]) in one exec: the `parts` run as that
-/// many nsupdate processes at once (at most [`NSUPDATES_AT_ONCE`] make
-/// sense; a zone's messages belong in one part, in order), their outputs
-/// printed in part order (each part's stdout, `@@stderr`, its stderr,
-/// `@@end-part`; then `@@nsupdate`); then, whatever they returned, the SOA query of
-/// `read_back` (when not empty) so every zone's serial after the run comes
-/// with it. nsupdate goes on after a refused message (measured, 9.18), so
-/// one zone's failure leaves the others' messages applied;
-/// [`super::nsupdate::parse_answers`] tells which landed. The parts wait
-/// in a private temporary directory (removed when the run ends) with their
-/// `key` lines taken out: the key material stays in the shell's memory and
-/// reaches each nsupdate through a pipe, never a file.
-pub fn nsupdate_then_soa(
-    layout: &PodLayout,
-    parts: &[NsupdateScript],
-    read_back: &[ZoneName],
-) -> Command {
-    let mut args = vec![layout.tools.nsupdate.clone()];
-    if !read_back.is_empty() {
-        args.extend(dig_soa(layout, read_back).argv);
-    }
-    let stdin = parts
-        .iter()
-        .map(NsupdateScript::expose_stdin)
-        .collect::<Vec<_>>()
-        .join(PART_SEPARATOR);
-    Command::sh(UPDATES_THEN_SOA_SCRIPT, args).with_stdin(stdin)
 }
 
 /// The primary's options-level NOTIFY list: the secondary pods signed
