@@ -372,11 +372,30 @@ fn follow_signed(port: u16, key: &str, name: &str, want: &[&str]) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_view_secondary_that_missed_a_notify_catches_up_on_the_periodic_check() {
     // Periodic checks every second: they notice the secondary's view lag.
-    let settings = Settings {
+    view_secondary_catches_up(Settings {
         verify_interval: Duration::from_secs(1),
         survey_max_age: Duration::from_millis(500),
         ..test_settings()
-    };
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_view_secondary_that_missed_a_notify_catches_up_on_the_recheck_after_the_write() {
+    // No periodic check within the test (600 s): only the rechecks after
+    // the write (every second while the secondary lags) can notice it.
+    view_secondary_catches_up(Settings {
+        recheck_after_write: Duration::from_secs(1),
+        survey_max_age: Duration::from_secs(30),
+        ..test_settings()
+    })
+    .await;
+}
+
+/// A zone in a view whose change's NOTIFY reached nobody: the secondary's
+/// view follows once the NOTIFY list is back, through what `settings`
+/// schedule.
+async fn view_secondary_catches_up(settings: Settings) {
     // Unsigned queries from 127.0.0.1 land in `external`; only the
     // internal view's key reaches `internal`.
     let views = vec![
@@ -427,9 +446,9 @@ async fn a_view_secondary_that_missed_a_notify_catches_up_on_the_periodic_check(
         ["10.0.0.1"],
         "nothing told the secondary"
     );
-    // The list comes back (its reconfig sends no NOTIFY); only the periodic
-    // check, seeing the secondary's view behind, NOTIFYs it again — well
-    // before the zone's SOA refresh (hours).
+    // The list comes back (its reconfig sends no NOTIFY); only a check that
+    // sees the secondary's view behind NOTIFYs it again — well before the
+    // zone's SOA refresh (hours).
     named.write_notify_list(&[named.secondary.endpoint()]);
     follow_signed(s, &internal, "www.example.com", &["10.0.0.2"]);
     env.stop().await;

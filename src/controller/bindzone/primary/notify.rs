@@ -52,21 +52,23 @@ async fn renotify(
     Ok(())
 }
 
-/// The periodic check of a zone in `view` that wrote nothing: when a Ready
+/// The periodic check of a zone in `view` that wrote nothing, and the
+/// recheck after a write (`verify::view_catch_up`): when a Ready
 /// secondary's copy of the view lags the primary's `serial` (or lacks the
 /// zone), repeat the NOTIFY, and the view catalog's when one lags there too
-/// (as [`secondaries_lag`] does from the survey outside views).
+/// (as [`secondaries_lag`] does from the survey outside views). Returns
+/// whether a secondary lagged.
 ///
 /// Cost per view zone per check: one `rndc zonestatus` per Ready secondary
 /// (none with a single replica); only when one lags, one `rndc notify` of
 /// the zone, one zonestatus of the catalog on the primary and on each Ready
 /// secondary, and at most one `rndc notify` of the catalog.
-async fn renotify_view(
+pub(super) async fn renotify_view(
     job: &Job<'_>,
     view: &ViewName,
     catalog: &ZoneName,
     serial: u32,
-) -> Result<(), ServerError> {
+) -> Result<bool, ServerError> {
     let (ctx, inputs, target) = (job.ctx, job.inputs, &job.target);
     let zone = job.zname();
     let primary = &target.pod.name;
@@ -74,7 +76,7 @@ async fn renotify_view(
         view_secondaries(ctx, inputs, primary, zone, view).await,
         serial,
     ) {
-        return Ok(());
+        return Ok(false);
     }
     tracing::info!(zone = %zone, view = %view, "a secondary's view lags behind the primary; sending NOTIFY");
     target.notify(zone, Some(view)).await?;
@@ -86,5 +88,5 @@ async fn renotify_view(
     {
         target.notify(catalog, Some(view)).await?;
     }
-    Ok(())
+    Ok(true)
 }

@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use crate::bind::ZoneName;
+use crate::bind::{ViewName, ZoneName};
 use crate::controller::zonesync::state::{ClusterMemory, Snapshot};
 use crate::controller::zonesync::survey::{PodInfo, survey};
 
@@ -86,8 +86,9 @@ pub(super) fn forget(job: &Job<'_>) {
 /// per [`Settings::recheck_after_write`]) so the status catches up now,
 /// right after the write, instead of at the next periodic check of a
 /// converged cluster (an API write with nothing changed). Returns whether
-/// a secondary still lags (look again at the recheck, or soon after it). Views are left to the
-/// periodic check: the survey cannot answer for them.
+/// a secondary still lags (look again at the recheck, or soon after it).
+/// A zone in a view is checked by asking its secondaries
+/// ([`view_catch_up`]): the survey cannot answer for views.
 ///
 /// [`Settings::recheck_after_write`]: crate::controller::zonesync::Settings::recheck_after_write
 async fn catch_up(job: &Job<'_>, snap: &Snapshot) -> bool {
@@ -99,8 +100,11 @@ async fn catch_up(job: &Job<'_>, snap: &Snapshot) -> bool {
         .survey_max_age
         .min(ctx.settings.verify_interval);
     let age = snap.verified_at.elapsed();
-    if job.view().is_some() || age >= window {
+    if age >= window {
         return false;
+    }
+    if let Some(view) = job.view() {
+        return view_catch_up(job, snap, view, age).await;
     }
     let lags = || servers_lag(memory, job, zone, primary, snap.served.serial);
     if !lags() {
@@ -125,6 +129,31 @@ async fn catch_up(job: &Job<'_>, snap: &Snapshot) -> bool {
     )
     .await;
     lags()
+}
+
+/// The recheck after a write of a zone in `view`: from
+/// [`Settings::recheck_after_write`] after the write until the catch-up
+/// window closes, each Ready secondary's copy of the view is asked (one
+/// `rndc zonestatus` each); while one lags (a NOTIFY sent while the
+/// primary's NOTIFY list for the view was not in place yet reaches nobody,
+/// and nothing else makes the primary send it again), the zone's NOTIFY
+/// and its view catalog's are repeated. Returns whether to look again.
+///
+/// [`Settings::recheck_after_write`]: crate::controller::zonesync::Settings::recheck_after_write
+async fn view_catch_up(job: &Job<'_>, snap: &Snapshot, view: &ViewName, age: Duration) -> bool {
+    if age < job.ctx.settings.recheck_after_write {
+        return true;
+    }
+    let Some(catalog) = job.plan.catalog.as_ref() else {
+        return false;
+    };
+    match super::notify::renotify_view(job, view, catalog, snap.served.serial).await {
+        Ok(lagged) => lagged,
+        Err(e) => {
+            tracing::debug!(zone = %job.zname(), view = %view, error = %e, "failed to check the view's secondaries");
+            true
+        }
+    }
 }
 
 /// Whether [`servers`] would show a Ready secondary at another serial than
