@@ -410,3 +410,92 @@ fn failures_are_typed_and_never_carry_the_secret() {
     });
     assert!(dig_short(s.port(), &format!("a.{zone}."), "A").is_empty());
 }
+
+#[test]
+fn ixfr_differences_applied_to_the_zone_before_equal_a_transfer_after() {
+    use bind_operator::bind::wire::client::Ixfr;
+    use bind_operator::controller::zonesync::diff::Served;
+
+    let s = Server::start();
+    let c = s.client();
+    let alg = TsigAlgorithm::HmacSha384;
+    let (zone, key) = (zone_of(alg), s.keys[&alg].clone());
+    rt().block_on(async {
+        let axfr = |c: Client, zone: ZoneName, key: TsigKey| async move {
+            Served::from_records(&zone, &c.axfr(&zone, &key).await.unwrap()).unwrap()
+        };
+        // The zone as it was loaded from its file: no journal reaches back
+        // that far once it changes, so later IXFRs start from a version
+        // the server did journal.
+        let loaded = axfr(c.clone(), zone.clone(), key.clone()).await;
+        assert_eq!(
+            c.ixfr(&zone, loaded.serial, &key).await.unwrap(),
+            Ixfr::UpToDate,
+            "nothing changed since"
+        );
+        // Enough data that a few changes are a small part of the zone
+        // (named answers with the whole zone when the differences would be
+        // larger than it: max-ixfr-ratio).
+        let mut first: Vec<RrsetChange> = (0..60)
+            .map(|i| replace(&zone, &format!("h{i}"), "A", &[&format!("198.51.100.{i}")]))
+            .collect();
+        first.push(replace(&zone, "www", "A", &["192.0.2.1", "192.0.2.2"]));
+        first.push(replace(&zone, "txt", "TXT", &["\"a b\"", "\"c\""]));
+        send(&c, &batch(&zone, first), &key).await.unwrap();
+        let before = axfr(c.clone(), zone.clone(), key.clone()).await;
+        // Two more versions: a replace, a delete and an add, then a TTL
+        // change.
+        send(
+            &c,
+            &batch(
+                &zone,
+                vec![
+                    replace(&zone, "www", "A", &["192.0.2.3"]),
+                    delete(&zone, "txt", RecordType::Txt),
+                    replace(&zone, "mail", "MX", &["10 mx.example.net."]),
+                ],
+            ),
+            &key,
+        )
+        .await
+        .unwrap();
+        let ttl = RrsetChange::parse_replace(
+            &zone,
+            "mail",
+            "MX",
+            Some(900),
+            Ttl::new(900).unwrap(),
+            &["10 mx.example.net.".to_string()],
+        )
+        .unwrap();
+        send(&c, &batch(&zone, vec![ttl]), &key).await.unwrap();
+        let after = axfr(c.clone(), zone.clone(), key.clone()).await;
+        match c.ixfr(&zone, before.serial, &key).await.unwrap() {
+            Ixfr::Deltas { serial, deltas } => {
+                assert_eq!(serial, after.serial);
+                assert_eq!(deltas.len(), 2, "one difference per UPDATE");
+                let mut followed = before.clone();
+                followed.apply_ixfr(&deltas, serial);
+                assert_eq!(
+                    followed, after,
+                    "the differences lead to the zone as served"
+                );
+            }
+            other => panic!("wanted differences, got {other:?}"),
+        }
+        // From a version the journal never held: the whole zone.
+        match c.ixfr(&zone, 1, &key).await.unwrap() {
+            Ixfr::Full(records) => {
+                assert_eq!(Served::from_records(&zone, &records).unwrap(), after);
+            }
+            Ixfr::Deltas { .. } => {
+                // named may also answer with every difference it has; it
+                // must still end at the zone as served.
+            }
+            Ixfr::UpToDate => panic!("serial 1 is not the zone's"),
+        }
+        // A wrong key is refused, typed, as for AXFR.
+        let other = s.keys[&TsigAlgorithm::HmacSha256].clone();
+        assert!(c.ixfr(&zone, before.serial, &other).await.is_err());
+    });
+}

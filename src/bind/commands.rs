@@ -116,6 +116,7 @@ fn verb_of(argv: &[String]) -> &'static str {
         "dns-update" => "dns_update",
         "dns-soa" => "dns_soa",
         "dns-axfr" => "dns_axfr",
+        "dns-ixfr" => "dns_ixfr",
         "dig" if has("version.bind") => "probe",
         "dig" if has("AXFR") => "dig_axfr",
         "dig" if has("SOA") => "dig_soa",

@@ -261,6 +261,22 @@ pub trait PodExecutor: Send + Sync {
         }
         .boxed()
     }
+
+    /// A TSIG-signed IXFR of `zone` from `serial` (see
+    /// [`wire::Client::ixfr`]).
+    fn dns_ixfr<'a>(
+        &'a self,
+        pod: &'a PodRef,
+        zone: &'a ZoneName,
+        serial: u32,
+        key: &'a TsigKey,
+    ) -> BoxFuture<'a, Result<wire::client::Ixfr, WireError>> {
+        async move {
+            let addr = self.dns_addr(pod).await?;
+            wire::Client::new(addr).ixfr(zone, serial, key).await
+        }
+        .boxed()
+    }
 }
 
 /// What an [`ObservedExecutor`] is told after each command: the pod, the
@@ -352,6 +368,17 @@ impl PodExecutor for ObservedExecutor {
         let exchange = self.inner.dns_transfer(pod, zone, key);
         self.told(pod, DNS_AXFR, exchange).boxed()
     }
+
+    fn dns_ixfr<'a>(
+        &'a self,
+        pod: &'a PodRef,
+        zone: &'a ZoneName,
+        serial: u32,
+        key: &'a TsigKey,
+    ) -> BoxFuture<'a, Result<wire::client::Ixfr, WireError>> {
+        let exchange = self.inner.dns_ixfr(pod, zone, serial, key);
+        self.told(pod, DNS_IXFR, exchange).boxed()
+    }
 }
 
 impl ObservedExecutor {
@@ -386,6 +413,8 @@ pub const DNS_UPDATE: &str = "dns-update";
 pub const DNS_SOA: &str = "dns-soa";
 /// ... for a zone transfer ([`PodExecutor::dns_transfer`]).
 pub const DNS_AXFR: &str = "dns-axfr";
+/// The verb of a signed IXFR from the operator.
+pub const DNS_IXFR: &str = "dns-ixfr";
 
 /// The in-cluster executor: the pods/exec subresource over a websocket.
 #[derive(Clone)]

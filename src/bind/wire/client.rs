@@ -14,8 +14,8 @@ use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpStream;
 
 use super::codec::{
-    CLASS_IN, MAX_MESSAGE, Message, Opcode, Question, Record, Response, TYPE_AXFR, TYPE_SOA,
-    decode, lower, wire_name,
+    CLASS_IN, MAX_MESSAGE, Message, Opcode, Question, Record, Response, TYPE_AXFR, TYPE_IXFR,
+    TYPE_SOA, decode, lower, wire_name,
 };
 use super::tsig::{self, Verifier};
 use super::update::UpdateMessage;
@@ -345,6 +345,64 @@ impl Client {
         }
     }
 
+    /// A TSIG-signed IXFR of `zone` from `serial` (RFC 1995): the
+    /// differences the server's journal holds since, or the whole zone when
+    /// it has none that reach back so far (an AXFR-style answer, which a
+    /// server may always give).
+    pub async fn ixfr(
+        &self,
+        zone: &ZoneName,
+        serial: u32,
+        key: &TsigKey,
+    ) -> Result<Ixfr, WireError> {
+        let mut conn = self.connect().await?;
+        let id = next_id();
+        let mut msg = Message::new(
+            id,
+            Opcode::Query,
+            Question {
+                name: wire_name(zone.as_str()),
+                qtype: TYPE_IXFR,
+                class: CLASS_IN,
+            },
+        );
+        // The client's version: only its serial counts (root names, zero
+        // timers).
+        let mut rdata = vec![0u8, 0u8];
+        rdata.extend_from_slice(&serial.to_be_bytes());
+        rdata.extend_from_slice(&[0u8; 16]);
+        msg.authority.push(Record {
+            name: wire_name(zone.as_str()),
+            rtype: TYPE_SOA,
+            class: CLASS_IN,
+            ttl: 0,
+            rdata,
+        });
+        let mut bytes = msg.encode();
+        let mut v = tsig::sign(&mut bytes, key);
+        conn.write(&bytes).await?;
+        let rejected = || WireError::Rejected {
+            addr: self.addr,
+            rcode: Rcode::NotAuth,
+        };
+        let mut parser = IxfrParser::default();
+        loop {
+            let resp = self.response(&mut conn, id, Some(&mut v)).await?;
+            if resp.answer.is_empty() {
+                return Err(rejected());
+            }
+            for r in resp.answer {
+                if let Some(done) = parser.push(r).ok_or_else(rejected)? {
+                    return Ok(done);
+                }
+            }
+            // A lone SOA at the client's serial: nothing changed.
+            if let Some(done) = parser.up_to_date(serial) {
+                return Ok(done);
+            }
+        }
+    }
+
     /// Sends a signed NOTIFY for `zone` (RFC 1996) and waits for its
     /// acknowledgement.
     pub async fn notify(&self, zone: &ZoneName, key: &TsigKey) -> Result<(), WireError> {
@@ -399,10 +457,224 @@ fn served_serial(zone: &ZoneName, resp: &Response) -> Option<u32> {
         .and_then(|r| soa_serial(&r.rdata))
 }
 
+/// What an IXFR answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ixfr {
+    /// The zone is still at the serial asked from.
+    UpToDate,
+    /// The differences, oldest first, each the records it deleted and
+    /// the records it added (the SOA of each version among them: the old
+    /// one deleted, the new one added); the last ends at `serial`.
+    Deltas {
+        serial: u32,
+        deltas: Vec<(Vec<Record>, Vec<Record>)>,
+    },
+    /// The whole zone (AXFR-style), as [`Client::axfr`] returns it.
+    Full(Vec<Record>),
+}
+
+/// Reads an IXFR answer record by record (RFC 1995 section 4): the
+/// current SOA, then either the whole zone up to the current SOA again,
+/// or difference sequences (old SOA, deleted records, new SOA, added
+/// records) up to the current SOA.
+#[derive(Default)]
+struct IxfrParser {
+    /// The current version's SOA serial, from the first record.
+    current: Option<u32>,
+    first: Option<Record>,
+    state: IxfrState,
+    records: Vec<Record>,
+    deltas: Vec<(Vec<Record>, Vec<Record>)>,
+}
+
+#[derive(Default, PartialEq, Eq)]
+enum IxfrState {
+    #[default]
+    Start,
+    /// After the first SOA: the next record tells the form.
+    Form,
+    Full,
+    /// Expecting a difference's old SOA (or the closing SOA).
+    DeltaStart,
+    Deleted,
+    Added,
+}
+
+impl IxfrParser {
+    /// Takes one record; `Some(Some(_))` when the answer is complete,
+    /// `None` when it is malformed.
+    fn push(&mut self, r: Record) -> Option<Option<Ixfr>> {
+        let soa = (r.rtype == TYPE_SOA)
+            .then(|| soa_serial(&r.rdata))
+            .flatten();
+        match self.state {
+            IxfrState::Start => {
+                self.current = Some(soa?);
+                self.first = Some(r);
+                self.state = IxfrState::Form;
+            }
+            IxfrState::Form => match soa {
+                // A second SOA: incremental, this is the first old SOA
+                // (or, at the current serial, an empty difference list).
+                Some(s) if Some(s) == self.current => {
+                    return Some(Some(Ixfr::Deltas {
+                        serial: s,
+                        deltas: Vec::new(),
+                    }));
+                }
+                Some(_) => {
+                    self.deltas.push((vec![r], Vec::new()));
+                    self.state = IxfrState::Deleted;
+                }
+                None => {
+                    self.records.push(self.first.take()?);
+                    self.records.push(r);
+                    self.state = IxfrState::Full;
+                }
+            },
+            IxfrState::Full => {
+                if soa.is_some() && soa == self.current && r.name == self.records[0].name {
+                    return Some(Some(Ixfr::Full(std::mem::take(&mut self.records))));
+                }
+                self.records.push(r);
+            }
+            IxfrState::DeltaStart => match soa {
+                Some(s) if Some(s) == self.current => {
+                    return Some(Some(Ixfr::Deltas {
+                        serial: s,
+                        deltas: std::mem::take(&mut self.deltas),
+                    }));
+                }
+                Some(_) => {
+                    self.deltas.push((vec![r], Vec::new()));
+                    self.state = IxfrState::Deleted;
+                }
+                None => return None,
+            },
+            IxfrState::Deleted => {
+                let (_, added) = self.deltas.last_mut()?;
+                if soa.is_some() {
+                    self.state = IxfrState::Added;
+                }
+                if self.state == IxfrState::Added {
+                    added.push(r);
+                } else {
+                    self.deltas.last_mut()?.0.push(r);
+                }
+            }
+            IxfrState::Added => {
+                if soa.is_some() {
+                    // The next difference's old SOA, or the closing SOA.
+                    self.state = IxfrState::DeltaStart;
+                    return self.push(r);
+                }
+                self.deltas.last_mut()?.1.push(r);
+            }
+        }
+        Some(None)
+    }
+
+    /// After a whole message: a lone SOA at the client's own serial.
+    fn up_to_date(&self, asked: u32) -> Option<Ixfr> {
+        (self.state == IxfrState::Form && self.current == Some(asked)).then_some(Ixfr::UpToDate)
+    }
+}
+
 /// The serial field of canonical SOA rdata (after the two names).
 pub fn soa_serial(rdata: &[u8]) -> Option<u32> {
     let mut r = super::codec::Reader::new(rdata);
     r.name().ok()?;
     r.name().ok()?;
     r.u32().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn soa(serial: u32) -> Record {
+        let mut rdata = vec![0u8, 0u8];
+        rdata.extend_from_slice(&serial.to_be_bytes());
+        rdata.extend_from_slice(&[0u8; 16]);
+        Record {
+            name: wire_name("z.test"),
+            rtype: TYPE_SOA,
+            class: CLASS_IN,
+            ttl: 300,
+            rdata,
+        }
+    }
+
+    fn a(name: &str, last: u8) -> Record {
+        Record {
+            name: wire_name(name),
+            rtype: 1,
+            class: CLASS_IN,
+            ttl: 60,
+            rdata: vec![192, 0, 2, last],
+        }
+    }
+
+    /// Feeds `records` in messages of `per` records, as a transfer may
+    /// split them anywhere.
+    fn parse(records: Vec<Record>, per: usize, asked: u32) -> Option<Ixfr> {
+        let mut p = IxfrParser::default();
+        for chunk in records.chunks(per) {
+            for r in chunk {
+                if let Some(done) = p.push(r.clone())? {
+                    return Some(done);
+                }
+            }
+            if let Some(done) = p.up_to_date(asked) {
+                return Some(done);
+            }
+        }
+        None
+    }
+
+    #[test]
+    fn ixfr_answers_parse_into_differences_whole_zones_or_nothing() {
+        // Two differences, 5 -> 6 -> 7, split at every possible size.
+        let deltas = vec![
+            soa(7),
+            soa(5),
+            a("old.z.test", 1),
+            soa(6),
+            a("new.z.test", 2),
+            soa(6),
+            soa(7),
+            a("x.z.test", 3),
+            a("y.z.test", 4),
+            soa(7),
+        ];
+        for per in 1..=deltas.len() {
+            assert_eq!(
+                parse(deltas.clone(), per, 5),
+                Some(Ixfr::Deltas {
+                    serial: 7,
+                    deltas: vec![
+                        (
+                            vec![soa(5), a("old.z.test", 1)],
+                            vec![soa(6), a("new.z.test", 2)]
+                        ),
+                        (
+                            vec![soa(6)],
+                            vec![soa(7), a("x.z.test", 3), a("y.z.test", 4)]
+                        ),
+                    ],
+                }),
+                "{per} records per message"
+            );
+        }
+        // AXFR-style: the whole zone between the two SOAs.
+        let full = vec![soa(9), a("a.z.test", 1), a("b.z.test", 2), soa(9)];
+        assert_eq!(
+            parse(full, 2, 5),
+            Some(Ixfr::Full(vec![soa(9), a("a.z.test", 1), a("b.z.test", 2)]))
+        );
+        // A lone SOA at the asked serial: up to date.
+        assert_eq!(parse(vec![soa(5)], 1, 5), Some(Ixfr::UpToDate));
+        // Not opened by an SOA: refused as malformed.
+        assert_eq!(parse(vec![a("a.z.test", 1), soa(5)], 2, 5), None);
+    }
 }

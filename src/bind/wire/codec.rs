@@ -23,6 +23,7 @@ pub const TYPE_SOA: u16 = 6;
 pub const TYPE_TSIG: u16 = 250;
 /// Type AXFR.
 pub const TYPE_AXFR: u16 = 252;
+pub const TYPE_IXFR: u16 = 251;
 /// Header length.
 pub const HEADER_LEN: usize = 12;
 /// The largest DNS message (a TCP length prefix is 16 bits).

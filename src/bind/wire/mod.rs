@@ -7,7 +7,8 @@
 //!   as RFC 2136 UPDATE messages (deletes before adds, apex NS last adds
 //!   first, split below 64 KiB between RRset changes, never inside one);
 //! - [`client`]: sending them, SOA serial queries (one, or many pipelined
-//!   on one connection), AXFR with every message's TSIG verified, NOTIFY;
+//!   on one connection), AXFR and IXFR with every message's TSIG verified,
+//!   NOTIFY;
 //! - [`tsig`]: RFC 8945 signing and verification;
 //! - [`codec`] and [`rdata`]: the message format, and rdata in canonical
 //!   wire form so served and wanted RRsets compare as bytes.

@@ -32,6 +32,11 @@ pub struct Served {
     /// (SOA, RRSIG, ...) keep their own mnemonic (`TYPEn` for most, see
     /// [`wire::rdata::type_mnemonic`]) and are never touched.
     pub rrsets: BTreeMap<(DomainName, String), ServedSet>,
+    /// Built from what a zone verified before is known to hold
+    /// ([`Served::assumed`]), not read from the server: other clients'
+    /// RRsets are missing, so it is no base for the server's differences
+    /// ([`Served::apply_ixfr`]).
+    pub assumed: bool,
 }
 
 fn skey(k: &RrKey) -> (DomainName, String) {
@@ -80,6 +85,7 @@ impl Served {
         Some(Served {
             serial: serial?,
             rrsets,
+            assumed: false,
         })
     }
 
@@ -89,6 +95,7 @@ impl Served {
         let mut s = Served {
             serial: skeleton.serial,
             rrsets: BTreeMap::new(),
+            assumed: false,
         };
         s.rrsets.insert(
             (skeleton.zone.as_domain().clone(), "NS".into()),
@@ -130,6 +137,7 @@ impl Served {
     ) -> Served {
         let mut s = Served {
             serial,
+            assumed: true,
             rrsets: desired
                 .rrsets
                 .iter()
@@ -243,6 +251,41 @@ impl Served {
                 },
             );
         }
+    }
+}
+
+impl Served {
+    /// Follows the server's differences (an IXFR from this serial, oldest
+    /// first: deleted records, then added ones, each version's SOA among
+    /// them) to `serial`: what the server holds then, other clients'
+    /// changes included.
+    pub fn apply_ixfr(&mut self, deltas: &[(Vec<wire::Record>, Vec<wire::Record>)], serial: u32) {
+        let key = |r: &wire::Record| {
+            let owner = wire::codec::lower(&r.name);
+            let name = DomainName::parse_absolute(&wire::codec::name_text(&owner)).ok()?;
+            Some((name, wire::rdata::type_mnemonic(r.rtype)))
+        };
+        for (deleted, added) in deltas {
+            for r in deleted.iter().filter(|r| r.class == wire::codec::CLASS_IN) {
+                let Some(k) = key(r) else { continue };
+                if let Some(set) = self.rrsets.get_mut(&k) {
+                    set.values.remove(&r.rdata);
+                    if set.values.is_empty() {
+                        self.rrsets.remove(&k);
+                    }
+                }
+            }
+            for r in added.iter().filter(|r| r.class == wire::codec::CLASS_IN) {
+                let Some(k) = key(r) else { continue };
+                let set = self.rrsets.entry(k).or_insert_with(|| ServedSet {
+                    ttl: r.ttl,
+                    values: BTreeSet::new(),
+                });
+                set.ttl = r.ttl;
+                set.values.insert(r.rdata.clone());
+            }
+        }
+        self.serial = serial;
     }
 }
 

@@ -26,6 +26,7 @@ use crate::bind::commands::{Command, ZoneApplied};
 use crate::bind::dnssec::{Dnskey, KeyFile};
 use crate::bind::nsupdate::{BatchError, RrsetChange, UpdateBatch};
 use crate::bind::parse::{NsupdateError, RndcError, ZoneStatus};
+use crate::bind::wire::client::Ixfr;
 use crate::bind::wire::{self, Rcode, UpdateMessage, WireError};
 use crate::bind::zone::{PrimaryZone, SecondaryZone, Soa};
 use crate::bind::{TsigKey, Ttl, ViewName, ZoneName};
@@ -356,6 +357,48 @@ impl<'a> Target<'a> {
             pod: self.pod.to_string(),
             reason: "the transfer carried no SOA".into(),
         })
+    }
+
+    /// What the pod serves now, read as the differences since `before`
+    /// (an IXFR from its serial, one exchange whatever the zone's size)
+    /// applied to it; a whole transfer when `before` is not what the server
+    /// held (assumed, [`Served::assumed`]) or the server would not answer
+    /// an IXFR.
+    pub async fn read_back(
+        &self,
+        zone: &ZoneName,
+        key: &TsigKey,
+        before: &Served,
+    ) -> Result<Served, ServerError> {
+        if before.assumed {
+            return self.transfer(zone, key).await;
+        }
+        let since = {
+            let _slot = self.batcher.unbatched().await;
+            self.servers
+                .transfer_since(self.pod, zone, before.serial, key)
+                .await
+        };
+        match since {
+            Ok(Ixfr::UpToDate) => Ok(before.clone()),
+            Ok(Ixfr::Deltas { serial, deltas }) => {
+                let mut now = before.clone();
+                now.apply_ixfr(&deltas, serial);
+                Ok(now)
+            }
+            Ok(Ixfr::Full(records)) => {
+                Served::from_records(zone, &records).ok_or_else(|| ServerError::Transfer {
+                    zone: zone.to_string(),
+                    pod: self.pod.to_string(),
+                    reason: "the transfer carried no SOA".into(),
+                })
+            }
+            Err(ServerError::Transfer { reason, .. }) => {
+                tracing::debug!(pod = %self.pod, zone = %zone, reason = %reason, "IXFR refused; transferring the whole zone");
+                self.transfer(zone, key).await
+            }
+            Err(e) => Err(e),
+        }
     }
 
     fn messages(&self, batch: &UpdateBatch) -> Result<Vec<UpdateMessage>, ServerError> {

@@ -17,7 +17,7 @@ use crate::controller::exec::{ObservedExecutor, PodExecutor, PodRef};
 
 /// Tools a command is classified by (the first one its argv names); a
 /// shell script naming none of them counts as `sh`.
-const TOOLS: [&str; 7] = [
+const TOOLS: [&str; 8] = [
     "nsupdate",
     "dig",
     "rndc",
@@ -25,6 +25,7 @@ const TOOLS: [&str; 7] = [
     "dns-update",
     "dns-soa",
     "dns-axfr",
+    "dns-ixfr",
 ];
 
 /// One finished exec call.

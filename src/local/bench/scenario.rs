@@ -411,7 +411,7 @@ async fn restart(
     RestartResult {
         quiet_secs: last.map(|l| secs(l.saturating_duration_since(t0))),
         dns_writes: count(&["dns-update", "nsupdate"]),
-        transfers: count(&["dns-axfr"])
+        transfers: count(&["dns-axfr", "dns-ixfr"])
             + calls.iter().filter(|c| c.verb == "dig_axfr").count() as u64,
         exec_calls: count(&["sh", "rndc", "named-checkconf", "dig", "nsupdate"]),
         exec_by_tool: summary.by_tool,

@@ -52,26 +52,31 @@ async fn rrsets(job: &Job<'_>, written: &mut Written) -> Result<(), ServerError>
             .note_serial(&target.pod.name, zname, Some(written.served.serial));
         return Ok(());
     }
-    let served = Arc::make_mut(&mut written.served);
     if let Some(serial) = updated {
         written.wrote = true;
-        served.apply(&batch);
-        served.serial = serial.ok_or_else(|| ServerError::Transfer {
+        let serial = serial.ok_or_else(|| ServerError::Transfer {
             zone: zname.to_string(),
             pod: target.pod.to_string(),
             reason: "the zone vanished right after the update".into(),
         })?;
         // Read back what an update adding data left: BIND answers NOERROR
         // to an add it drops (other data beside another client's CNAME),
-        // so only the served zone says whether the records are there.
+        // so only the served zone says whether the records are there. The
+        // server's differences since the zone as it was (one IXFR) say it
+        // without moving the whole zone.
         if batch
             .changes
             .iter()
             .any(|c| matches!(c, RrsetChange::Replace { .. }))
         {
-            *served = target.transfer(zname, key).await?;
+            written.served = Arc::new(target.read_back(zname, key, &written.served).await?);
+        } else {
+            let served = Arc::make_mut(&mut written.served);
+            served.apply(&batch);
+            served.serial = serial;
         }
     }
+    let served = Arc::make_mut(&mut written.served);
     // Only what the primary now serves as planned counts as restored.
     written.restored = drifted
         .into_iter()

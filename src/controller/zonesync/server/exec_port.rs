@@ -20,10 +20,13 @@ use crate::bind::commands::{
 };
 use crate::bind::dnssec::{Dnskey, KeyFile, parse_dnskeys, parse_key_files};
 use crate::bind::parse::{RndcError, ZoneStatus, parse_rndc_error, parse_zonestatus};
+use crate::bind::wire::client::Ixfr;
 use crate::bind::wire::{Record, UpdateMessage};
 use crate::bind::zone::SecondaryZone;
 use crate::bind::{TsigKey, ViewName, ZoneName};
-use crate::controller::exec::{DNS_AXFR, DNS_SOA, ExecError, ExecOutput, PodExecutor, PodRef};
+use crate::controller::exec::{
+    DNS_AXFR, DNS_IXFR, DNS_SOA, ExecError, ExecOutput, PodExecutor, PodRef,
+};
 
 use super::port::{Refused, ZoneServers, ZonesApplied};
 use super::{ServerError, read_failure, wire_failure};
@@ -195,6 +198,27 @@ impl ZoneServers for ExecServers {
             match self.exec.dns_transfer(pod, zone, key).await {
                 Ok(r) => Ok(r),
                 Err(e) if e.is_unreachable() => Err(read_failure(pod, DNS_AXFR, e)),
+                Err(e) => Err(ServerError::Transfer {
+                    zone: zone.to_string(),
+                    pod: pod.to_string(),
+                    reason: e.to_string(),
+                }),
+            }
+        }
+        .boxed()
+    }
+
+    fn transfer_since<'a>(
+        &'a self,
+        pod: &'a PodRef,
+        zone: &'a ZoneName,
+        serial: u32,
+        key: &'a TsigKey,
+    ) -> BoxFuture<'a, Result<Ixfr, ServerError>> {
+        async move {
+            match self.exec.dns_ixfr(pod, zone, serial, key).await {
+                Ok(r) => Ok(r),
+                Err(e) if e.is_unreachable() => Err(read_failure(pod, DNS_IXFR, e)),
                 Err(e) => Err(ServerError::Transfer {
                     zone: zone.to_string(),
                     pod: pod.to_string(),

@@ -18,6 +18,7 @@ use futures::future::BoxFuture;
 use crate::bind::commands::{ZoneApplied, ZoneWrite};
 use crate::bind::dnssec::{Dnskey, KeyFile};
 use crate::bind::parse::ZoneStatus;
+use crate::bind::wire::client::Ixfr;
 use crate::bind::wire::{Record, UpdateMessage};
 use crate::bind::zone::SecondaryZone;
 use crate::bind::{TsigKey, ViewName, ZoneName};
@@ -88,6 +89,16 @@ pub trait ZoneServers: Send + Sync {
         zone: &'a ZoneName,
         key: &'a TsigKey,
     ) -> BoxFuture<'a, Result<Vec<Record>, ServerError>>;
+
+    /// A signed IXFR of the zone from `serial`: the differences since, or
+    /// the whole zone (see [`crate::bind::wire::Client::ixfr`]).
+    fn transfer_since<'a>(
+        &'a self,
+        pod: &'a PodRef,
+        zone: &'a ZoneName,
+        serial: u32,
+        key: &'a TsigKey,
+    ) -> BoxFuture<'a, Result<Ixfr, ServerError>>;
 
     /// `rndc zonestatus`: `None` when named does not know the zone.
     fn zone_status<'a>(

@@ -24,6 +24,7 @@ use bind_operator::bind::commands::{WriteKind, ZoneWrite};
 use bind_operator::bind::dnssec::{Dnskey, KeyFile};
 use bind_operator::bind::layout::PodLayout;
 use bind_operator::bind::parse::{RndcError, ZoneStatus};
+use bind_operator::bind::wire::client::Ixfr;
 use bind_operator::bind::wire::codec::wire_name;
 use bind_operator::bind::wire::{Op, Rcode, UpdateMessage, WireError};
 use bind_operator::bind::wire::{Record, rdata};
@@ -604,6 +605,18 @@ impl ZoneServers for FakeBind {
             result
         }
         .boxed()
+    }
+
+    /// The model keeps no history: it answers an IXFR with the whole
+    /// zone, as a server whose journal does not reach back may.
+    fn transfer_since<'a>(
+        &'a self,
+        pod: &'a PodRef,
+        zone: &'a ZoneName,
+        _serial: u32,
+        key: &'a TsigKey,
+    ) -> BoxFuture<'a, Result<Ixfr, ServerError>> {
+        async move { self.transfer(pod, zone, key).await.map(Ixfr::Full) }.boxed()
     }
 
     fn zone_status<'a>(
