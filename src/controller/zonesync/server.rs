@@ -486,8 +486,9 @@ impl<'a> Target<'a> {
     }
 }
 
-/// A failed DNS read (`program`: [`DNS_SOA`], [`DNS_AXFR`]) as a zone
-/// operation's error: the pod's named could not be asked.
+/// A failed DNS read (`program`: [`crate::controller::exec::DNS_SOA`],
+/// [`crate::controller::exec::DNS_AXFR`], ...) as a zone operation's
+/// error: the pod's named could not be asked.
 pub fn read_failure(pod: &PodRef, program: &str, e: WireError) -> ServerError {
     let cmd = Command {
         argv: vec![program.into()],

@@ -1201,7 +1201,13 @@ mod tests {
         );
         assert_eq!(
             pass_of(&r, "at-once 1,000 zones x 10 records"),
-            vec![Some(true), Some(false), Some(false), Some(false), Some(true)]
+            vec![
+                Some(true),
+                Some(false),
+                Some(false),
+                Some(false),
+                Some(true)
+            ]
         );
         // 29 s: within issue 7's 30 s, not issue 30's 15 s.
         assert_eq!(
@@ -1209,7 +1215,10 @@ mod tests {
             vec![Some(true), Some(false)]
         );
         assert_eq!(
-            pass_of(&r, "batched 1,000: every record on every secondary <= 0.2 s"),
+            pass_of(
+                &r,
+                "batched 1,000: every record on every secondary <= 0.2 s"
+            ),
             vec![Some(false)]
         );
         // 2.0 s: within issue 7's 15 s, not issue 30's 1 s.
