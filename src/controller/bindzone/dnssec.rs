@@ -14,9 +14,7 @@
 //!   primary zones, see `zonesync::server`) gets its new stanza and a
 //!   `rndc reconfig` in the round that changed its clause, so on both
 //!   versions it is signed after that round; should zonestatus still
-//!   miss the policy, the zone's round runs one more reconfig. An
-//!   unlisted zone (batching off) is deleted without `-clean` and added
-//!   back.
+//!   miss the policy, the zone's round runs one more reconfig.
 //! - Removing the policy outright leaves a 9.20 zone signed (until a
 //!   reconfig), then unsigned at once; `insecure` withdraws keys and
 //!   signatures in order on both versions, so a removed policy goes

@@ -103,9 +103,8 @@ pub fn surveyed_zones(ctx: &ZoneContext, cluster: &BindCluster) -> BTreeSet<Zone
 /// The cluster's survey: the cached one if taken under the same pods within
 /// `max_age`, after `newer_than` (a zone checking on its own last write
 /// wants the secondaries' answer since) and asking `must_cover`, else a new
-/// one (one dig run per ready pod; unbatched, chunked for very many
-/// zones). A pod
-/// whose dig fails is left out.
+/// one (one pipelined SOA read per ready pod, in the pod's next round). A
+/// pod that cannot be asked is left out.
 pub async fn survey(
     ctx: &ZoneContext,
     cluster: &BindCluster,
