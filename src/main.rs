@@ -146,7 +146,7 @@ enum Command {
     /// Measure how fast DNSRecords answer on a BindCluster's primary and
     /// secondary (in-memory API, real controllers, local named), against a
     /// per-record nsupdate baseline, and print a PASS/FAIL verdict per
-    /// target of issue 12.
+    /// target of issues 12 and 30.
     Bench {
         /// Scenarios to run (comma-separated): batched, baseline, at-once,
         /// converged, latency, primary-restart, restart; and catalog-consumer (not
