@@ -416,7 +416,13 @@ async fn catalog_joins_of_a_round_are_one_message() {
         1,
         "one UPDATE message for {MEMBERS} joins"
     );
-    assert_eq!(members(p), MEMBERS);
+    // Each member asked with one UDP dig (1 s, one try): a query lost on a
+    // loaded machine is asked again, the data is there already.
+    assert!(
+        harness::wait_until(Duration::from_secs(10), || members(p) == MEMBERS),
+        "{} of {MEMBERS} members on the primary",
+        members(p)
+    );
     assert!(
         harness::wait_until(Duration::from_secs(60), || served_on_secondary() == MEMBERS),
         "{} of {MEMBERS} zones on the secondary",
@@ -442,11 +448,22 @@ async fn catalog_joins_of_a_round_are_one_message() {
     assert!(round.iter().all(Result::is_ok), "{round:?}");
     assert_eq!(counting.on(PRIMARY) - before, 0, "{:?}", counting.by_verb());
     assert_eq!(messages() - sent, 1, "one UPDATE message for the round");
-    assert_eq!(members(p), MEMBERS / 2);
+    assert!(
+        harness::wait_until(Duration::from_secs(10), || members(p) == MEMBERS / 2),
+        "{} members on the primary, want {}",
+        members(p),
+        MEMBERS / 2
+    );
     for (i, z) in names.iter().enumerate() {
         let owner = catalog_member_owner(&catalog, z);
         let want = if i % 2 == 0 { vec![] } else { vec![z.fqdn()] };
-        assert_eq!(harness::dig_short(p, owner.as_str(), "PTR"), want, "{z}");
+        assert!(
+            harness::wait_until(Duration::from_secs(5), || {
+                harness::dig_short(p, owner.as_str(), "PTR") == want
+            }),
+            "{z}: {:?}, want {want:?}",
+            harness::dig_short(p, owner.as_str(), "PTR")
+        );
     }
     let odd_only = || {
         names

@@ -78,11 +78,14 @@ async fn primary_restarted_on_an_empty_volume_gets_everything_back() {
     fake.clear_calls();
     assert!(fake.zone(PRIMARY, "app.test").is_none());
     env.set_pod(PRIMARY, true, 1).await;
-    env.wait::<BindZone, _>("records back", "app", |_| {
-        everything_served(&fake, PRIMARY).then_some(())
+    // The zone comes back with its records and joins its re-created
+    // catalog (the join may land a round after the records).
+    env.wait::<BindZone, _>("records and catalog membership back", "app", |_| {
+        (everything_served(&fake, PRIMARY)
+            && fake.catalog_members(PRIMARY, CATALOG).contains("app.test"))
+        .then_some(())
     })
     .await;
-    assert!(fake.catalog_members(PRIMARY, CATALOG).contains("app.test"));
     assert!(
         everything_served(&fake, SECONDARY),
         "the secondary follows through the catalog"
@@ -176,11 +179,16 @@ async fn periodic_check_repairs_silent_loss_and_leaves_foreign_rrsets_alone() {
 
     // A silent wipe (no pod change at all) is found by the periodic check.
     fake.wipe(PRIMARY);
-    env.wait::<BindZone, _>("records back after a silent wipe", "app", |_| {
-        everything_served(&fake, PRIMARY).then_some(())
-    })
+    env.wait::<BindZone, _>(
+        "records and catalog membership back after a silent wipe",
+        "app",
+        |_| {
+            (everything_served(&fake, PRIMARY)
+                && fake.catalog_members(PRIMARY, CATALOG).contains("app.test"))
+            .then_some(())
+        },
+    )
     .await;
-    assert!(fake.catalog_members(PRIMARY, CATALOG).contains("app.test"));
 
     // Steady state: periodic checks are dig surveys (one per pod), no writes.
     // Counted from the check after the repair's (its tail lands before).
