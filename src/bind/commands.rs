@@ -303,6 +303,14 @@ pub enum WriteKind {
 }
 
 impl ZoneWrite {
+    /// What the write does, as an error's verb.
+    pub fn action(&self) -> &'static str {
+        match self.kind {
+            WriteKind::Put { .. } => "configure",
+            WriteKind::Remove => "delete",
+        }
+    }
+
     /// The zone file, relative to the data directory.
     pub fn file(&self) -> String {
         super::zone::zone_file(&self.zone, self.view.as_ref())

@@ -352,7 +352,16 @@ impl<'a> Target<'a> {
     pub async fn transfer(&self, zone: &ZoneName, key: &TsigKey) -> Result<Served, ServerError> {
         let _slot = self.batcher.unbatched().await;
         let records = self.servers.transfer(self.pod, zone, key).await?;
-        Served::from_records(zone, &records).ok_or_else(|| ServerError::Transfer {
+        self.served_from(zone, &records)
+    }
+
+    /// A whole transfer's records as what the zone holds.
+    fn served_from(
+        &self,
+        zone: &ZoneName,
+        records: &[wire::Record],
+    ) -> Result<Served, ServerError> {
+        Served::from_records(zone, records).ok_or_else(|| ServerError::Transfer {
             zone: zone.to_string(),
             pod: self.pod.to_string(),
             reason: "the transfer carried no SOA".into(),
@@ -386,13 +395,7 @@ impl<'a> Target<'a> {
                 now.apply_ixfr(&deltas, serial);
                 Ok(now)
             }
-            Ok(Ixfr::Full(records)) => {
-                Served::from_records(zone, &records).ok_or_else(|| ServerError::Transfer {
-                    zone: zone.to_string(),
-                    pod: self.pod.to_string(),
-                    reason: "the transfer carried no SOA".into(),
-                })
-            }
+            Ok(Ixfr::Full(records)) => self.served_from(zone, &records),
             Err(ServerError::Transfer { reason, .. }) => {
                 tracing::debug!(pod = %self.pod, zone = %zone, reason = %reason, "IXFR refused; transferring the whole zone");
                 self.transfer(zone, key).await

@@ -89,7 +89,6 @@ use crate::bind::zone::PrimaryZone;
 use crate::bind::{DomainName, RecordType, TsigKey, ViewName};
 use crate::controller::exec::{ExecError, PodRef};
 
-use super::exec_port::action;
 use super::port::ZoneServers;
 use super::{CatalogJoin, Created, ServerError};
 
@@ -619,7 +618,7 @@ fn add_member(members: &mut Vec<MemberGroup>, pending: PendingJoin) {
 /// A zone write that did not get its own result.
 fn not_reached(pod: &PodRef, write: &ZoneWrite, why: String) -> ServerError {
     ServerError::Rndc {
-        action: action(write),
+        action: write.action(),
         zone: write.zone.to_string(),
         pod: pod.to_string(),
         source: RndcError::Other(why),
@@ -671,7 +670,7 @@ async fn zone_round(
                 results.insert(
                     i,
                     Err(ServerError::Rndc {
-                        action: action(&asks[i].0),
+                        action: asks[i].0.action(),
                         zone: asks[i].0.zone.to_string(),
                         pod: pod.to_string(),
                         source: RndcError::ClauseRefused(message.clone()),

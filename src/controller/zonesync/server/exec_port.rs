@@ -15,13 +15,13 @@ use futures::FutureExt as _;
 use futures::future::BoxFuture;
 
 use crate::bind::commands::{
-    self, Command, WriteKind, ZoneApplied, ZoneWrite, addzone, apply_zones, delzone, modzone,
+    self, Command, ZoneApplied, ZoneWrite, addzone, apply_zones, delzone, modzone,
     parse_apply_zones, zonestatus,
 };
 use crate::bind::dnssec::{Dnskey, KeyFile, parse_dnskeys, parse_key_files};
 use crate::bind::parse::{RndcError, ZoneStatus, parse_rndc_error, parse_zonestatus};
 use crate::bind::wire::client::Ixfr;
-use crate::bind::wire::{Record, UpdateMessage};
+use crate::bind::wire::{Record, UpdateMessage, WireError};
 use crate::bind::zone::SecondaryZone;
 use crate::bind::{TsigKey, ViewName, ZoneName};
 use crate::controller::exec::{
@@ -84,11 +84,16 @@ fn refused(action: &'static str, zone: &ZoneName, pod: &PodRef, source: RndcErro
     }
 }
 
-/// What a zone write is, as an error's verb.
-pub(super) fn action(write: &ZoneWrite) -> &'static str {
-    match write.kind {
-        WriteKind::Put { .. } => "configure",
-        WriteKind::Remove => "delete",
+/// A failed transfer (`program`: [`DNS_AXFR`], [`DNS_IXFR`]): no answer
+/// is [`ServerError::Unreachable`], a refusal the transfer's own error.
+fn transfer_failure(pod: &PodRef, zone: &ZoneName, program: &str, e: WireError) -> ServerError {
+    if e.is_unreachable() {
+        return read_failure(pod, program, e);
+    }
+    ServerError::Transfer {
+        zone: zone.to_string(),
+        pod: pod.to_string(),
+        reason: e.to_string(),
     }
 }
 
@@ -103,7 +108,7 @@ fn write_failure(pod: &PodRef, write: &ZoneWrite, stderr: &str) -> ServerError {
             unreachable(pod, ExecError::exited(pod, &cmd, 1, String::new(), stderr))
         }
         source => ServerError::Rndc {
-            action: action(write),
+            action: write.action(),
             zone: write.zone.to_string(),
             pod: pod.to_string(),
             source,
@@ -195,15 +200,10 @@ impl ZoneServers for ExecServers {
         key: &'a TsigKey,
     ) -> BoxFuture<'a, Result<Vec<Record>, ServerError>> {
         async move {
-            match self.exec.dns_transfer(pod, zone, key).await {
-                Ok(r) => Ok(r),
-                Err(e) if e.is_unreachable() => Err(read_failure(pod, DNS_AXFR, e)),
-                Err(e) => Err(ServerError::Transfer {
-                    zone: zone.to_string(),
-                    pod: pod.to_string(),
-                    reason: e.to_string(),
-                }),
-            }
+            self.exec
+                .dns_transfer(pod, zone, key)
+                .await
+                .map_err(|e| transfer_failure(pod, zone, DNS_AXFR, e))
         }
         .boxed()
     }
@@ -216,15 +216,10 @@ impl ZoneServers for ExecServers {
         key: &'a TsigKey,
     ) -> BoxFuture<'a, Result<Ixfr, ServerError>> {
         async move {
-            match self.exec.dns_ixfr(pod, zone, serial, key).await {
-                Ok(r) => Ok(r),
-                Err(e) if e.is_unreachable() => Err(read_failure(pod, DNS_IXFR, e)),
-                Err(e) => Err(ServerError::Transfer {
-                    zone: zone.to_string(),
-                    pod: pod.to_string(),
-                    reason: e.to_string(),
-                }),
-            }
+            self.exec
+                .dns_ixfr(pod, zone, serial, key)
+                .await
+                .map_err(|e| transfer_failure(pod, zone, DNS_IXFR, e))
         }
         .boxed()
     }

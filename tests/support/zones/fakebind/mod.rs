@@ -301,6 +301,21 @@ impl FakeBind {
     }
 }
 
+impl FakeBind {
+    /// A DNSSEC read or key-file operation: the model signs nothing and
+    /// keeps no key, so `empty` (recorded as [`Kind::Other`]).
+    async fn nothing_kept<T>(
+        &self,
+        pod: &PodRef,
+        zone: &ZoneName,
+        empty: T,
+    ) -> Result<T, ServerError> {
+        let result = self.on_pod(pod, |_| Ok(empty));
+        self.record(pod, Op0::new(Kind::Other, zone, None), result.is_ok());
+        result
+    }
+}
+
 /// What a call is, before its outcome is known.
 struct Op0 {
     kind: Kind,
@@ -475,10 +490,7 @@ impl ZoneServers for FakeBind {
                     .enumerate()
                     .map(|(k, w)| {
                         let r = model::apply(p, w).map_err(|e| ServerError::Rndc {
-                            action: match w.kind {
-                                WriteKind::Put { .. } => "configure",
-                                WriteKind::Remove => "delete",
-                            },
+                            action: w.action(),
                             zone: w.zone.to_string(),
                             pod: pod.to_string(),
                             source: e,
@@ -712,12 +724,7 @@ impl ZoneServers for FakeBind {
         zone: &'a ZoneName,
         _key: &'a TsigKey,
     ) -> BoxFuture<'a, Result<Vec<Dnskey>, ServerError>> {
-        async move {
-            let result = self.on_pod(pod, |_| Ok(Vec::new()));
-            self.record(pod, Op0::new(Kind::Other, zone, None), result.is_ok());
-            result
-        }
-        .boxed()
+        self.nothing_kept(pod, zone, Vec::new()).boxed()
     }
 
     fn key_files<'a>(
@@ -725,12 +732,7 @@ impl ZoneServers for FakeBind {
         pod: &'a PodRef,
         zone: &'a ZoneName,
     ) -> BoxFuture<'a, Result<Vec<KeyFile>, ServerError>> {
-        async move {
-            let result = self.on_pod(pod, |_| Ok(Vec::new()));
-            self.record(pod, Op0::new(Kind::Other, zone, None), result.is_ok());
-            result
-        }
-        .boxed()
+        self.nothing_kept(pod, zone, Vec::new()).boxed()
     }
 
     fn restore_key_files<'a>(
@@ -739,11 +741,6 @@ impl ZoneServers for FakeBind {
         zone: &'a ZoneName,
         _files: &'a [KeyFile],
     ) -> BoxFuture<'a, Result<usize, ServerError>> {
-        async move {
-            let result = self.on_pod(pod, |_| Ok(0));
-            self.record(pod, Op0::new(Kind::Other, zone, None), result.is_ok());
-            result
-        }
-        .boxed()
+        self.nothing_kept(pod, zone, 0).boxed()
     }
 }
