@@ -235,7 +235,9 @@ async fn a_tiny_bench_applies_at_once_and_holds_a_converged_cluster() {
     assert_eq!(targets.len(), 8, "{targets:?}");
     assert!(targets[0].starts_with("at-once 3 zones x 2 records: every zone and record"));
     assert!(targets[2].starts_with("at-once 3 zones x 2 records: exec calls <= 20"));
-    assert!(targets[3].starts_with("at-once 3 zones x 2 records: exec calls <= 10 (issue 30)"));
+    assert!(
+        targets[3].starts_with("at-once 3 zones x 2 records: pods/exec calls <= 10 (issue 30)")
+    );
     assert!(
         targets
             .iter()

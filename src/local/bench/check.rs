@@ -2,24 +2,25 @@
 //! knows which A record each name must hold ([`Expected`]); [`Checker`]
 //! polls each pod until every zone it serves holds every expected record:
 //!
-//! - a cheap probe first, `dig` runs of 100 zones each, one after another
-//!   (over the network, as a user would ask): every unfinished zone's SOA
-//!   serial plus one A query for a record the zone was last seen missing.
-//!   Only when the probe answers and the serial moved is the zone
+//! - a cheap probe first, over UDP from the bench itself (over the
+//!   network, as a user would ask; see [`super::probe`]): every unfinished
+//!   zone's SOA serial plus one A query for the last record in creation
+//!   order the zone was last seen missing, each answer stamped when it
+//!   arrived. Only when the probe answers and the serial moved is the zone
 //!   transferred. A pod is probed only when a writer did something since
 //!   (or it is still catching up), so the check takes little CPU from what
 //!   it measures; the end of a writer's exec is looked at within a few ms
 //!   when the pod's last look is a poll interval old (at most one look per
 //!   interval either way); each pod is looked at on its own schedule, and
-//!   a look transfers a bounded share of the zones due, so a pod's next
-//!   probe is never seconds away;
+//!   transfers run as tasks of their own, a bounded number at once, so a
+//!   pod's probes go on while they run;
 //! - then a TSIG-signed AXFR of the zone, compared name by name with the
 //!   expected set; the zones due on a pod are transferred many per `dig`
 //!   run (one AXFR query each, the key applies to every one), so a
 //!   thousand zones cost a handful of processes on the cores the operator
 //!   runs on. A zone counts only when its transfer ran from SOA to SOA and
 //!   held every expected record. A complete zone is complete since the end
-//!   of the probe run that first answered with the transferred serial (a
+//!   of the probe answer that first gave the transferred serial (a
 //!   serial names one content: every change moves it), else since its
 //!   transfer started (bounded by the dig run's start for its first zone,
 //!   by its end for a later one); so the check's own transfers do not
@@ -31,13 +32,15 @@
 //! No cluster access; the transfer key is read by dig from a key file
 //! (mode 0600) the caller writes, never passed on a command line.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::net::{Ipv4Addr, SocketAddr};
 use std::time::{Duration, Instant};
 
-use futures::StreamExt as _;
+use futures::stream::FuturesUnordered;
+use futures::{FutureExt as _, StreamExt as _};
 use rand::seq::IndexedRandom as _;
 use serde::Serialize;
+use tokio::task::JoinHandle;
 
 use std::path::Path;
 
@@ -46,15 +49,14 @@ use crate::bind::{PodLayout, ZoneName};
 use crate::controller::exec::PodRef;
 use crate::local::runtime::PodRole;
 
+use super::probe::{Ask, probe};
+
 /// Most records a scenario may have (each gets its own 10.x.y.z address).
 pub const MAX_RECORDS: usize = 1 << 24;
 /// Queries per `dig` when sampling names after a scenario.
 const MAX_SAMPLE_QUERIES: usize = 400;
 /// Transfer `dig` runs per look at one pod, at most.
 const MAX_TRANSFER_RUNS: usize = 2 * TRANSFER_CONCURRENCY;
-/// Zones per probe `dig` run (a SOA and an A query each): each run stamps
-/// the zones it saw when it ends, so a short run stamps them closely.
-const PROBE_ZONES: usize = 100;
 /// How often a waiting pod's loop asks whether a writer finished an exec.
 const WAKE_STEP: Duration = Duration::from_millis(5);
 /// Longest a pod with unfinished zones goes unprobed.
@@ -176,6 +178,17 @@ struct PodState {
     serials: BTreeMap<ZoneName, u32>,
     /// The last look saw a serial move or transferred a zone.
     moving: bool,
+    /// Zones whose transfer run is in flight.
+    transferring: HashSet<usize>,
+}
+
+/// One finished transfer `dig` run: its zones, when it started and ended,
+/// and dig's output.
+struct TransferRun {
+    zones: Vec<usize>,
+    started: Instant,
+    ended: Instant,
+    out: String,
 }
 
 /// Polls pods until they serve every expected record.
@@ -308,31 +321,78 @@ impl Checker<'_> {
         )
     }
 
-    /// Signed AXFRs of `zones` from pod `p`, all in one `dig` run: per
-    /// zone, the served serial and the expected records it lacks, or None
-    /// when its transfer failed or did not finish.
-    async fn transfer(&self, p: &PodTarget, zones: &[usize]) -> Vec<Option<(u32, Vec<usize>)>> {
+    /// Starts one signed AXFR `dig` run of `zones` from pod `p` (all in one
+    /// process) as a task of its own, so the pod's probes go on while it
+    /// runs: a run of a hundred zones can take most of a second on a loaded
+    /// machine, and only probes stamp when a zone was served.
+    fn start_transfer(&self, p: &PodTarget, zones: Vec<usize>) -> JoinHandle<TransferRun> {
         let mut args = vec![
             "-k".to_string(),
             self.key_file.to_string_lossy().into_owned(),
         ];
-        for &z in zones {
+        for &z in &zones {
             args.push(self.expected.zones[z].fqdn());
             args.push("AXFR".to_string());
         }
-        let out = tokio::time::timeout(TRANSFER_TIMEOUT, dig(&p.layout.tools.dig, p.dns, &args))
-            .await
-            .unwrap_or_default();
-        let names: Vec<&ZoneName> = zones.iter().map(|&z| &self.expected.zones[z]).collect();
-        split_transfers(&out, &names)
+        let (tool, dns) = (p.layout.tools.dig.clone(), p.dns);
+        tokio::spawn(async move {
+            let started = Instant::now();
+            let out = tokio::time::timeout(TRANSFER_TIMEOUT, dig(&tool, dns, &args))
+                .await
+                .unwrap_or_default();
+            TransferRun {
+                zones,
+                started,
+                ended: Instant::now(),
+                out,
+            }
+        })
+    }
+
+    /// Per zone of a finished run: the served serial and the expected
+    /// records it lacks, or None when its transfer failed or did not
+    /// finish.
+    fn read_transfer(&self, run: &TransferRun) -> Vec<Option<(u32, Vec<usize>)>> {
+        let names: Vec<&ZoneName> = run.zones.iter().map(|&z| &self.expected.zones[z]).collect();
+        split_transfers(&run.out, &names)
             .into_iter()
-            .zip(zones)
+            .zip(&run.zones)
             .map(|(part, &z)| {
                 let part = part?;
                 let serial = parse_dig_soa(part).get(&self.expected.zones[z]).copied()?;
                 Some((serial, self.missing(z, part)?))
             })
             .collect()
+    }
+
+    /// Takes a finished transfer run into the pod's state: a zone that held
+    /// every expected record is complete since a probe first answered with
+    /// the transferred serial (same contents then), else since its transfer
+    /// started (the dig's start for its first zone, its end for a later
+    /// one: the run does not say when that one's transfer began); a zone
+    /// still lacking records is probed next for the last one it lacks.
+    fn take_transfer(&self, st: &mut PodState, t0: Instant, run: TransferRun) {
+        let results = self.read_transfer(&run);
+        for (k, (&z, result)) in run.zones.iter().zip(results).enumerate() {
+            st.transferring.remove(&z);
+            let Some((serial, missing)) = result else {
+                continue;
+            };
+            let look = &mut st.zones[z];
+            look.serial = Some(serial);
+            look.missing = missing.len();
+            match missing.last() {
+                None => {
+                    look.done = Some(match look.seen {
+                        Some((s, at)) if s == serial => at,
+                        _ if k == 0 => run.started.saturating_duration_since(t0),
+                        _ => run.ended.saturating_duration_since(t0),
+                    });
+                }
+                Some(&i) => look.probe = Some(i),
+            }
+        }
+        st.moving = true;
     }
 
     /// `due` cut into the zone lists of transfer `dig` runs: at most
@@ -357,129 +417,60 @@ impl Checker<'_> {
         chunks
     }
 
-    /// One look at one pod: probe, then transfer the zones that may be
-    /// complete. Returns (probes, transfers) made.
-    async fn look(&self, p: &PodTarget, st: &mut PodState, t0: Instant) -> (u64, u64) {
-        let looks = &mut st.zones;
-        let open: Vec<usize> = (0..looks.len())
-            .filter(|&z| looks[z].done.is_none())
+    /// One probe of pod `p`: every unfinished zone's SOA serial and the A
+    /// record it was last seen lacking, all at once; each zone's serial is
+    /// stamped with when its answer arrived. Returns the zones worth a
+    /// transfer: the probe record answers, the serial moved since the last
+    /// transfer, and none of the zone's transfers is running.
+    async fn probe_pod(&self, p: &PodTarget, st: &mut PodState, t0: Instant) -> Vec<usize> {
+        let open: Vec<usize> = (0..st.zones.len())
+            .filter(|&z| st.zones[z].done.is_none())
             .collect();
-        let mut answered: HashMap<String, BTreeSet<String>> = HashMap::new();
-        let mut serials = BTreeMap::new();
-        let mut probes = 0;
+        let mut asks: Vec<Ask> = Vec::new();
+        for &z in &open {
+            asks.push((self.expected.zones[z].fqdn(), true));
+            if let Some(i) = st.zones[z].probe {
+                asks.push((self.expected.records[i].fqdn.clone(), false));
+            }
+        }
         st.activity = Some((self.activity)());
-        let looked = Instant::now();
-        st.last_probe = Some(looked);
-        let chunks: Vec<Vec<(String, &str)>> = open
-            .chunks(PROBE_ZONES)
-            .map(|chunk| {
-                let mut queries = Vec::new();
-                for &z in chunk {
-                    queries.push((self.expected.zones[z].fqdn(), "SOA"));
-                    if let Some(i) = looks[z].probe {
-                        queries.push((self.expected.records[i].fqdn.clone(), "A"));
-                    }
-                }
-                queries
-            })
-            .collect();
-        // One run after another, each stamping its own zones when it ends
-        // (side by side, every run ended as late as the slowest).
-        for (queries, zones) in chunks.iter().zip(open.chunks(PROBE_ZONES)) {
-            let out = query(&p.layout.tools.dig, p.dns, queries).await;
-            let ended = Instant::now();
-            probes += 1;
-            let found = parse_dig_soa(&out);
+        st.last_probe = Some(Instant::now());
+        let heard = probe(p.dns, &asks).await;
+        let mut serials = BTreeMap::new();
+        for &z in &open {
+            let zone = &self.expected.zones[z];
+            let Some(&(serial, arrived)) = heard.serials.get(&zone.fqdn()) else {
+                continue;
+            };
             // A serial names one content of the zone (every change moves
             // it), so a zone later transferred complete at this serial was
-            // complete when this probe's run ended.
-            for &z in zones {
-                if let Some(&serial) = found.get(&self.expected.zones[z])
-                    && looks[z].seen.is_none_or(|(s, _)| s != serial)
-                {
-                    looks[z].seen = Some((serial, ended.saturating_duration_since(t0)));
-                }
+            // complete when this answer arrived.
+            let look = &mut st.zones[z];
+            if look.seen.is_none_or(|(s, _)| s != serial) {
+                look.seen = Some((serial, arrived.saturating_duration_since(t0)));
             }
-            serials.extend(found);
-            answered.extend(a_answers(&out));
+            serials.insert(zone.clone(), serial);
         }
-        // Zones worth a transfer: the probe record answers and the serial
-        // moved since the last transfer.
-        let due: Vec<usize> = open
+        let due = open
             .into_iter()
-            .filter_map(|z| {
-                let serial = *serials.get(&self.expected.zones[z])?;
-                let look = &looks[z];
+            .filter(|&z| {
+                let Some(&serial) = serials.get(&self.expected.zones[z]) else {
+                    return false;
+                };
+                let look = &st.zones[z];
                 let probe_ok = look.probe.is_none_or(|i| {
                     let r = &self.expected.records[i];
-                    answered
+                    heard
+                        .a
                         .get(&r.fqdn)
                         .is_some_and(|v| v.contains(&r.ip.to_string()))
                 });
-                (probe_ok && look.serial != Some(serial)).then_some(z)
+                probe_ok && look.serial != Some(serial) && !st.transferring.contains(&z)
             })
             .collect();
-        // A bounded share per look, so the next probe (which stamps the
-        // zones that complete meanwhile) is never seconds away; the rest
-        // go next look.
-        let chunks: Vec<_> = self
-            .transfer_chunks(due)
-            .into_iter()
-            .take(MAX_TRANSFER_RUNS)
-            .collect();
-        let transfers = chunks.iter().map(Vec::len).sum::<usize>() as u64;
-        let probed = Instant::now();
-        let runs: Vec<_> = futures::stream::iter(chunks)
-            .map(|chunk| async move {
-                let started = Instant::now();
-                let results = self.transfer(p, &chunk).await;
-                (chunk, started, Instant::now(), results)
-            })
-            .buffer_unordered(TRANSFER_CONCURRENCY)
-            .collect()
-            .await;
-        for (chunk, started, ended, results) in runs {
-            for (k, (z, result)) in chunk.into_iter().zip(results).enumerate() {
-                let Some((serial, missing)) = result else {
-                    continue;
-                };
-                let look = &mut looks[z];
-                look.serial = Some(serial);
-                look.missing = missing.len();
-                match missing.first() {
-                    None => {
-                        // Complete since a probe first answered with the
-                        // transferred serial (same contents then), else
-                        // since its transfer started: the dig's start for
-                        // its first zone, its end for a later one (the run
-                        // does not say when that one's transfer began).
-                        look.done = Some(match look.seen {
-                            Some((s, at)) if s == serial => at,
-                            _ if k == 0 => started.saturating_duration_since(t0),
-                            _ => ended.saturating_duration_since(t0),
-                        });
-                    }
-                    Some(&i) => look.probe = Some(i),
-                }
-            }
-        }
-        if std::env::var_os("BENCH_CHECK_TRACE").is_some() {
-            // What each look cost and found, to judge the check's own lag.
-            let since = |i: Instant| i.saturating_duration_since(t0).as_secs_f64();
-            eprintln!(
-                "check {} look {:.3} probed {:.3} serials {} transferred {} ended {:.3} complete {}",
-                p.pod.name,
-                since(looked),
-                since(probed),
-                serials.len(),
-                transfers,
-                since(Instant::now()),
-                looks.iter().filter(|l| l.done.is_some()).count()
-            );
-        }
-        st.moving = transfers > 0 || serials.iter().any(|(z, s)| st.serials.get(z) != Some(s));
+        st.moving = serials.iter().any(|(z, s)| st.serials.get(z) != Some(s));
         st.serials.extend(serials);
-        (probes, transfers)
+        due
     }
 
     /// Whether pod `st` needs a look now: never looked at, the writers
@@ -542,6 +533,7 @@ impl Checker<'_> {
             last_probe: None,
             serials: BTreeMap::new(),
             moving: false,
+            transferring: HashSet::new(),
         };
         // The primary's latest serials, which tell a secondary it is behind.
         let primary_serials: std::sync::Mutex<BTreeMap<ZoneName, u32>> = Default::default();
@@ -557,19 +549,54 @@ impl Checker<'_> {
                     },
                     ..Default::default()
                 };
+                // Transfer runs in flight: each its own task, so probes
+                // (which stamp) never wait for a transfer (which confirms).
+                let mut runs: FuturesUnordered<JoinHandle<TransferRun>> = FuturesUnordered::new();
                 loop {
                     let round = Instant::now();
+                    while let Some(Some(finished)) = runs.next().now_or_never() {
+                        if let Ok(run) = finished {
+                            self.take_transfer(&mut st, t0, run);
+                        }
+                    }
                     let primary = primary_serials
                         .lock()
                         .unwrap_or_else(|e| e.into_inner())
                         .clone();
                     if self.due(&st, p.role, &primary) {
-                        let (probes, transfers) = self.look(p, &mut st, t0).await;
-                        pr.probes += probes;
-                        pr.transfers += transfers;
+                        let looked = Instant::now();
+                        let due = self.probe_pod(p, &mut st, t0).await;
+                        pr.probes += 1;
+                        let probed = Instant::now();
+                        // A bounded number of runs at once, so a pod's
+                        // transfers never crowd out what is measured; the
+                        // rest go at a later look.
+                        let free = MAX_TRANSFER_RUNS.saturating_sub(runs.len());
+                        let mut started = 0;
+                        for chunk in self.transfer_chunks(due).into_iter().take(free) {
+                            started += chunk.len();
+                            st.transferring.extend(chunk.iter().copied());
+                            runs.push(self.start_transfer(p, chunk));
+                        }
+                        pr.transfers += started as u64;
+                        st.moving |= started > 0;
                         if p.role == PodRole::Primary {
                             *primary_serials.lock().unwrap_or_else(|e| e.into_inner()) =
                                 st.serials.clone();
+                        }
+                        if std::env::var_os("BENCH_CHECK_TRACE").is_some() {
+                            // What each look cost and found, to judge the
+                            // check's own lag.
+                            let since = |i: Instant| i.saturating_duration_since(t0).as_secs_f64();
+                            eprintln!(
+                                "check {} look {:.3} probed {:.3} serials {} transferring {} complete {}",
+                                p.pod.name,
+                                since(looked),
+                                since(probed),
+                                st.serials.len(),
+                                st.transferring.len(),
+                                st.zones.iter().filter(|l| l.done.is_some()).count()
+                            );
                         }
                     }
                     let done: Vec<Duration> = st.zones.iter().filter_map(|l| l.done).collect();
@@ -584,9 +611,18 @@ impl Checker<'_> {
                     pr.all_secs = (done.len() == st.zones.len())
                         .then(|| done.iter().max().map(|d| secs(*d)).unwrap_or(0.0));
                     if pr.all_secs.is_some() || Instant::now() >= deadline {
+                        for run in &runs {
+                            run.abort();
+                        }
                         return pr;
                     }
-                    self.until_due(&st, round + poll, poll).await;
+                    let finished = tokio::select! {
+                        Some(finished) = runs.next(), if !runs.is_empty() => Some(finished),
+                        () = self.until_due(&st, round + poll, poll) => None,
+                    };
+                    if let Some(Ok(run)) = finished {
+                        self.take_transfer(&mut st, t0, run);
+                    }
                 }
             }
         }))

@@ -60,6 +60,19 @@ pub struct ExecSummary {
     pub busy_secs: f64,
 }
 
+impl ExecSummary {
+    /// Calls that were pods/exec (rndc, scripts): not the operator's own
+    /// DNS exchanges (`dns-*` tools), which reach the pod's DNS port
+    /// without an exec (no kubelet hop on a real cluster).
+    pub fn pod_execs(&self) -> u64 {
+        self.by_tool
+            .iter()
+            .filter(|(tool, _)| !tool.starts_with("dns-"))
+            .map(|(_, n)| n)
+            .sum()
+    }
+}
+
 impl ExecLog {
     fn push(&self, call: ExecCall) {
         self.calls
@@ -133,6 +146,19 @@ mod tests {
             argv: argv.iter().map(|s| s.to_string()).collect(),
             stdin: None,
         }
+    }
+
+    #[test]
+    fn pod_execs_leave_out_the_operators_dns_exchanges() {
+        let summary = ExecSummary {
+            calls: 14,
+            by_tool: [("rndc", 4), ("sh", 2), ("dns-soa", 5), ("dns-update", 3)]
+                .into_iter()
+                .map(|(t, n)| (t.to_string(), n))
+                .collect(),
+            ..Default::default()
+        };
+        assert_eq!(summary.pod_execs(), 6);
     }
 
     #[test]

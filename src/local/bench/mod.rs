@@ -64,6 +64,7 @@ pub mod exec_log;
 pub mod latency;
 pub mod operator;
 pub mod primary_restart;
+pub mod probe;
 pub mod report;
 pub mod rss;
 pub mod scenario;
@@ -215,7 +216,7 @@ impl Default for BenchOptions {
             state_dir: None,
             base_port: DEFAULT_BASE_PORT,
             timeout: Duration::from_secs(300),
-            poll_interval: Duration::from_millis(100),
+            poll_interval: Duration::from_millis(20),
             samples: 50,
             verbose: true,
         }

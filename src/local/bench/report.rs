@@ -353,13 +353,20 @@ fn verdicts(scenarios: &[ScenarioResult], comparison: Option<&Comparison>) -> Ve
             ),
             Some(s.complete() && s.exec.calls <= TARGET_AT_ONCE_EXECS),
         );
+        // Issue 30 counts pods/exec (each a kubelet hop on a real
+        // cluster); the operator's own DNS exchanges are named beside it.
+        let execs = s.exec.pod_execs();
         push(
             format!(
-                "{}: exec calls <= {TARGET_SPEAK_AT_ONCE_EXECS} (issue 30)",
+                "{}: pods/exec calls <= {TARGET_SPEAK_AT_ONCE_EXECS} (issue 30)",
                 s.label()
             ),
-            thousands(s.exec.calls),
-            Some(s.complete() && s.exec.calls <= TARGET_SPEAK_AT_ONCE_EXECS),
+            format!(
+                "{} (and {} DNS exchanges from the operator)",
+                thousands(execs),
+                thousands(s.exec.calls - execs)
+            ),
+            Some(s.complete() && execs <= TARGET_SPEAK_AT_ONCE_EXECS),
         );
     }
     let batched = |n| {
@@ -1177,6 +1184,10 @@ mod tests {
         let mut at_once = result(ScenarioKind::AtOnce, 10_000, Some(12.0));
         at_once.zones = 1_000;
         at_once.exec.calls = 21;
+        // Issue 30 counts pods/exec only: 15 of the 21 here.
+        at_once.exec.by_tool = [("rndc".to_string(), 15), ("dns-update".to_string(), 6)]
+            .into_iter()
+            .collect();
         let mut converged = result(ScenarioKind::Converged, 1_000, Some(1.0));
         converged.hold = Some(HoldResult {
             hold_secs: 300.0,
