@@ -44,10 +44,11 @@ pub const PRIMARY_NOTIFY_RATE: u64 = 1000;
 /// below [`PRIMARY_TRANSFERS_OUT`] so even ten secondaries onboarding at once
 /// never hit the primary's quota (which stalls transfers for ~a minute).
 /// 10 onboarded 1,000 catalog members faster but was not kept: 3 of 6 runs
-/// had one member transferred ~5.5 s late. That tail turned out to show
-/// with 5 too (about a third of runs: named on the secondary drops one
-/// member's SOA answer and retries 5 s later, seen in a packet capture),
-/// so 10 against 5 is still to be measured with it in mind.
+/// had one member transferred ~5.5 s late. That tail showed with 5 too: a
+/// member's SOA answer over UDP lost, retried 5 s later; secondaries now
+/// ask their primary over TCP only (see `render_named_conf`), and 10
+/// against 5 measured within the runs' noise (at-once 4.5-6.0 s against
+/// 4.6-7.2 s), so 5 stays: ten secondaries at 5 fill the primary's 50.
 pub const SECONDARY_TRANSFERS_PER_NS: u64 = 5;
 /// Concurrent incoming transfers on a secondary.
 pub const SECONDARY_TRANSFERS_IN: u64 = 20;
@@ -586,6 +587,22 @@ pub fn render_named_conf(cfg: &ClusterConfig, role: Role) -> Result<String, Rend
     });
     // Top level: every view validates with them.
     write_trust_anchors(&mut w, &cfg.trust_anchors);
+    if role == Role::Secondary {
+        // A secondary asks its primary over TCP only: onboarding 1,000
+        // catalog members sends their SOA queries in a burst, and over UDP
+        // one answer now and then never arrived; named retried that
+        // member's refresh only after its 5 s UDP timeout, so one zone of
+        // the 1,000 reached the secondary ~5 s after all the others (bench
+        // at-once: the secondary done in 7.8-9.3 s in 4 of 6 runs, 4.6-5.6 s
+        // in the other two; with TCP 4.5-7.2 s in 7 runs, never that tail).
+        // Transfers were TCP already; only SOA queries change.
+        w.block(
+            &[Tok::Kw("server"), Tok::Ip(cfg.primary_endpoint.ip)],
+            |w| {
+                w.stmt(&[Tok::Kw("tcp-only"), Tok::Kw("yes")]);
+            },
+        );
+    }
 
     if cfg.views.is_empty() {
         if !cfg.forward_zones.is_empty() || role == Role::Secondary {
