@@ -27,6 +27,11 @@ pub const TIMEOUT: Duration = Duration::from_secs(5);
 
 /// SOA queries in flight on one connection (pipelined, RFC 7766).
 const PIPELINE: usize = 64;
+/// Connections one serial read of many zones uses at most: named answers
+/// a connection's queries one after another (1,000 zones on one connection
+/// took ~0.5 s at the first sync of 1,000 zones), and each connection is
+/// served by whichever of its threads is free.
+const CONNECTIONS: usize = 4;
 
 /// A server, by address.
 #[derive(Debug, Clone)]
@@ -245,11 +250,27 @@ impl Client {
         }
     }
 
-    /// Serials of many zones, queries pipelined on one connection, each
-    /// signed with `key` when given (and its answer's signature checked).
-    /// A zone missing from the result is not served (or its answer was
-    /// refused: a server answers REFUSED for a zone it does not have).
+    /// Serials of many zones, queries pipelined on up to four connections
+    /// side by side (64 queries in flight on each),
+    /// each signed with `key` when given (and its answer's signature
+    /// checked). A zone missing from the result is not served (or its
+    /// answer was refused: a server answers REFUSED for a zone it does not
+    /// have).
     pub async fn serials(
+        &self,
+        zones: &[ZoneName],
+        key: Option<&TsigKey>,
+    ) -> Result<BTreeMap<ZoneName, u32>, WireError> {
+        let per = zones.len().div_ceil(CONNECTIONS).max(PIPELINE);
+        let parts = futures::future::try_join_all(
+            zones.chunks(per).map(|part| self.serials_on_one(part, key)),
+        )
+        .await?;
+        Ok(parts.into_iter().flatten().collect())
+    }
+
+    /// [`Self::serials`] on one connection.
+    async fn serials_on_one(
         &self,
         zones: &[ZoneName],
         key: Option<&TsigKey>,

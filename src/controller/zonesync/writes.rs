@@ -259,7 +259,7 @@ async fn write_now(
 }
 
 /// [`write_record_reports`] for a zone's flush: a few statuses (at most
-/// [`QUEUE_CHUNK`]) are written at once, more are queued and written by a
+/// [`WRITE_NOW`]) are written at once, more are queued and written by a
 /// background task (the latest report of a record replaces one not written
 /// yet), so a zone's next flush does not wait for the status writes of its
 /// last one: 10,000 records' statuses take seconds of API writes, and the
@@ -276,7 +276,7 @@ pub async fn queue_record_reports(
 ) -> Result<usize, WriteError> {
     let queue = &ctx.state.statuses;
     let fresh = queue.fresh(reports, Some(ctx.settings.record_max_wait), false);
-    if fresh.len() <= QUEUE_CHUNK {
+    if fresh.len() <= WRITE_NOW {
         let writing = queue.writing.lock().await;
         // Written meanwhile by the background writer (see `run`).
         let fresh: Vec<Fresh> = fresh
@@ -311,6 +311,13 @@ pub async fn queue_record_reports(
 /// Status writes one chunk of the background writer holds: a synchronous
 /// write of a record waits at most for one chunk.
 pub const QUEUE_CHUNK: usize = 256;
+
+/// Most statuses a zone's flush writes itself before its reconcile ends;
+/// more go to the background writer. Small: a burst's flush of a hundred
+/// records used to write their hundred statuses before the zone's next
+/// flush could start, holding the records that arrived meanwhile back by
+/// as long (a lone change still gets its status from its own flush).
+pub const WRITE_NOW: usize = 8;
 
 /// One queued or fresh report: uid, fingerprint, record, report.
 type Fresh = (String, u64, Arc<DNSRecord>, RecordReport);

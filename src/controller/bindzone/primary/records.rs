@@ -44,38 +44,47 @@ async fn rrsets(job: &Job<'_>, written: &mut Written) -> Result<(), ServerError>
         _ => Vec::new(),
     };
     let batch = diff(zname, desired, &written.served);
-    let updated = target.update_and_read_serial(&batch, key, view).await?;
+    // Read back what an update adding data left: BIND answers NOERROR to
+    // an add it drops (other data beside another client's CNAME), so only
+    // the served zone says whether the records are there. The server's
+    // differences since the zone as it was (one IXFR) say it without
+    // moving the whole zone, and carry the serial the update produced: no
+    // SOA query of its own. An update that only deletes is applied to what
+    // is remembered, under the serial read back with it.
+    let reads_back = batch
+        .changes
+        .iter()
+        .any(|c| matches!(c, RrsetChange::Replace { .. }));
+    let wrote = if reads_back {
+        let sent = target.update(&batch, key).await?;
+        if sent {
+            written.served = Arc::new(target.read_back(zname, key, &written.served).await?);
+        }
+        sent
+    } else {
+        match target.update_and_read_serial(&batch, key, view).await? {
+            None => false,
+            Some(serial) => {
+                let serial = serial.ok_or_else(|| ServerError::Transfer {
+                    zone: zname.to_string(),
+                    pod: target.pod.to_string(),
+                    reason: "the zone vanished right after the update".into(),
+                })?;
+                let served = Arc::make_mut(&mut written.served);
+                served.apply(&batch);
+                served.serial = serial;
+                true
+            }
+        }
+    };
     // Copied (from the snapshot it shares) only when something changes.
     let needs_soa = written.served.soa_differs(zname.as_domain(), soa);
-    if updated.is_none() && !needs_soa {
+    if !wrote && !needs_soa {
         job.memory
             .note_serial(&target.pod.name, zname, Some(written.served.serial));
         return Ok(());
     }
-    if let Some(serial) = updated {
-        written.wrote = true;
-        let serial = serial.ok_or_else(|| ServerError::Transfer {
-            zone: zname.to_string(),
-            pod: target.pod.to_string(),
-            reason: "the zone vanished right after the update".into(),
-        })?;
-        // Read back what an update adding data left: BIND answers NOERROR
-        // to an add it drops (other data beside another client's CNAME),
-        // so only the served zone says whether the records are there. The
-        // server's differences since the zone as it was (one IXFR) say it
-        // without moving the whole zone.
-        if batch
-            .changes
-            .iter()
-            .any(|c| matches!(c, RrsetChange::Replace { .. }))
-        {
-            written.served = Arc::new(target.read_back(zname, key, &written.served).await?);
-        } else {
-            let served = Arc::make_mut(&mut written.served);
-            served.apply(&batch);
-            served.serial = serial;
-        }
-    }
+    written.wrote |= wrote;
     let served = Arc::make_mut(&mut written.served);
     // Only what the primary now serves as planned counts as restored.
     written.restored = drifted
