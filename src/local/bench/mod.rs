@@ -65,6 +65,7 @@ pub mod latency;
 pub mod operator;
 pub mod primary_restart;
 pub mod probe;
+pub mod progress;
 pub mod report;
 pub mod rss;
 pub mod scenario;

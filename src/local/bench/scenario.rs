@@ -14,21 +14,20 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use futures::{FutureExt as _, StreamExt as _, TryStreamExt as _};
-use kube::ResourceExt as _;
 use kube::api::Api;
 use kube::runtime::{WatchStreamExt as _, watcher};
 
 use super::alloc::{self, Side};
 use super::check::{Checker, Expected, PlannedRecord, PodTarget};
 use super::env::{BenchEnv, NAMESPACE, zone_object};
+use super::progress::RecordProgress;
 use super::report::{HoldResult, RestartResult, ScenarioKind, ScenarioResult};
 use super::{BenchError, BenchOptions, CONVERGED_CHECK_PERIOD, MAX_LISTED_UPDATES, rss};
-use crate::api::{DNSRecord, DNSRecordSpec, Phase, RecordType as ApiRecordType};
+use crate::api::{DNSRecord, DNSRecordSpec, RecordType as ApiRecordType};
 use crate::bind::commands::{local_server, nsupdate};
 use crate::bind::nsupdate::{RrsetChange, UpdateBatch, build_script};
 use crate::bind::{DomainName, Rdata, RecordType, Ttl};
 use crate::controller::exec::PodExecutor;
-use crate::controller::zonesync::plan::has_record_finalizer;
 use crate::local::memapi::Verb;
 
 /// DNSRecord creates in flight at once ("all at once", as `kubectl apply`
@@ -665,7 +664,8 @@ async fn watch_statuses(
     t0: Instant,
     deadline: Instant,
 ) -> (Option<Duration>, Option<Duration>) {
-    let api: Api<DNSRecord> = Api::namespaced(env.client.clone(), NAMESPACE);
+    // Only names, finalizers and phases are read (see `super::progress`).
+    let api: Api<RecordProgress> = Api::namespaced(env.client.clone(), NAMESPACE);
     let mut finalized: HashSet<String> = HashSet::new();
     let mut ready: HashSet<String> = HashSet::new();
     let mut finalized_at = None;
@@ -674,21 +674,21 @@ async fn watch_statuses(
         while let Some(event) = events.next().await {
             match event {
                 Ok(watcher::Event::Apply(r) | watcher::Event::InitApply(r)) => {
-                    let name = r.name_any();
-                    if has_record_finalizer(&r) {
+                    let name = r.name().to_string();
+                    if r.finalized() {
                         finalized.insert(name.clone());
                     } else {
                         finalized.remove(&name);
                     }
-                    if r.status.as_ref().and_then(|s| s.phase) == Some(Phase::Ready) {
+                    if r.ready() {
                         ready.insert(name);
                     } else {
                         ready.remove(&name);
                     }
                 }
                 Ok(watcher::Event::Delete(r)) => {
-                    finalized.remove(&r.name_any());
-                    ready.remove(&r.name_any());
+                    finalized.remove(r.name());
+                    ready.remove(r.name());
                 }
                 _ => {}
             }
