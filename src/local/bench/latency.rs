@@ -220,20 +220,9 @@ async fn ask(sock: &tokio::net::UdpSocket, name: &str, want: Want) -> bool {
     }
 }
 
-/// A non-recursive query for `name` A IN.
+/// A non-recursive query for `name` A IN (the check's probe encoding).
 fn query(id: u16, name: &str) -> Option<Vec<u8>> {
-    let mut q = Vec::with_capacity(64);
-    q.extend_from_slice(&id.to_be_bytes());
-    q.extend_from_slice(&[0, 0, 0, 1, 0, 0, 0, 0, 0, 0]);
-    for label in name.trim_end_matches('.').split('.') {
-        let len = u8::try_from(label.len())
-            .ok()
-            .filter(|l| *l > 0 && *l < 64)?;
-        q.push(len);
-        q.extend_from_slice(label.as_bytes());
-    }
-    q.extend_from_slice(&[0, 0, 1, 0, 1]);
-    Some(q)
+    super::probe::encode(id, name, false)
 }
 
 /// Whether a reply answers as wanted: NOERROR with the address among its

@@ -101,9 +101,9 @@ pub async fn probe(dns: SocketAddr, asks: &[Ask]) -> Heard {
     }
 }
 
-/// One query message; `None` for a name hickory cannot hold (the checker
-/// only asks names it made).
-fn encode(id: u16, name: &str, soa: bool) -> Option<Vec<u8>> {
+/// One query message (SOA or A, no recursion); `None` for a name hickory
+/// cannot hold. The latency scenario's prober sends these too.
+pub(super) fn encode(id: u16, name: &str, soa: bool) -> Option<Vec<u8>> {
     let name = Name::from_ascii(name).ok()?;
     let rtype = if soa { RecordType::SOA } else { RecordType::A };
     let mut query = Message::new(id, MessageType::Query, OpCode::Query);
