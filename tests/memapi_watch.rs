@@ -338,6 +338,48 @@ async fn too_old_version_is_gone() {
     assert!(within("stream end", events.next()).await.is_none());
 }
 
+/// What the bench relies on between scenarios: after `release` the objects
+/// are gone for every client at once, open watches end, and a watch
+/// resuming from before the release relists (410) instead of missing them.
+#[tokio::test]
+async fn release_drops_objects_and_ends_watches() {
+    let (api, client) = setup();
+    let cms = seed(&client, &[cm("a", &[]), cm("b", &[])]).await;
+    let before = cms.get("a").await.unwrap().resource_version().unwrap();
+    let mut open: Events = cms
+        .watch(&WatchParams::default(), &before)
+        .await
+        .unwrap()
+        .boxed();
+    assert_eq!(describe(&next(&mut open).await), "ADDED b");
+    api.release();
+    assert!(within("stream end", open.next()).await.is_none());
+    assert!(
+        cms.list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
+    assert!(cms.get_opt("a").await.unwrap().is_none());
+    let mut resumed: Events = cms
+        .watch(&WatchParams::default(), &before)
+        .await
+        .unwrap()
+        .boxed();
+    match next(&mut resumed).await {
+        WatchEvent::Error(s) => assert_eq!(s.code, 410),
+        other => panic!("expected 410, got {}", describe(&other)),
+    }
+    // The server goes on serving: a new object gets a newer version.
+    let c = cms
+        .create(&PostParams::default(), &cm("c", &[]))
+        .await
+        .unwrap();
+    let rv = |o: &ConfigMap| o.resource_version().unwrap().parse::<u64>().unwrap();
+    assert!(rv(&c) > before.parse::<u64>().unwrap());
+}
+
 #[tokio::test]
 async fn watch_timeout_ends_the_stream() {
     let (_api, client) = setup();

@@ -401,7 +401,8 @@ impl BenchEnv {
         *self.controllers.lock().unwrap_or_else(|p| p.into_inner()) = Some(started);
     }
 
-    /// Stops the controllers, then every named.
+    /// Stops the controllers and waits for their tasks, then every named,
+    /// then frees the API's objects: all of it before the next scenario.
     pub async fn shutdown(mut self) {
         let running = self
             .controllers
@@ -412,10 +413,13 @@ impl BenchEnv {
             let _ = stop.send(());
             let _ = task.await;
         }
-        drop(self.operator.take());
+        if let Some(operator) = self.operator.take() {
+            operator.stop().await;
+        }
         if let Some(r) = self.runtime.take() {
             r.shutdown().await;
         }
+        self.mem.release();
     }
 }
 

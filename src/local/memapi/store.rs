@@ -113,6 +113,22 @@ impl State {
         self.rv
     }
 
+    /// Takes every stored object, the change history and the watches out
+    /// of the state (resourceVersions keep counting), for the caller to drop
+    /// outside the lock.
+    pub(crate) fn take_contents(&mut self) -> impl Send + use<> {
+        // A watch resuming from before now must relist (410), not miss
+        // the objects that went.
+        self.history_floor = self.rv;
+        (
+            std::mem::take(&mut self.objects),
+            std::mem::take(&mut self.by_uid),
+            std::mem::take(&mut self.dependents),
+            std::mem::take(&mut self.history),
+            std::mem::take(&mut self.watchers),
+        )
+    }
+
     pub(crate) fn history_floor(&self) -> u64 {
         self.history_floor
     }
