@@ -23,6 +23,7 @@
 //! [`super::commands::apply_zones`]).
 
 use std::collections::BTreeMap;
+use std::net::IpAddr;
 
 use super::conf::{ConfWriter, Tok, server_tokens};
 use super::dnssec::{TrustAnchor, write_trust_anchors};
@@ -587,21 +588,31 @@ pub fn render_named_conf(cfg: &ClusterConfig, role: Role) -> Result<String, Rend
     });
     // Top level: every view validates with them.
     write_trust_anchors(&mut w, &cfg.trust_anchors);
+    // Every server this pod refreshes zones from is asked over TCP only:
+    // onboarding 1,000 catalog members sends their SOA queries in a burst,
+    // and over UDP one answer now and then never arrived; named retried
+    // that member's refresh only after its 5 s UDP timeout, so one zone of
+    // the 1,000 reached the secondary ~5 s after all the others (bench
+    // at-once: the secondary done in 7.8-9.3 s in 4 of 6 runs, 4.6-5.6 s
+    // in the other two; with TCP 4.5-7.2 s in 7 runs, never that tail).
+    // The same held for the members of a consumed catalog (bench
+    // catalog-consumer: B served every zone of A 1.99 s after it was
+    // created in one run, 6.21 s in the next). Transfers were TCP
+    // already; only SOA queries change. One statement per address.
+    let mut refresh_from: Vec<IpAddr> = cfg
+        .catalog_consumers
+        .iter()
+        .flat_map(|c| c.primaries.iter().map(|p| p.ip))
+        .collect();
     if role == Role::Secondary {
-        // A secondary asks its primary over TCP only: onboarding 1,000
-        // catalog members sends their SOA queries in a burst, and over UDP
-        // one answer now and then never arrived; named retried that
-        // member's refresh only after its 5 s UDP timeout, so one zone of
-        // the 1,000 reached the secondary ~5 s after all the others (bench
-        // at-once: the secondary done in 7.8-9.3 s in 4 of 6 runs, 4.6-5.6 s
-        // in the other two; with TCP 4.5-7.2 s in 7 runs, never that tail).
-        // Transfers were TCP already; only SOA queries change.
-        w.block(
-            &[Tok::Kw("server"), Tok::Ip(cfg.primary_endpoint.ip)],
-            |w| {
-                w.stmt(&[Tok::Kw("tcp-only"), Tok::Kw("yes")]);
-            },
-        );
+        refresh_from.push(cfg.primary_endpoint.ip);
+    }
+    refresh_from.sort_unstable();
+    refresh_from.dedup();
+    for ip in refresh_from {
+        w.block(&[Tok::Kw("server"), Tok::Ip(ip)], |w| {
+            w.stmt(&[Tok::Kw("tcp-only"), Tok::Kw("yes")]);
+        });
     }
 
     if cfg.views.is_empty() {
@@ -829,7 +840,19 @@ mod tests {
                 "{conf}"
             );
             assert!(conf.contains("max-refresh-time 2;"), "{conf}");
+            // The members' SOA queries go to the source over TCP.
+            assert!(
+                conf.contains("server 192.0.2.10 {\n\ttcp-only yes;\n};"),
+                "{conf}"
+            );
         }
+        // A secondary's own primary once, even when it is also the source.
+        let mut same = c.clone();
+        same.catalog_consumers[0].primaries = vec![c.primary_endpoint];
+        let files = render_cluster(&same).unwrap();
+        let server = format!("server {} {{", c.primary_endpoint.ip);
+        assert_eq!(files.named_conf_secondary.matches(&server).count(), 1);
+        assert_eq!(files.named_conf_primary.matches(&server).count(), 1);
         // One catalog-zones statement on a secondary: its own catalog first.
         let s = &files.named_conf_secondary;
         assert_eq!(s.matches("catalog-zones {").count(), 1, "{s}");
