@@ -27,8 +27,24 @@ const OMIT_EMPTY: [&str; 5] = [
     "managedFields",
 ];
 
+/// The value at `pointer`, a JSON pointer of plain keys (no `~` escapes:
+/// every caller passes a literal). Unlike `Value::pointer` it allocates
+/// nothing; that one unescapes each token into a new string, and the
+/// server looks up labels and metadata for every change and every watch.
+pub(crate) fn at<'a>(obj: &'a Value, pointer: &str) -> Option<&'a Value> {
+    debug_assert!(!pointer.contains('~'), "{pointer}");
+    pointer
+        .strip_prefix('/')?
+        .split('/')
+        .try_fold(obj, |v, key| match v {
+            Value::Object(m) => m.get(key),
+            Value::Array(a) => key.parse::<usize>().ok().and_then(|i| a.get(i)),
+            _ => None,
+        })
+}
+
 pub(crate) fn str_at<'a>(obj: &'a Value, pointer: &str) -> Option<&'a str> {
-    obj.pointer(pointer).and_then(Value::as_str)
+    at(obj, pointer).and_then(Value::as_str)
 }
 
 pub(crate) fn name(obj: &Value) -> &str {
@@ -40,7 +56,7 @@ pub(crate) fn uid(obj: &Value) -> &str {
 }
 
 pub(crate) fn finalizers(obj: &Value) -> Vec<String> {
-    obj.pointer("/metadata/finalizers")
+    at(obj, "/metadata/finalizers")
         .and_then(Value::as_array)
         .map(|a| {
             a.iter()
@@ -51,12 +67,12 @@ pub(crate) fn finalizers(obj: &Value) -> Vec<String> {
 }
 
 pub(crate) fn is_deleting(obj: &Value) -> bool {
-    obj.pointer("/metadata/deletionTimestamp").is_some()
+    at(obj, "/metadata/deletionTimestamp").is_some()
 }
 
 /// The uids named in `metadata.ownerReferences`.
 pub(crate) fn owner_uids(obj: &Value) -> Vec<String> {
-    obj.pointer("/metadata/ownerReferences")
+    at(obj, "/metadata/ownerReferences")
         .and_then(Value::as_array)
         .map(|refs| {
             refs.iter()
@@ -160,7 +176,7 @@ fn check_key(key: &str) -> bool {
 
 /// Validates label keys and values and annotation keys.
 pub(crate) fn check_labels(obj: &Value) -> Result<(), String> {
-    if let Some(labels) = obj.pointer("/metadata/labels").and_then(Value::as_object) {
+    if let Some(labels) = at(obj, "/metadata/labels").and_then(Value::as_object) {
         for (k, v) in labels {
             if !check_key(k) {
                 return Err(format!(
@@ -177,10 +193,7 @@ pub(crate) fn check_labels(obj: &Value) -> Result<(), String> {
             }
         }
     }
-    if let Some(ann) = obj
-        .pointer("/metadata/annotations")
-        .and_then(Value::as_object)
-    {
+    if let Some(ann) = at(obj, "/metadata/annotations").and_then(Value::as_object) {
         for (k, v) in ann {
             if !check_key(k) {
                 return Err(format!(

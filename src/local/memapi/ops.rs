@@ -428,7 +428,18 @@ impl State {
             }
         }
         let prev = records.get(&manager).map(|r| patch::section_of(r, section));
-        let mut doc = (*cur).clone();
+        // A status apply owns and changes only `status`, and `update` reads
+        // only that (and the resourceVersion) from a status write: no need
+        // to copy the rest of the object first.
+        let mut doc = if t.status {
+            Value::Object(
+                cur.get("status")
+                    .map(|s| serde_json::Map::from_iter([("status".to_owned(), s.clone())]))
+                    .unwrap_or_default(),
+            )
+        } else {
+            (*cur).clone()
+        };
         patch::apply(&mut doc, prev.as_ref(), &owned);
         // A resourceVersion in the apply body is an optimistic-lock precondition.
         let current_rv = rv_of(&cur).unwrap_or_default().to_owned();
@@ -498,14 +509,17 @@ impl State {
                 ));
             }
         }
-        if meta::spec_changed(&cur, &new, t.info.status_subresource) {
-            let generation = cur
-                .pointer("/metadata/generation")
+        // A status write took everything but the status from `cur`.
+        if !t.status && meta::spec_changed(&cur, &new, t.info.status_subresource) {
+            let generation = meta::at(&cur, "/metadata/generation")
                 .and_then(Value::as_i64)
                 .unwrap_or(0);
             meta::meta_mut(&mut new).insert("generation".into(), (generation + 1).into());
         }
-        if new == *cur || dry_run {
+        // The status first: a status write that changes it needs no
+        // compare of the whole object.
+        let unchanged = (!t.status || new.get("status") == cur.get("status")) && new == *cur;
+        if unchanged || dry_run {
             // Nothing changed: no new resourceVersion, no watch event.
             if !dry_run && let Some(applied) = applied {
                 self.set_applied(&res, &key, applied);

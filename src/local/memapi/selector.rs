@@ -39,7 +39,7 @@ impl LabelSelector {
     }
 
     pub(crate) fn matches(&self, obj: &Value) -> bool {
-        let labels = obj.pointer("/metadata/labels");
+        let labels = super::meta::at(obj, "/metadata/labels");
         let get = |k: &str| labels.and_then(|l| l.get(k)).and_then(Value::as_str);
         self.0.iter().all(|r| {
             let v = get(&r.key);

@@ -75,6 +75,9 @@ pub(crate) trait Subscriber: Send + Sync {
     fn bookmark(&self, rv: u64, initial_end: bool) -> bool;
 }
 
+/// Where an object names its owners (indexed in `dependents`).
+const OWNERS: &str = "/metadata/ownerReferences";
+
 pub(crate) struct State {
     pub(crate) registry: Registry,
     pub(crate) hooks: Hooks,
@@ -207,10 +210,18 @@ impl State {
                 },
             )
             .map(|e| e.obj);
-        if let Some(p) = &prev {
-            self.unindex(res, key, p);
+        match &prev {
+            // Most writes (statuses, finalizers) keep the uid and owners:
+            // nothing to index again.
+            Some(p)
+                if meta::uid(p) == meta::uid(&obj)
+                    && meta::at(p, OWNERS) == meta::at(&obj, OWNERS) => {}
+            Some(p) => {
+                self.unindex(res, key, p);
+                self.index(res, key, &obj);
+            }
+            None => self.index(res, key, &obj),
         }
-        self.index(res, key, &obj);
         let ty = if prev.is_some() {
             EventType::Modified
         } else {

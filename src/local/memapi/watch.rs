@@ -47,7 +47,7 @@ impl Watcher {
     fn matches(&self, obj: &Value) -> bool {
         self.namespace
             .as_deref()
-            .is_none_or(|ns| obj.pointer("/metadata/namespace").and_then(Value::as_str) == Some(ns))
+            .is_none_or(|ns| super::meta::str_at(obj, "/metadata/namespace") == Some(ns))
             && self.labels.matches(obj)
             && self.fields.matches(obj)
     }
