@@ -27,20 +27,17 @@ const OMIT_EMPTY: [&str; 5] = [
     "managedFields",
 ];
 
-/// The value at `pointer`, a JSON pointer of plain keys (no `~` escapes:
-/// every caller passes a literal). Unlike `Value::pointer` it allocates
-/// nothing; that one unescapes each token into a new string, and the
-/// server looks up labels and metadata for every change and every watch.
+/// The value at `pointer`, a JSON pointer of object keys (no `~` escapes,
+/// no array indexes: every caller passes a literal path into metadata or
+/// spec). Unlike `Value::pointer` it allocates nothing; that one unescapes
+/// each token into a new string, and the server looks up labels and
+/// metadata for every change and every watch.
 pub(crate) fn at<'a>(obj: &'a Value, pointer: &str) -> Option<&'a Value> {
     debug_assert!(!pointer.contains('~'), "{pointer}");
     pointer
         .strip_prefix('/')?
         .split('/')
-        .try_fold(obj, |v, key| match v {
-            Value::Object(m) => m.get(key),
-            Value::Array(a) => key.parse::<usize>().ok().and_then(|i| a.get(i)),
-            _ => None,
-        })
+        .try_fold(obj, |v, key| v.as_object()?.get(key))
 }
 
 pub(crate) fn str_at<'a>(obj: &'a Value, pointer: &str) -> Option<&'a str> {
@@ -281,6 +278,27 @@ mod tests {
         );
         assert!(check_labels(&json!({"metadata": {"labels": {"a": "has space"}}})).is_err());
         assert!(check_labels(&json!({"metadata": {"labels": {"a": "x".repeat(64)}}})).is_err());
+    }
+
+    #[test]
+    fn at_finds_what_value_pointer_finds() {
+        let o = json!({"metadata": {"name": "a", "labels": {"k": "v"}, "finalizers": ["f"],
+            "deletionTimestamp": null}, "spec": "text"});
+        for p in [
+            "/metadata/name",
+            "/metadata/labels",
+            "/metadata/labels/k",
+            "/metadata/labels/missing",
+            "/metadata/finalizers",
+            "/metadata/deletionTimestamp",
+            "/metadata/name/deeper",
+            "/spec/names/plural",
+            "/missing",
+        ] {
+            assert_eq!(at(&o, p), o.pointer(p), "{p}");
+        }
+        assert_eq!(at(&o, "/metadata/name"), Some(&json!("a")));
+        assert_eq!(at(&o, "metadata/name"), None);
     }
 
     #[test]
