@@ -453,3 +453,40 @@ async fn view_secondary_catches_up(settings: Settings) {
     follow_signed(s, &internal, "www.example.com", &["10.0.0.2"]);
     env.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_secondary_that_missed_a_notify_catches_up_on_the_recheck_after_the_write() {
+    // No periodic check within the test (600 s): only the rechecks after
+    // the write (every second while the secondary lags) can notice it. As
+    // when a secondary's refresh fails while its transfer key changes: it
+    // retries at the zone's SOA retry timer, unless NOTIFYed again.
+    let (env, named) = setup(Settings {
+        recheck_after_write: Duration::from_secs(1),
+        survey_max_age: Duration::from_secs(30),
+        ..test_settings()
+    })
+    .await;
+    let (p, s) = (named.primary.dns.port, named.secondary.dns.port);
+    env.create(zone("web", "web.test")).await;
+    env.create(record("www", "web", "www", RecordType::A, &["192.0.2.1"]))
+        .await;
+    env.record_phase("www", Phase::Ready).await;
+    follow(s, "www.web.test", "A", &["192.0.2.1"]);
+
+    // The change's NOTIFY reaches nobody: the secondary keeps the old record.
+    named.write_notify_list(&[]);
+    env.patch_spec::<DNSRecord>("www", json!({"values": ["192.0.2.2"]}))
+        .await;
+    follow(p, "www.web.test", "A", &["192.0.2.2"]);
+    assert_eq!(
+        short(s, "www.web.test", "A"),
+        ["192.0.2.1"],
+        "nothing told the secondary"
+    );
+    // The list comes back (its reconfig sends no NOTIFY); the recheck that
+    // sees the secondary behind NOTIFYs it again, well before the zone's
+    // SOA refresh (hours).
+    named.write_notify_list(&[named.secondary.endpoint()]);
+    follow(s, "www.web.test", "A", &["192.0.2.2"]);
+    env.stop().await;
+}

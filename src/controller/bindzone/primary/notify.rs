@@ -1,11 +1,13 @@
 //! The notify step: a pass that wrote nothing repeats the NOTIFY when a
 //! Ready secondary lags (it missed one, e.g. sent while the primary's
-//! NOTIFY list was being restored after a restart): seen in the survey
-//! outside views, asked per secondary with `rndc zonestatus` in a view
+//! NOTIFY list was being restored after a restart, or failed the refresh
+//! it started): seen in the survey outside views (also at the recheck
+//! after a write), asked per secondary with `rndc zonestatus` in a view
 //! ([`renotify_view`], on periodic checks only).
 
 use crate::bind::{ViewName, ZoneName};
 use crate::controller::zonesync::server::ServerError;
+use crate::controller::zonesync::state::Survey;
 
 use super::super::serials::{behind, secondaries_lag, view_secondaries};
 use super::{Job, Need, Seen, Step, StepError, Written};
@@ -28,20 +30,10 @@ async fn renotify(
     seen: &Seen,
     written: &Written,
 ) -> Result<(), ServerError> {
-    let target = &job.target;
-    let (zname, view) = (job.zname(), job.view());
     let serial = written.served.serial;
-    match (&seen.survey, view, job.plan.catalog.as_ref()) {
-        (Some(s), _, Some(cat))
-            if !written.wrote && secondaries_lag(s, &target.pod.name, zname, serial) =>
-        {
-            tracing::info!(zone = %zname, "a secondary lags behind the primary; sending NOTIFY");
-            target.notify(zname, view).await?;
-            if let Some(cat_serial) = s.pods.get(&target.pod.name).and_then(|m| m.get(cat))
-                && secondaries_lag(s, &target.pod.name, cat, *cat_serial)
-            {
-                target.notify(cat, view).await?;
-            }
+    match (&seen.survey, job.view(), job.plan.catalog.as_ref()) {
+        (Some(s), _, Some(_)) if !written.wrote => {
+            renotify_surveyed(job, s, serial).await?;
         }
         // In a view the survey has no answer: ask the view's secondaries.
         (None, Some(v), Some(cat)) if matches!(need, Need::Check) && !written.wrote => {
@@ -50,6 +42,37 @@ async fn renotify(
         _ => {}
     }
     Ok(())
+}
+
+/// When `survey` shows a secondary behind the primary's `serial` of a
+/// catalog member zone (outside views), repeats the zone's NOTIFY, and its
+/// catalog's when a secondary lags there too. Returns whether one lagged.
+/// Used by the periodic check and by the recheck after a write
+/// (`verify::catch_up`): a secondary whose refresh failed (its transfer key
+/// changed between the primary's reconfig and its own, say) retries only
+/// at the zone's SOA retry timer unless NOTIFYed again.
+pub(super) async fn renotify_surveyed(
+    job: &Job<'_>,
+    survey: &Survey,
+    serial: u32,
+) -> Result<bool, ServerError> {
+    let target = &job.target;
+    let (zname, view) = (job.zname(), job.view());
+    let primary = &target.pod.name;
+    let Some(cat) = job.plan.catalog.as_ref() else {
+        return Ok(false);
+    };
+    if !secondaries_lag(survey, primary, zname, serial) {
+        return Ok(false);
+    }
+    tracing::info!(zone = %zname, "a secondary lags behind the primary; sending NOTIFY");
+    target.notify(zname, view).await?;
+    if let Some(cat_serial) = survey.pods.get(primary).and_then(|m| m.get(cat))
+        && secondaries_lag(survey, primary, cat, *cat_serial)
+    {
+        target.notify(cat, view).await?;
+    }
+    Ok(true)
 }
 
 /// The periodic check of a zone in `view` that wrote nothing, and the

@@ -85,8 +85,11 @@ pub(super) fn forget(job: &Job<'_>) {
 /// than the write (shared by the cluster's zones; at most one dig per pod
 /// per [`Settings::recheck_after_write`]) so the status catches up now,
 /// right after the write, instead of at the next periodic check of a
-/// converged cluster (an API write with nothing changed). Returns whether
-/// a secondary still lags (look again at the recheck, or soon after it).
+/// converged cluster (an API write with nothing changed). A secondary
+/// still behind then gets the zone's NOTIFY again
+/// ([`renotify_surveyed`](super::notify::renotify_surveyed)). Returns
+/// whether a secondary still lags (look again at the recheck, or soon
+/// after it).
 /// A zone in a view is checked by asking its secondaries
 /// ([`view_catch_up`]): the survey cannot answer for views.
 ///
@@ -128,7 +131,18 @@ async fn catch_up(job: &Job<'_>, snap: &Snapshot) -> bool {
         Some(&inputs.keys.transfer),
     )
     .await;
-    lags()
+    if !lags() {
+        return false;
+    }
+    // Still behind a recheck after the write: the secondary may have missed
+    // the NOTIFY or failed the refresh it started (as the views' recheck
+    // does, repeat it).
+    if let Some(s) = memory.last_survey()
+        && let Err(e) = super::notify::renotify_surveyed(job, &s, snap.served.serial).await
+    {
+        tracing::debug!(zone = %zone, error = %e, "failed to repeat the NOTIFY for a lagging secondary");
+    }
+    true
 }
 
 /// The recheck after a write of a zone in `view`: from
