@@ -32,9 +32,7 @@ async fn renotify(
 ) -> Result<(), ServerError> {
     let serial = written.served.serial;
     match (&seen.survey, job.view(), job.plan.catalog.as_ref()) {
-        (Some(s), _, Some(_)) if !written.wrote => {
-            renotify_surveyed(job, s, serial).await?;
-        }
+        (Some(s), _, Some(_)) if !written.wrote => renotify_surveyed(job, s, serial).await?,
         // In a view the survey has no answer: ask the view's secondaries.
         (None, Some(v), Some(cat)) if matches!(need, Need::Check) && !written.wrote => {
             renotify_view(job, v, cat, serial).await?;
@@ -46,24 +44,23 @@ async fn renotify(
 
 /// When `survey` shows a secondary behind the primary's `serial` of a
 /// catalog member zone (outside views), repeats the zone's NOTIFY, and its
-/// catalog's when a secondary lags there too. Returns whether one lagged.
-/// Used by the periodic check and by the recheck after a write
-/// (`verify::catch_up`): a secondary whose refresh failed (its transfer key
+/// catalog's when a secondary lags there too. Used by the periodic check
+/// and by the recheck after a write (`verify::catch_up`): a secondary whose refresh failed (its transfer key
 /// changed between the primary's reconfig and its own, say) retries only
 /// at the zone's SOA retry timer unless NOTIFYed again.
 pub(super) async fn renotify_surveyed(
     job: &Job<'_>,
     survey: &Survey,
     serial: u32,
-) -> Result<bool, ServerError> {
+) -> Result<(), ServerError> {
     let target = &job.target;
     let (zname, view) = (job.zname(), job.view());
     let primary = &target.pod.name;
     let Some(cat) = job.plan.catalog.as_ref() else {
-        return Ok(false);
+        return Ok(());
     };
     if !secondaries_lag(survey, primary, zname, serial) {
-        return Ok(false);
+        return Ok(());
     }
     tracing::info!(zone = %zname, "a secondary lags behind the primary; sending NOTIFY");
     target.notify(zname, view).await?;
@@ -72,7 +69,7 @@ pub(super) async fn renotify_surveyed(
     {
         target.notify(cat, view).await?;
     }
-    Ok(true)
+    Ok(())
 }
 
 /// The periodic check of a zone in `view` that wrote nothing, and the
