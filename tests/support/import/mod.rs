@@ -276,7 +276,10 @@ impl Server {
         };
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
-            let out = crate::support_bind::dig(port, &[zones[0].0, "SOA", "+short"]);
+            // Over TCP, as every import transfer asks: named (9.20 seen in
+            // CI) may answer on UDP a moment before its TCP listener takes
+            // connections.
+            let out = crate::support_bind::dig(port, &[zones[0].0, "SOA", "+short", "+tcp"]);
             if out.contains(' ') {
                 return server;
             }
