@@ -108,6 +108,75 @@ pub(crate) fn follow(port: u16, name: &str, t: &str, want: &[&str]) {
     );
 }
 
+/// Where the primary's NOTIFYs go while a test wants the secondary to miss
+/// them: a UDP socket of the test's own. A NOTIFY that reached it was spent
+/// there, not on the secondary. (An empty list proves nothing: a NOTIFY
+/// still pending to the secondary, such as the retry of the zone's first
+/// one, sent before the secondary knew the zone, goes out later carrying
+/// whatever serial the zone has by then.)
+struct NotifySink {
+    socket: std::net::UdpSocket,
+}
+
+impl NotifySink {
+    fn bind() -> NotifySink {
+        let socket = std::net::UdpSocket::bind((std::net::Ipv4Addr::LOCALHOST, 0)).unwrap();
+        socket
+            .set_read_timeout(Some(Duration::from_millis(100)))
+            .unwrap();
+        NotifySink { socket }
+    }
+
+    fn endpoint(&self) -> bind_operator::bind::Endpoint {
+        let port = self.socket.local_addr().unwrap().port();
+        bind_operator::bind::Endpoint::new(std::net::Ipv4Addr::LOCALHOST.into(), port).unwrap()
+    }
+
+    /// Waits for a NOTIFY of `zone` (lowercase, trailing dot) announcing
+    /// serial `serial`.
+    #[track_caller]
+    fn wait_for(&self, zone: &str, serial: u32) {
+        use hickory_proto::op::{Message, OpCode};
+        use hickory_proto::rr::RData;
+        let heard = |msg: &Message| {
+            msg.metadata.op_code == OpCode::Notify
+                && msg
+                    .queries
+                    .first()
+                    .is_some_and(|q| q.name().to_ascii() == zone)
+                && msg
+                    .answers
+                    .iter()
+                    .any(|r| matches!(&r.data, RData::SOA(soa) if soa.serial == serial))
+        };
+        let deadline = std::time::Instant::now() + FOLLOW;
+        let mut buf = [0u8; 4096];
+        while std::time::Instant::now() < deadline {
+            if let Ok(n) = self.socket.recv(&mut buf)
+                && Message::from_vec(&buf[..n]).is_ok_and(|m| heard(&m))
+            {
+                return;
+            }
+        }
+        panic!("no NOTIFY of {zone} at serial {serial} reached the sink");
+    }
+}
+
+/// The SOA serial `port` serves for `zone`, asked with `key` (`dig -y`
+/// form, to reach a view) or unsigned.
+fn serial(port: u16, key: Option<&str>, zone: &str) -> u32 {
+    let mut args = vec!["+short", "+norecurse"];
+    if let Some(k) = key {
+        args.extend(["-y", k]);
+    }
+    args.extend([zone, "SOA"]);
+    let out = harness::dig(port, &args);
+    out.split_whitespace()
+        .nth(2)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no SOA of {zone} on port {port}: {out:?}"))
+}
+
 /// Starts named (primary and secondary, on the keys the API will hold),
 /// then the controllers (zone operations batched per pod, as in
 /// production) with an executor for those two pods.
@@ -434,13 +503,21 @@ async fn view_secondary_catches_up(settings: Settings) {
         short(s, "www.example.com", "A").is_empty(),
         "the external view does not have the zone"
     );
+    // A second record reaches the secondary's view through its NOTIFY: none
+    // is left pending to the secondary (see `NotifySink`).
+    env.create(record("ftp", "int", "ftp", RecordType::A, &["10.0.0.9"]))
+        .await;
+    follow_signed(s, &internal, "ftp.example.com", &["10.0.0.9"]);
 
-    // The primary's NOTIFY list for the views goes empty: the change's
-    // NOTIFY reaches nobody, and the secondary's view keeps the old record.
-    named.write_notify_list(&[]);
+    // The primary's NOTIFY list for the views points at a sink: the
+    // change's NOTIFY goes there, and the secondary's view keeps the old
+    // record.
+    let sink = NotifySink::bind();
+    named.write_notify_list(&[sink.endpoint()]);
     env.patch_spec::<DNSRecord>("www", json!({"values": ["10.0.0.2"]}))
         .await;
     follow_signed(p, &internal, "www.example.com", &["10.0.0.2"]);
+    sink.wait_for("example.com.", serial(p, Some(&internal), "example.com"));
     assert_eq!(
         short_signed(s, &internal, "www.example.com"),
         ["10.0.0.1"],
@@ -472,12 +549,19 @@ async fn a_secondary_that_missed_a_notify_catches_up_on_the_recheck_after_the_wr
         .await;
     env.record_phase("www", Phase::Ready).await;
     follow(s, "www.web.test", "A", &["192.0.2.1"]);
+    // A second record reaches the secondary through its NOTIFY: none is left
+    // pending to the secondary (see `NotifySink`).
+    env.create(record("ftp", "web", "ftp", RecordType::A, &["192.0.2.9"]))
+        .await;
+    follow(s, "ftp.web.test", "A", &["192.0.2.9"]);
 
-    // The change's NOTIFY reaches nobody: the secondary keeps the old record.
-    named.write_notify_list(&[]);
+    // The change's NOTIFY goes to a sink: the secondary keeps the old record.
+    let sink = NotifySink::bind();
+    named.write_notify_list(&[sink.endpoint()]);
     env.patch_spec::<DNSRecord>("www", json!({"values": ["192.0.2.2"]}))
         .await;
     follow(p, "www.web.test", "A", &["192.0.2.2"]);
+    sink.wait_for("web.test.", serial(p, None, "web.test"));
     assert_eq!(
         short(s, "www.web.test", "A"),
         ["192.0.2.1"],
