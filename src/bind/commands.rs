@@ -117,6 +117,7 @@ fn verb_of(argv: &[String]) -> &'static str {
         "dns-soa" => "dns_soa",
         "dns-axfr" => "dns_axfr",
         "dns-ixfr" => "dns_ixfr",
+        "dns-notify" => "dns_notify",
         "dig" if has("version.bind") => "probe",
         "dig" if has("AXFR") => "dig_axfr",
         "dig" if has("SOA") => "dig_soa",

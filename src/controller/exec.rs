@@ -262,6 +262,23 @@ pub trait PodExecutor: Send + Sync {
         .boxed()
     }
 
+    /// A TSIG-signed NOTIFY of `zone` (RFC 1996) sent by the operator to
+    /// the pod's DNS port: a secondary that lags refreshes from its
+    /// primaries at once. An answer refusing it (the pod does not serve the
+    /// zone) is an error carrying that code. A test fake records it.
+    fn dns_notify<'a>(
+        &'a self,
+        pod: &'a PodRef,
+        zone: &'a ZoneName,
+        key: &'a TsigKey,
+    ) -> BoxFuture<'a, Result<(), WireError>> {
+        async move {
+            let addr = self.dns_addr(pod).await?;
+            wire::Client::new(addr).notify(zone, key).await
+        }
+        .boxed()
+    }
+
     /// A TSIG-signed IXFR of `zone` from `serial` (see
     /// [`wire::Client::ixfr`]).
     fn dns_ixfr<'a>(
@@ -379,6 +396,16 @@ impl PodExecutor for ObservedExecutor {
         let exchange = self.inner.dns_ixfr(pod, zone, serial, key);
         self.told(pod, DNS_IXFR, exchange).boxed()
     }
+
+    fn dns_notify<'a>(
+        &'a self,
+        pod: &'a PodRef,
+        zone: &'a ZoneName,
+        key: &'a TsigKey,
+    ) -> BoxFuture<'a, Result<(), WireError>> {
+        let exchange = self.inner.dns_notify(pod, zone, key);
+        self.told(pod, DNS_NOTIFY, exchange).boxed()
+    }
 }
 
 impl ObservedExecutor {
@@ -415,6 +442,9 @@ pub const DNS_SOA: &str = "dns-soa";
 pub const DNS_AXFR: &str = "dns-axfr";
 /// The verb of a signed IXFR from the operator.
 pub const DNS_IXFR: &str = "dns-ixfr";
+/// ... for a NOTIFY the operator sends a secondary
+/// ([`PodExecutor::dns_notify`]).
+pub const DNS_NOTIFY: &str = "dns-notify";
 
 /// The in-cluster executor: the pods/exec subresource over a websocket.
 #[derive(Clone)]

@@ -154,19 +154,6 @@ pub fn behind(secondaries: impl IntoIterator<Item = Option<u32>>, serial: u32) -
         .any(|s| s.is_none_or(|s| s < serial))
 }
 
-/// Whether some Ready secondary in the survey serves `zone` below
-/// `serial` (or not at all): it missed a NOTIFY.
-pub fn secondaries_lag(survey: &Survey, primary: &str, zone: &ZoneName, serial: u32) -> bool {
-    behind(
-        survey
-            .pods
-            .iter()
-            .filter(|(pod, _)| pod.as_str() != primary)
-            .map(|(_, served)| served.get(zone).copied()),
-        serial,
-    )
-}
-
 /// The serial of `zone` in `view` on every Ready pod but `primary` (`None`:
 /// it does not serve the zone, or has it not loaded). The survey cannot
 /// answer for a view (its unsigned dig lands in whichever view matches

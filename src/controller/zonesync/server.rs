@@ -76,6 +76,14 @@ pub enum ServerError {
         pod: String,
         reason: String,
     },
+    /// A secondary did not take the operator's NOTIFY (it answered with a
+    /// refusal: it does not serve the zone).
+    #[error("failed to notify pod {pod} of zone {zone}: {reason}")]
+    Notify {
+        zone: String,
+        pod: String,
+        reason: String,
+    },
     /// The batch could not be built (a plan bug: the plan checks each change).
     #[error("failed to build the update for zone {zone}: {source}")]
     Batch {
@@ -92,7 +100,9 @@ impl ServerError {
             ServerError::Unreachable { .. } => Category::PrimaryUnavailable.as_str(),
             ServerError::Rndc { .. } => Category::ZoneCommandFailed.as_str(),
             ServerError::Update { .. } => Category::UpdateFailed.as_str(),
-            ServerError::Transfer { .. } => Category::TransferFailed.as_str(),
+            ServerError::Transfer { .. } | ServerError::Notify { .. } => {
+                Category::TransferFailed.as_str()
+            }
             ServerError::Batch { .. } => Category::InvalidBatch.as_str(),
         }
     }
@@ -264,6 +274,18 @@ impl<'a> Target<'a> {
     ) -> Result<(), ServerError> {
         let _slot = self.batcher.unbatched().await;
         self.servers.notify(self.pod, zone, view).await
+    }
+
+    /// NOTIFYs this pod (a secondary) of `zone` from the operator, over DNS
+    /// signed with `key` (no exec): it refreshes the zone from its
+    /// primaries now.
+    pub async fn notify_secondary(
+        &self,
+        zone: &ZoneName,
+        key: &TsigKey,
+    ) -> Result<(), ServerError> {
+        let _slot = self.batcher.unbatched().await;
+        self.servers.notify_secondary(self.pod, zone, key).await
     }
 
     /// Brings a served primary zone's clause current: the zone is listed

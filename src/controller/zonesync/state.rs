@@ -88,6 +88,12 @@ struct ClusterInner {
     /// Shared, not copied, with every zone that reads it: it holds every
     /// zone of the cluster, and each zone reconcile reads it.
     survey: Option<Arc<Survey>>,
+    /// The NOTIFYs the operator sent a secondary itself, by pod and zone:
+    /// the serial it was told to catch up to, and when.
+    notified: HashMap<(String, ZoneName), (u32, Instant)>,
+    /// When the operator first saw a secondary lack a zone its catalog
+    /// lists, by pod and zone (see [`ClusterMemory::missing_for`]).
+    missing: HashMap<(String, ZoneName), Instant>,
 }
 
 impl ClusterMemory {
@@ -146,6 +152,41 @@ impl ClusterMemory {
     /// Forgets the survey (after a zone was created, deleted or written).
     pub fn invalidate_survey(&self) {
         lock(&self.inner).survey = None;
+    }
+
+    /// Whether the operator should NOTIFY `pod` of `zone` at `serial` now,
+    /// and if so records that it does: not when it did for this serial or
+    /// a later one less than `every` ago. Every zone of a cluster shares its
+    /// catalog, so a secondary behind on a first sync of 1,000 zones gets
+    /// one catalog NOTIFY per `every`, not one per zone that looks.
+    pub fn take_notify(&self, pod: &str, zone: &ZoneName, serial: u32, every: Duration) -> bool {
+        let mut i = lock(&self.inner);
+        let now = Instant::now();
+        let key = (pod.to_string(), zone.clone());
+        if let Some((told, at)) = i.notified.get(&key)
+            && *told >= serial
+            && now.duration_since(*at) < every
+        {
+            return false;
+        }
+        i.notified.insert(key, (serial, now));
+        true
+    }
+
+    /// How long `pod` has lacked `zone` as far as this process saw (zero
+    /// the first time it is asked); `missing: false` forgets it.
+    pub fn missing_for(&self, pod: &str, zone: &ZoneName, missing: bool) -> Duration {
+        self.missing_at(pod, zone, missing, Instant::now())
+    }
+
+    fn missing_at(&self, pod: &str, zone: &ZoneName, missing: bool, now: Instant) -> Duration {
+        let mut i = lock(&self.inner);
+        let key = (pod.to_string(), zone.clone());
+        if !missing {
+            i.missing.remove(&key);
+            return Duration::ZERO;
+        }
+        now.saturating_duration_since(*i.missing.entry(key).or_insert(now))
     }
 
     /// Records a serial the operator knows first-hand (after its own write).
@@ -279,5 +320,47 @@ impl ServerState {
     /// Forgets a deleted zone.
     pub fn forget(&self, zone: &ObjKey) {
         lock(&self.zones).remove(zone);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_secondary_is_notified_once_per_serial_per_interval() {
+        let m = ClusterMemory::default();
+        let (cat, zone) = (
+            ZoneName::parse("catalog.example").unwrap(),
+            ZoneName::parse("example.com").unwrap(),
+        );
+        let every = Duration::from_secs(3600);
+        assert!(m.take_notify("c-1", &cat, 7, every));
+        // The other zones of a first sync looking at the same lag.
+        assert!(!m.take_notify("c-1", &cat, 7, every));
+        assert!(!m.take_notify("c-1", &cat, 6, every));
+        // Another secondary, another zone, a later serial: each its own.
+        assert!(m.take_notify("c-2", &cat, 7, every));
+        assert!(m.take_notify("c-1", &zone, 7, every));
+        assert!(m.take_notify("c-1", &cat, 8, every));
+        // Once the interval passed, the same serial again.
+        assert!(m.take_notify("c-1", &cat, 8, Duration::ZERO));
+    }
+
+    #[test]
+    fn how_long_a_secondary_lacked_a_zone_counts_from_the_first_look() {
+        let m = ClusterMemory::default();
+        let zone = ZoneName::parse("example.com").unwrap();
+        let t0 = Instant::now();
+        let later = t0 + Duration::from_secs(40);
+        assert_eq!(m.missing_at("c-1", &zone, true, t0), Duration::ZERO);
+        assert_eq!(
+            m.missing_at("c-1", &zone, true, later),
+            Duration::from_secs(40)
+        );
+        assert_eq!(m.missing_at("c-2", &zone, true, later), Duration::ZERO);
+        // Served again: forgotten, so a later lack counts afresh.
+        assert_eq!(m.missing_at("c-1", &zone, false, later), Duration::ZERO);
+        assert_eq!(m.missing_at("c-1", &zone, true, later), Duration::ZERO);
     }
 }

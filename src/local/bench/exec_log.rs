@@ -17,7 +17,7 @@ use crate::controller::exec::{ObservedExecutor, PodExecutor, PodRef};
 
 /// Tools a command is classified by (the first one its argv names); a
 /// shell script naming none of them counts as `sh`.
-const TOOLS: [&str; 8] = [
+const TOOLS: [&str; 9] = [
     "nsupdate",
     "dig",
     "rndc",
@@ -26,6 +26,7 @@ const TOOLS: [&str; 8] = [
     "dns-soa",
     "dns-axfr",
     "dns-ixfr",
+    "dns-notify",
 ];
 
 /// One finished exec call.

@@ -137,10 +137,8 @@ async fn catch_up(job: &Job<'_>, snap: &Snapshot) -> bool {
     // Still behind a recheck after the write: the secondary may have missed
     // the NOTIFY or failed the refresh it started (as the views' recheck
     // does, repeat it).
-    if let Some(s) = memory.last_survey()
-        && let Err(e) = super::notify::renotify_surveyed(job, &s, snap.served.serial).await
-    {
-        tracing::debug!(zone = %zone, error = %e, "failed to repeat the NOTIFY for a lagging secondary");
+    if let Some(s) = memory.last_survey() {
+        super::notify::renotify_surveyed(job, &s, snap.served.serial).await;
     }
     true
 }

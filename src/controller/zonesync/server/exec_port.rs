@@ -25,7 +25,7 @@ use crate::bind::wire::{Record, UpdateMessage, WireError};
 use crate::bind::zone::SecondaryZone;
 use crate::bind::{TsigKey, ViewName, ZoneName};
 use crate::controller::exec::{
-    DNS_AXFR, DNS_IXFR, DNS_SOA, ExecError, ExecOutput, PodExecutor, PodRef,
+    DNS_AXFR, DNS_IXFR, DNS_NOTIFY, DNS_SOA, ExecError, ExecOutput, PodExecutor, PodRef,
 };
 
 use super::port::{Refused, ZoneServers, ZonesApplied};
@@ -91,6 +91,18 @@ fn transfer_failure(pod: &PodRef, zone: &ZoneName, program: &str, e: WireError) 
         return read_failure(pod, program, e);
     }
     ServerError::Transfer {
+        zone: zone.to_string(),
+        pod: pod.to_string(),
+        reason: e.to_string(),
+    }
+}
+
+/// A NOTIFY the pod did not take: no answer, or its refusal.
+fn notify_failure(pod: &PodRef, zone: &ZoneName, e: WireError) -> ServerError {
+    if e.is_unreachable() {
+        return read_failure(pod, DNS_NOTIFY, e);
+    }
+    ServerError::Notify {
         zone: zone.to_string(),
         pod: pod.to_string(),
         reason: e.to_string(),
@@ -302,6 +314,21 @@ impl ZoneServers for ExecServers {
                 Ok(_) => Ok(()),
                 Err(e) => Err(refused("notify secondaries of", zone, pod, e)),
             }
+        }
+        .boxed()
+    }
+
+    fn notify_secondary<'a>(
+        &'a self,
+        pod: &'a PodRef,
+        zone: &'a ZoneName,
+        key: &'a TsigKey,
+    ) -> BoxFuture<'a, Result<(), ServerError>> {
+        async move {
+            self.exec
+                .dns_notify(pod, zone, key)
+                .await
+                .map_err(|e| notify_failure(pod, zone, e))
         }
         .boxed()
     }

@@ -140,6 +140,16 @@ pub trait ZoneServers: Send + Sync {
         view: Option<&'a ViewName>,
     ) -> BoxFuture<'a, Result<(), ServerError>>;
 
+    /// A NOTIFY of `zone` from the operator itself to the pod (a
+    /// secondary), signed with `key`, over DNS: the pod refreshes the
+    /// zone from its primaries now. No exec.
+    fn notify_secondary<'a>(
+        &'a self,
+        pod: &'a PodRef,
+        zone: &'a ZoneName,
+        key: &'a TsigKey,
+    ) -> BoxFuture<'a, Result<(), ServerError>>;
+
     /// The DNSKEYs the pod serves for the zone (signed with `key`, so the
     /// query lands in the zone's view).
     fn dnskeys<'a>(

@@ -59,7 +59,10 @@ pub enum Kind {
     ZoneStatus,
     /// UPDATE messages to one zone.
     Update,
+    /// `rndc notify` on the pod (it NOTIFYs its secondaries).
     Notify,
+    /// A NOTIFY the operator sent the pod (a secondary) over DNS.
+    NotifySecondary,
     /// DNSSEC reads and key files.
     Other,
 }
@@ -712,6 +715,24 @@ impl ZoneServers for FakeBind {
         async move {
             let result = self.on_pod(pod, |_| Ok(()));
             self.record(pod, Op0::new(Kind::Notify, zone, view), result.is_ok());
+            result
+        }
+        .boxed()
+    }
+
+    fn notify_secondary<'a>(
+        &'a self,
+        pod: &'a PodRef,
+        zone: &'a ZoneName,
+        _key: &'a TsigKey,
+    ) -> BoxFuture<'a, Result<(), ServerError>> {
+        async move {
+            let result = self.on_pod(pod, |_| Ok(()));
+            self.record(
+                pod,
+                Op0::new(Kind::NotifySecondary, zone, None),
+                result.is_ok(),
+            );
             result
         }
         .boxed()
