@@ -79,6 +79,15 @@ pub struct ClusterMemory {
     inner: Mutex<ClusterInner>,
 }
 
+/// How many NOTIFY and missing-zone entries a cluster's memory holds
+/// before the ones older than [`NOTIFY_MEMORY`] are dropped (zones come
+/// and go; their entries must not pile up).
+const NOTIFY_MEMORY_PRUNE_AT: usize = 4096;
+/// How long those entries matter: a NOTIFY is repeated at most once per
+/// recheck interval (seconds); a zone missing longer than this only has
+/// its count start again.
+const NOTIFY_MEMORY: Duration = Duration::from_secs(600);
+
 #[derive(Debug, Default)]
 struct ClusterInner {
     catalog_epoch: u64,
@@ -160,14 +169,28 @@ impl ClusterMemory {
     /// catalog, so a secondary behind on a first sync of 1,000 zones gets
     /// one catalog NOTIFY per `every`, not one per zone that looks.
     pub fn take_notify(&self, pod: &str, zone: &ZoneName, serial: u32, every: Duration) -> bool {
+        self.take_notify_at(pod, zone, serial, every, Instant::now())
+    }
+
+    fn take_notify_at(
+        &self,
+        pod: &str,
+        zone: &ZoneName,
+        serial: u32,
+        every: Duration,
+        now: Instant,
+    ) -> bool {
         let mut i = lock(&self.inner);
-        let now = Instant::now();
         let key = (pod.to_string(), zone.clone());
         if let Some((told, at)) = i.notified.get(&key)
             && *told >= serial
-            && now.duration_since(*at) < every
+            && now.saturating_duration_since(*at) < every
         {
             return false;
+        }
+        if i.notified.len() >= NOTIFY_MEMORY_PRUNE_AT {
+            i.notified
+                .retain(|_, (_, at)| now.saturating_duration_since(*at) < NOTIFY_MEMORY);
         }
         i.notified.insert(key, (serial, now));
         true
@@ -185,6 +208,10 @@ impl ClusterMemory {
         if !missing {
             i.missing.remove(&key);
             return Duration::ZERO;
+        }
+        if i.missing.len() >= NOTIFY_MEMORY_PRUNE_AT && !i.missing.contains_key(&key) {
+            i.missing
+                .retain(|_, at| now.saturating_duration_since(*at) < NOTIFY_MEMORY);
         }
         now.saturating_duration_since(*i.missing.entry(key).or_insert(now))
     }
@@ -345,6 +372,27 @@ mod tests {
         assert!(m.take_notify("c-1", &cat, 8, every));
         // Once the interval passed, the same serial again.
         assert!(m.take_notify("c-1", &cat, 8, Duration::ZERO));
+    }
+
+    #[test]
+    fn notify_memory_drops_old_entries_once_it_is_large() {
+        let m = ClusterMemory::default();
+        let t0 = Instant::now();
+        let every = Duration::from_secs(5);
+        let zones: Vec<ZoneName> = (0..NOTIFY_MEMORY_PRUNE_AT)
+            .map(|n| ZoneName::parse(&format!("z{n}.example")).unwrap())
+            .collect();
+        for z in &zones {
+            assert!(m.take_notify_at("c-1", z, 1, every, t0));
+            m.missing_at("c-1", z, true, t0);
+        }
+        let later = t0 + NOTIFY_MEMORY + Duration::from_secs(1);
+        let fresh = ZoneName::parse("fresh.example").unwrap();
+        assert!(m.take_notify_at("c-1", &fresh, 1, every, later));
+        m.missing_at("c-1", &fresh, true, later);
+        let i = lock(&m.inner);
+        assert_eq!(i.notified.len(), 1);
+        assert_eq!(i.missing.len(), 1);
     }
 
     #[test]
