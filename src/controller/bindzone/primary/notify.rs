@@ -5,7 +5,7 @@
 //! after a write), where the operator NOTIFYs the lagging secondary itself
 //! over DNS ([`renotify_surveyed`]); asked per secondary with `rndc
 //! zonestatus` in a view, where the primary is told to NOTIFY
-//! ([`renotify_view`], on periodic checks only).
+//! ([`renotify_view`], on periodic checks and the recheck after a write).
 
 use crate::bind::{ViewName, ZoneName};
 use crate::controller::zonesync::server::ServerError;
