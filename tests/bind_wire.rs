@@ -19,7 +19,7 @@ use bind_operator::bind::wire::rdata::{encode, type_code};
 use bind_operator::bind::wire::{Client, Rcode, Record, WireError, update};
 use bind_operator::bind::zone::{Soa, ZoneSkeleton};
 use bind_operator::bind::{DomainName, Rdata, RecordType, TsigAlgorithm, TsigKey, Ttl, ZoneName};
-use harness::{Pod, dig, dig_short, run_ok};
+use harness::{Pod, dig_short, run_ok};
 
 /// One named with one zone per TSIG algorithm, each updated and
 /// transferred with its own key of that algorithm.
@@ -154,14 +154,6 @@ fn dig_sets(s: &Server, zone: &ZoneName, key: &TsigKey) -> WireSets {
     sets
 }
 
-fn dig_serial(port: u16, zone: &ZoneName) -> u32 {
-    dig(port, &["+short", zone.as_str(), "SOA"])
-        .split_whitespace()
-        .nth(2)
-        .and_then(|s| s.parse().ok())
-        .unwrap()
-}
-
 #[test]
 fn every_tsig_algorithm_updates_reads_and_transfers() {
     let s = Server::start();
@@ -171,7 +163,11 @@ fn every_tsig_algorithm_updates_reads_and_transfers() {
             let zone = zone_of(alg);
             let key = &s.keys[&alg];
             let before = c.serial(&zone, None).await.unwrap().unwrap();
-            assert_eq!(before, dig_serial(s.port(), &zone), "{alg}");
+            assert_eq!(
+                before,
+                harness::dig_serial(s.port(), None, zone.as_str()),
+                "{alg}"
+            );
             let b = batch(
                 &zone,
                 vec![
@@ -204,7 +200,7 @@ fn every_tsig_algorithm_updates_reads_and_transfers() {
             );
             let after = c.serial(&zone, Some(key)).await.unwrap().unwrap();
             assert!(after > before, "{alg}: {before} -> {after}");
-            assert_eq!(after, dig_serial(s.port(), &zone));
+            assert_eq!(after, harness::dig_serial(s.port(), None, zone.as_str()));
             // The transfer, every message verified, holds what dig shows,
             // byte for byte.
             let records = c.axfr(&zone, key).await.unwrap();
@@ -396,7 +392,10 @@ fn failures_are_typed_and_never_carry_the_secret() {
         // Signed, every answer's signature checked: the same serials.
         assert_eq!(c.serials(&all, Some(&key)).await.unwrap(), serials);
         assert!(!serials.contains_key(&elsewhere));
-        assert_eq!(serials[&zone], dig_serial(s.port(), &zone));
+        assert_eq!(
+            serials[&zone],
+            harness::dig_serial(s.port(), None, zone.as_str())
+        );
         // Nothing listening: a connect error, typed as unreachable.
         let lease = harness::reserve_port();
         let gone = Client::new(SocketAddr::from(([127, 0, 0, 1], lease.port)));

@@ -326,6 +326,21 @@ pub fn dig(port: u16, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// The SOA serial `port` serves for `zone`, asked with `key` (`dig -y`
+/// form, to reach a view) or unsigned.
+pub fn dig_serial(port: u16, key: Option<&str>, zone: &str) -> u32 {
+    let mut args = vec!["+short", "+norecurse"];
+    if let Some(k) = key {
+        args.extend(["-y", k]);
+    }
+    args.extend([zone, "SOA"]);
+    let out = dig(port, &args);
+    out.split_whitespace()
+        .nth(2)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no SOA of {zone} on port {port}: {out:?}"))
+}
+
 /// The sorted rdata of NAME TYPE as dig +short prints it.
 pub fn dig_short(port: u16, name: &str, rtype: &str) -> Vec<String> {
     let mut v: Vec<String> = dig(port, &["+short", "+norecurse", name, rtype])

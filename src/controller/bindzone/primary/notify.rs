@@ -86,6 +86,7 @@ pub(super) async fn renotify_surveyed(job: &Job<'_>, survey: &Survey, serial: u3
     let primary = &job.target.pod.name;
     let cat_serial = survey.pods.get(primary).and_then(|m| m.get(cat)).copied();
     let key = &inputs.keys.transfer;
+    let every = ctx.settings.recheck_after_write;
     for (name, served) in survey.pods.iter().filter(|(p, _)| *p != primary) {
         let zone_lags = behind([served.get(zone).copied()], serial);
         let cat_lags = cat_serial.is_some_and(|s| behind([served.get(cat).copied()], s));
@@ -108,7 +109,6 @@ pub(super) async fn renotify_surveyed(job: &Job<'_>, survey: &Survey, serial: u3
         if let Some(s) = cat_serial.filter(|_| cat_lags) {
             notify.push((cat, s));
         }
-        let every = ctx.settings.recheck_after_write;
         for (z, at) in notify {
             if !job.memory.take_notify(name, z, at, every) {
                 continue;
