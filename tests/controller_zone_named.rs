@@ -166,24 +166,85 @@ impl NotifySink {
 /// then the controllers (zone operations batched per pod, as in
 /// production) with an executor for those two pods.
 pub(crate) async fn setup(settings: Settings) -> (Env, Named) {
-    setup_views(settings, vec![]).await
+    let (env, named, _) = setup_views(settings, vec![]).await;
+    (env, named)
 }
 
-/// [`setup`] with BIND views (the BindCluster's spec.views must match).
-async fn setup_views(settings: Settings, views: Vec<View>) -> (Env, Named) {
+/// [`setup`] with BIND views (the BindCluster's spec.views must match),
+/// and what the operator ran in the pods and NOTIFYed itself.
+async fn setup_views(settings: Settings, views: Vec<View>) -> (Env, Named, Arc<Watched>) {
     // Real named plays the batched commands production runs.
     let settings = Settings { ..settings };
     let update = support::random_key(support::UPDATE_KEY);
     let xfer = support::random_key(support::XFER_KEY);
     let named = start_named(&update, &xfer, views);
-    let exec = Arc::new(LocalExec {
-        layouts: HashMap::from([
-            (PRIMARY.to_string(), named.primary.layout.clone()),
-            (SECONDARY.to_string(), named.secondary.layout.clone()),
-        ]),
+    let exec = Arc::new(Watched {
+        inner: LocalExec {
+            layouts: HashMap::from([
+                (PRIMARY.to_string(), named.primary.layout.clone()),
+                (SECONDARY.to_string(), named.secondary.layout.clone()),
+            ]),
+        },
+        log: Default::default(),
     });
-    let env = Env::start_with_keys(Bind::Exec(exec), settings, update, xfer).await;
-    (env, named)
+    let env = Env::start_with_keys(Bind::Exec(exec.clone()), settings, update, xfer).await;
+    (env, named, exec)
+}
+
+/// [`LocalExec`], keeping a line per exec (its argv after the program's
+/// name: no key material is on an rndc command line) and per NOTIFY the
+/// operator sent itself (pod, zone, the signing key's name).
+pub(crate) struct Watched {
+    inner: LocalExec,
+    log: std::sync::Mutex<Vec<String>>,
+}
+
+impl Watched {
+    /// The lines logged after the first `from`.
+    fn since(&self, from: usize) -> Vec<String> {
+        self.log.lock().unwrap()[from..].to_vec()
+    }
+
+    /// How many lines are logged.
+    fn len(&self) -> usize {
+        self.log.lock().unwrap().len()
+    }
+}
+
+impl PodExecutor for Watched {
+    fn layout(&self, pod: &PodRef) -> PodLayout {
+        self.inner.layout(pod)
+    }
+
+    fn exec<'a>(
+        &'a self,
+        pod: &'a PodRef,
+        cmd: &'a Command,
+    ) -> BoxFuture<'a, Result<ExecOutput, ExecError>> {
+        let program = std::path::Path::new(&cmd.argv[0])
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        self.log.lock().unwrap().push(format!(
+            "exec {} {program} {}",
+            pod.name,
+            cmd.argv[1..].join(" ")
+        ));
+        self.inner.exec(pod, cmd)
+    }
+
+    fn dns_notify<'a>(
+        &'a self,
+        pod: &'a PodRef,
+        zone: &'a bind_operator::bind::ZoneName,
+        key: &'a TsigKey,
+    ) -> BoxFuture<'a, Result<(), bind_operator::bind::wire::WireError>> {
+        self.log
+            .lock()
+            .unwrap()
+            .push(format!("notify {} {zone} {}", pod.name, key.name.as_str()));
+        self.inner.dns_notify(pod, zone, key)
+    }
 }
 
 /// A primary and a secondary through the rendered entrypoint, and the
@@ -447,8 +508,9 @@ async fn a_view_secondary_that_missed_a_notify_catches_up_on_the_recheck_after_t
 }
 
 /// A zone in a view whose change's NOTIFY reached nobody: the secondary's
-/// view follows once the NOTIFY list is back, through what `settings`
-/// schedule.
+/// view follows through what `settings` schedule, by the operator's own
+/// NOTIFY signed with the view's key (the primary's NOTIFY list stays on a
+/// sink), with no exec to read or NOTIFY.
 async fn view_secondary_catches_up(settings: Settings) {
     // Unsigned queries from 127.0.0.1 land in `external`; only the
     // internal view's key reaches `internal`.
@@ -466,7 +528,7 @@ async fn view_secondary_catches_up(settings: Settings) {
             recursion: None,
         },
     ];
-    let (env, named) = setup_views(settings, views).await;
+    let (env, named, watched) = setup_views(settings, views).await;
     env.patch_spec::<BindCluster>(
         support::CLUSTER,
         json!({"views": [
@@ -499,6 +561,7 @@ async fn view_secondary_catches_up(settings: Settings) {
     // record.
     let sink = NotifySink::bind();
     named.write_notify_list(&[sink.endpoint()]);
+    let from = watched.len();
     env.patch_spec::<DNSRecord>("www", json!({"values": ["10.0.0.2"]}))
         .await;
     follow_signed(p, &internal, "www.example.com", &["10.0.0.2"]);
@@ -511,11 +574,35 @@ async fn view_secondary_catches_up(settings: Settings) {
         ["10.0.0.1"],
         "nothing told the secondary"
     );
-    // The list comes back (its reconfig sends no NOTIFY); only a check that
-    // sees the secondary's view behind NOTIFYs it again — well before the
-    // zone's SOA refresh (hours).
-    named.write_notify_list(&[named.secondary.endpoint()]);
+    // The primary's list stays on the sink: only a check that sees the
+    // secondary's view behind, and NOTIFYs it itself with the view's key,
+    // brings it along — well before the zone's SOA refresh (hours).
     follow_signed(s, &internal, "www.example.com", &["10.0.0.2"]);
+    let seen = watched.since(from);
+    let key = internal.split(':').nth(1).unwrap();
+    assert!(
+        seen.iter()
+            .any(|l| *l == format!("notify {SECONDARY} example.com {key}")),
+        "the operator NOTIFYed the secondary with the view's key: {seen:?}"
+    );
+    assert!(
+        seen.iter()
+            .all(|l| !l.contains(" zonestatus ") && !l.contains(" notify ")),
+        "no rndc zonestatus or rndc notify: {seen:?}"
+    );
+
+    // A delete alone (its serial read back in the update's round, signed
+    // with the view's key) leaves both servers' view, with no exec either.
+    let from = watched.len();
+    env.delete::<DNSRecord>("ftp").await;
+    env.gone::<DNSRecord>("ftp").await;
+    follow_signed(p, &internal, "ftp.example.com", &[]);
+    follow_signed(s, &internal, "ftp.example.com", &[]);
+    let seen = watched.since(from);
+    assert!(
+        seen.iter().all(|l| !l.starts_with("exec ")),
+        "a delete in a view runs nothing in a pod: {seen:?}"
+    );
     env.stop().await;
 }
 
@@ -596,5 +683,13 @@ async fn a_secondary_that_missed_a_notify_catches_up_on_the_recheck_after_the_wr
     // operator's own NOTIFY, sent to it over DNS by the recheck that sees
     // it behind, well before the zone's SOA refresh (hours).
     follow(s, "www.web.test", "A", &["192.0.2.2"]);
+
+    // A delete: its write is followed at once by another pass (the
+    // DNSRecord's release wakes the zone), which must keep the recheck the
+    // write scheduled; the secondary loses the record through it.
+    env.delete::<DNSRecord>("ftp").await;
+    env.gone::<DNSRecord>("ftp").await;
+    follow(p, "ftp.web.test", "A", &[]);
+    follow(s, "ftp.web.test", "A", &[]);
     env.stop().await;
 }

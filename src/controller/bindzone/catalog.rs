@@ -53,7 +53,7 @@ pub async fn ensure(
         Some(p) => p.to_vec(),
         None => {
             if target
-                .serial_of(catalog, view, Some(inputs.keys.transfer_for(view)))
+                .serial_of(catalog, inputs.keys.transfer_for(view))
                 .await?
                 .is_some()
             {

@@ -127,6 +127,7 @@ pub async fn converge(
                 served: Served::default().into(),
                 applied: Some(fingerprint),
                 verified_at: Instant::now(),
+                written_at: None,
                 primary: 0,
             }),
         );

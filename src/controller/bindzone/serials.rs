@@ -4,7 +4,7 @@
 //! them: secondaries ignore a zone whose serial went back), and which
 //! secondaries lag behind the primary (they missed a NOTIFY).
 //!
-//! Touches BIND pods (dig, rndc) through the executor only.
+//! Touches BIND pods (SOA queries over DNS) through the zone servers only.
 
 use std::time::SystemTime;
 
@@ -12,7 +12,7 @@ use crate::bind::{ViewName, ZoneName};
 use crate::controller::zonesync::ZoneContext;
 use crate::controller::zonesync::server::{ServerError, Target};
 use crate::controller::zonesync::state::{ClusterMemory, Survey};
-use crate::controller::zonesync::survey::survey;
+use crate::controller::zonesync::survey::{PodInfo, survey};
 
 use super::read::Inputs;
 
@@ -52,7 +52,8 @@ pub struct Probed {
 }
 
 /// Serials of the zone and, if any, its catalog on the primary: from the
-/// survey on a periodic check, else one fresh dig (zonestatus in a view).
+/// survey on a periodic check outside views, else one fresh signed read
+/// (in a view, signed with the view's key).
 pub async fn probe(
     ctx: &ZoneContext,
     inputs: &Inputs,
@@ -84,51 +85,33 @@ pub async fn probe(
             }
         }
     }
-    match view {
-        None => {
-            let mut ask = vec![zone.clone()];
-            ask.extend(catalog.cloned());
-            let serials = target.serials(&ask, Some(&inputs.keys.transfer)).await?;
-            Ok(Probed {
-                zone: serials.get(zone).copied(),
-                catalog: catalog.map(|c| serials.contains_key(c)),
-                survey: None,
-            })
-        }
-        Some(_) => {
-            let z = target.serial_of(zone, view, None).await?;
-            let c = match catalog {
-                Some(c) => Some(target.serial_of(c, view, None).await?.is_some()),
-                None => None,
-            };
-            Ok(Probed {
-                zone: z,
-                catalog: c,
-                survey: None,
-            })
-        }
-    }
+    // One signed query for both; in a view, the view's key lands it there.
+    let mut ask = vec![zone.clone()];
+    ask.extend(catalog.cloned());
+    let serials = target
+        .serials(&ask, Some(inputs.keys.transfer_for(view)))
+        .await?;
+    Ok(Probed {
+        zone: serials.get(zone).copied(),
+        catalog: catalog.map(|c| serials.contains_key(c)),
+        survey: None,
+    })
 }
 
 /// The highest serial any Ready secondary serves for each of `zones`
 /// (asked right before a zone is re-created; a secondary that cannot be
-/// asked is skipped). One dig per secondary.
+/// asked is skipped). One pipelined read per secondary, signed with the
+/// key of `view` (the transfer key outside views), so it lands there.
 pub async fn peer_serials(
     ctx: &ZoneContext,
     inputs: &Inputs,
     zones: &[ZoneName],
     view: Option<&ViewName>,
 ) -> Vec<(ZoneName, u32)> {
+    let key = inputs.keys.transfer_for(view);
     let mut out = Vec::new();
     for p in inputs.pods.iter().filter(|p| p.ready && p.ordinal != 0) {
-        let t = ctx.target(&p.pod);
-        if view.is_some() {
-            for z in zones {
-                if let Ok(Some(s)) = t.serial_of(z, view, None).await {
-                    out.push((z.clone(), s));
-                }
-            }
-        } else if let Ok(serials) = t.serials(zones, Some(&inputs.keys.transfer)).await {
+        if let Ok(serials) = ctx.target(&p.pod).serials(zones, Some(key)).await {
             out.extend(serials);
         }
     }
@@ -147,35 +130,36 @@ pub fn of(known: &[(ZoneName, u32)], zone: &ZoneName) -> Vec<u32> {
 /// Whether one of the secondaries' serials of a zone (`None`: it does not
 /// serve the zone) is below the primary's `serial`: it missed a NOTIFY.
 /// Shared by zones outside views (serials from the survey) and in views
-/// (from `rndc zonestatus`, [`view_secondaries`]).
+/// ([`view_secondaries`]).
 pub fn behind(secondaries: impl IntoIterator<Item = Option<u32>>, serial: u32) -> bool {
     secondaries
         .into_iter()
         .any(|s| s.is_none_or(|s| s < serial))
 }
 
-/// The serial of `zone` in `view` on every Ready pod but `primary` (`None`:
-/// it does not serve the zone, or has it not loaded). The survey cannot
-/// answer for a view (its unsigned dig lands in whichever view matches
-/// loopback), so each secondary is asked with `rndc zonestatus ... in
-/// view` (no key needed): one exec per Ready secondary. A secondary that
-/// cannot be asked is left out.
-pub async fn view_secondaries(
+/// The serial of `zone` in `view` on every Ready pod but `primary`, by
+/// pod (`None`: it does not serve the zone, or has it not loaded). The
+/// survey asks with the transfer key, which lands in whichever view takes
+/// it; each secondary is asked here with a SOA query signed with the view's
+/// key, which lands in that view ([`crate::bind::viewkey`]): one DNS
+/// exchange per Ready secondary, no exec. A secondary that cannot be asked
+/// is left out.
+pub async fn view_secondaries<'i>(
     ctx: &ZoneContext,
-    inputs: &Inputs,
+    inputs: &'i Inputs,
     primary: &str,
     zone: &ZoneName,
     view: &ViewName,
-) -> Vec<Option<u32>> {
+) -> Vec<(&'i PodInfo, Option<u32>)> {
+    let key = inputs.keys.transfer_for(Some(view));
     let mut out = Vec::new();
     for p in inputs
         .pods
         .iter()
         .filter(|p| p.ready && p.pod.name != primary)
     {
-        let t = ctx.target(&p.pod);
-        match t.serial_of(zone, Some(view), None).await {
-            Ok(s) => out.push(s),
+        match ctx.target(&p.pod).serial_of(zone, key).await {
+            Ok(s) => out.push((p, s)),
             Err(e) => {
                 tracing::debug!(pod = %p.pod, zone = %zone, error = %e, "failed to read a secondary's serial");
             }

@@ -193,27 +193,19 @@ impl<'a> Target<'a> {
     }
 
     /// The serial the pod serves for one zone, `None` when it does not
-    /// serve it. Outside views a SOA query signed with `key`; a zone in a
-    /// view is asked through rndc, which names the view (and tells a zone
-    /// configured but not loaded apart).
+    /// serve it (absent, or configured but not loaded): a SOA query signed
+    /// with `key`, which picks the zone's view (a view's key steers into
+    /// that view; [`crate::bind::viewkey`]).
     pub async fn serial_of(
         &self,
         zone: &ZoneName,
-        view: Option<&ViewName>,
-        key: Option<&TsigKey>,
+        key: &TsigKey,
     ) -> Result<Option<u32>, ServerError> {
-        match view {
-            Some(_) => Ok(self
-                .zone_status(zone, view)
-                .await?
-                .filter(|s| s.loaded)
-                .and_then(|s| s.serial)),
-            None => Ok(self
-                .serials(std::slice::from_ref(zone), key)
-                .await?
-                .get(zone)
-                .copied()),
-        }
+        Ok(self
+            .serials(std::slice::from_ref(zone), Some(key))
+            .await?
+            .get(zone)
+            .copied())
     }
 
     /// Creates a primary zone in the pod's next round: its file from
@@ -460,40 +452,27 @@ impl<'a> Target<'a> {
             .await
     }
 
-    /// Sends the batch and reads the serial it produced. `Ok(None)`: nothing
-    /// to send; `Ok(Some(None))`: sent, but the zone is not served after.
-    /// Outside a view the serial is read in the pod's round; in a view it
-    /// comes from rndc afterwards.
+    /// Sends the batch and reads the serial it produced, in the pod's
+    /// round, over DNS signed with `key` (in a view, the view's key: the
+    /// read lands in that view). `Ok(None)`: nothing to send;
+    /// `Ok(Some(None))`: sent, but the zone is not served after.
     pub async fn update_and_read_serial(
         &self,
         batch: &UpdateBatch,
         key: &TsigKey,
-        view: Option<&ViewName>,
     ) -> Result<Option<Option<u32>>, ServerError> {
         let messages = self.messages(batch)?;
         if messages.is_empty() {
             return Ok(None);
         }
-        let read_serial = view.is_none();
-        let serial = self
-            .batcher
-            .update(
-                self.servers,
-                self.pod,
-                &batch.zone,
-                messages,
-                key,
-                read_serial,
-            )
-            .await?;
-        if read_serial {
-            return Ok(Some(serial));
-        }
-        self.serial_of(&batch.zone, view, Some(key)).await.map(Some)
+        self.batcher
+            .update(self.servers, self.pod, &batch.zone, messages, key, true)
+            .await
+            .map(Some)
     }
 
     /// Replaces the zone's SOA names and timers (`serial` above the served
-    /// one) and reads the serial after.
+    /// one) and reads the serial after (as [`Self::update_and_read_serial`]).
     pub async fn update_soa(
         &self,
         zone: &ZoneName,
@@ -501,13 +480,11 @@ impl<'a> Target<'a> {
         serial: u32,
         ttl: Ttl,
         key: &TsigKey,
-        view: Option<&ViewName>,
     ) -> Result<Option<u32>, ServerError> {
         let message = wire::update::soa_message(zone, soa, serial, ttl);
         self.batcher
-            .update(self.servers, self.pod, zone, vec![message], key, false)
-            .await?;
-        self.serial_of(zone, view, Some(key)).await
+            .update(self.servers, self.pod, zone, vec![message], key, true)
+            .await
     }
 }
 

@@ -31,6 +31,10 @@ pub struct Snapshot {
     pub applied: Option<u64>,
     /// When the primary's serial last matched `served.serial`.
     pub verified_at: Instant,
+    /// When a pass last wrote the zone (kept by the passes after it that
+    /// wrote nothing), so a pass right after a write still schedules the
+    /// recheck after that write.
+    pub written_at: Option<Instant>,
     /// The primary pod's identity then: a restarted or replaced primary
     /// may have lost everything, so the snapshot no longer counts.
     pub primary: u64,

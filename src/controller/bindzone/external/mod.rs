@@ -383,6 +383,7 @@ pub async fn apply(
             served: served.clone(),
             applied: Some(fingerprint),
             verified_at: std::time::Instant::now(),
+            written_at: None,
             primary: identity,
         }),
     );

@@ -96,6 +96,7 @@ mod tests {
             served: Served::default().into(),
             applied: Some(plan),
             verified_at: Instant::now().checked_sub(age).expect("uptime"),
+            written_at: None,
             primary: 1,
         }
     }

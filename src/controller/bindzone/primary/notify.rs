@@ -3,9 +3,10 @@
 //! NOTIFY list was being restored after a restart, or failed the refresh
 //! it started): seen in the survey outside views (also at the recheck
 //! after a write), where the operator NOTIFYs the lagging secondary itself
-//! over DNS ([`renotify_surveyed`]); asked per secondary with `rndc
-//! zonestatus` in a view, where the primary is told to NOTIFY
-//! ([`renotify_view`], on periodic checks and the recheck after a write).
+//! over DNS ([`renotify_surveyed`]); in a view, each secondary is asked by
+//! a SOA query signed with the view's key, and the operator NOTIFYs a
+//! lagging one itself with that key ([`renotify_view`], on periodic checks
+//! and the recheck after a write).
 
 use crate::bind::{ViewName, ZoneName};
 use crate::controller::zonesync::server::ServerError;
@@ -13,6 +14,7 @@ use crate::controller::zonesync::state::Survey;
 
 use super::super::serials::{behind, view_secondaries};
 use super::{Job, Need, Seen, Step, StepError, Written};
+use crate::controller::zonesync::survey::PodInfo;
 
 /// Repeats the NOTIFY of the zone (and its catalog) for lagging secondaries.
 pub(super) async fn lagging(
@@ -124,14 +126,17 @@ pub(super) async fn renotify_surveyed(job: &Job<'_>, survey: &Survey, serial: u3
 /// The periodic check of a zone in `view` that wrote nothing, and the
 /// recheck after a write (`verify::view_catch_up`): when a Ready
 /// secondary's copy of the view lags the primary's `serial` (or lacks the
-/// zone), repeat the NOTIFY, and the view catalog's when one lags there too
-/// (as [`renotify_surveyed`] does from the survey outside views). Returns
+/// zone), the operator NOTIFYs that secondary of the zone itself, and of
+/// the view's catalog when the secondary lags there too (as
+/// [`renotify_surveyed`] does outside views), each NOTIFY signed with the
+/// view's key: the secondary's view takes NOTIFYs signed with it (its
+/// `allow-notify`), and the key steers the message into that view. Returns
 /// whether a secondary lagged.
 ///
-/// Cost per view zone per check: one `rndc zonestatus` per Ready secondary
-/// (none with a single replica); only when one lags, one `rndc notify` of
-/// the zone, one zonestatus of the catalog on the primary and on each Ready
-/// secondary, and at most one `rndc notify` of the catalog.
+/// Cost per view zone per check: one SOA query per Ready secondary (none
+/// with a single replica); only when one lags, one SOA query of the
+/// catalog on the primary and on each lagging secondary, and one NOTIFY
+/// per zone that lags there. No exec.
 pub(super) async fn renotify_view(
     job: &Job<'_>,
     view: &ViewName,
@@ -141,21 +146,31 @@ pub(super) async fn renotify_view(
     let (ctx, inputs, target) = (job.ctx, job.inputs, &job.target);
     let zone = job.zname();
     let primary = &target.pod.name;
-    if !behind(
-        view_secondaries(ctx, inputs, primary, zone, view).await,
-        serial,
-    ) {
+    let key = inputs.keys.transfer_for(Some(view));
+    let lagging: Vec<&PodInfo> = view_secondaries(ctx, inputs, primary, zone, view)
+        .await
+        .into_iter()
+        .filter(|(_, s)| behind([*s], serial))
+        .map(|(p, _)| p)
+        .collect();
+    if lagging.is_empty() {
         return Ok(false);
     }
-    tracing::info!(zone = %zone, view = %view, "a secondary's view lags behind the primary; sending NOTIFY");
-    target.notify(zone, Some(view)).await?;
-    if let Some(cat_serial) = target.serial_of(catalog, Some(view), None).await?
-        && behind(
-            view_secondaries(ctx, inputs, primary, catalog, view).await,
-            cat_serial,
-        )
-    {
-        target.notify(catalog, Some(view)).await?;
+    let cat_serial = target.serial_of(catalog, key).await?;
+    for pod in lagging {
+        let secondary = ctx.target(&pod.pod);
+        let mut notify = vec![zone];
+        if let Some(s) = cat_serial
+            && behind([secondary.serial_of(catalog, key).await?], s)
+        {
+            notify.push(catalog);
+        }
+        for z in notify {
+            tracing::info!(zone = %z, view = %view, pod = %pod.pod, "a secondary's view lags behind the primary; sending it a NOTIFY");
+            if let Err(e) = secondary.notify_secondary(z, key).await {
+                tracing::debug!(zone = %z, view = %view, pod = %pod.pod, error = %e, "the secondary did not take the NOTIFY");
+            }
+        }
     }
     Ok(true)
 }

@@ -18,7 +18,7 @@ pub(super) async fn write(job: &Job<'_>, written: &mut Written) -> Result<(), St
 
 async fn rrsets(job: &Job<'_>, written: &mut Written) -> Result<(), ServerError> {
     let target = &job.target;
-    let (zname, view) = (job.zname(), job.view());
+    let zname = job.zname();
     let (soa, key) = (&job.cfg.soa, job.update_key());
     // Something hidden by foreign data in what is remembered: read again,
     // the other client may have removed it since.
@@ -62,7 +62,7 @@ async fn rrsets(job: &Job<'_>, written: &mut Written) -> Result<(), ServerError>
         }
         sent
     } else {
-        match target.update_and_read_serial(&batch, key, view).await? {
+        match target.update_and_read_serial(&batch, key).await? {
             None => false,
             Some(serial) => {
                 let serial = serial.ok_or_else(|| ServerError::Transfer {
@@ -96,7 +96,7 @@ async fn rrsets(job: &Job<'_>, written: &mut Written) -> Result<(), ServerError>
         let next = served.serial.wrapping_add(1);
         let ttl = job.cfg.default_ttl;
         let after = target
-            .update_soa(zname, soa, next, ttl, key, view)
+            .update_soa(zname, soa, next, ttl, key)
             .await?
             .unwrap_or(next);
         served.serial = after;

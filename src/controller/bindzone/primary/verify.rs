@@ -51,14 +51,27 @@ fn complete(job: &Job<'_>, served: &crate::controller::zonesync::diff::Served) -
         .then_some(job.plan.fingerprint)
 }
 
-/// Remembers what a successful pass left on the primary.
+/// Remembers what a successful pass left on the primary. The next check
+/// is the recheck after a write while the zone's last write is younger
+/// than the catch-up window ([`catch_up`]), also after a pass that wrote
+/// nothing: a wake right after a write (a deleted DNSRecord's release, a
+/// status arriving) must not push the recheck that write wants out to the
+/// periodic check.
 pub(super) fn remember(job: &Job<'_>, written: Written) -> Converged {
+    let settings = &job.ctx.settings;
+    let written_at = if written.wrote {
+        Some(Instant::now())
+    } else {
+        job.snap.as_ref().and_then(|s| s.written_at)
+    };
+    let recheck = written_at.is_some_and(|t| t.elapsed() < catch_up_window(settings));
     job.ctx.state.set_snapshot(
         &job.zkey,
         Some(Snapshot {
             served: written.served.clone(),
             applied: Some(job.plan.fingerprint),
             verified_at: Instant::now(),
+            written_at,
             primary: job.primary.identity,
         }),
     );
@@ -66,7 +79,11 @@ pub(super) fn remember(job: &Job<'_>, written: Written) -> Converged {
         plan: complete(job, &written.served),
         served: written.served,
         wrote: written.wrote,
-        next_check: job.ctx.settings.verify_interval,
+        next_check: if recheck {
+            settings.recheck_after_write.min(settings.verify_interval)
+        } else {
+            settings.verify_interval
+        },
         verified: true,
         restored: written.restored,
     }
@@ -98,12 +115,8 @@ async fn catch_up(job: &Job<'_>, snap: &Snapshot) -> bool {
     let (ctx, inputs, memory) = (job.ctx, job.inputs, &job.memory);
     let zone = job.zname();
     let primary = &job.primary.pod.name;
-    let window = ctx
-        .settings
-        .survey_max_age
-        .min(ctx.settings.verify_interval);
     let age = snap.verified_at.elapsed();
-    if age >= window {
+    if age >= catch_up_window(&ctx.settings) {
         return false;
     }
     if let Some(view) = job.view() {
@@ -146,10 +159,11 @@ async fn catch_up(job: &Job<'_>, snap: &Snapshot) -> bool {
 /// The recheck after a write of a zone in `view`: from
 /// [`Settings::recheck_after_write`] after the write until the catch-up
 /// window closes, each Ready secondary's copy of the view is asked (one
-/// `rndc zonestatus` each); while one lags (a NOTIFY sent while the
-/// primary's NOTIFY list for the view was not in place yet reaches nobody,
-/// and nothing else makes the primary send it again), the zone's NOTIFY
-/// and its view catalog's are repeated. Returns whether to look again.
+/// SOA query each, signed with the view's key); while one lags (a NOTIFY
+/// sent while the primary's NOTIFY list for the view was not in place yet
+/// reaches nobody, and nothing else makes the primary send it again), the
+/// operator NOTIFYs it of the zone, and of its view catalog when that lags
+/// too. Returns whether to look again.
 ///
 /// [`Settings::recheck_after_write`]: crate::controller::zonesync::Settings::recheck_after_write
 async fn view_catch_up(job: &Job<'_>, snap: &Snapshot, view: &ViewName, age: Duration) -> bool {
@@ -166,6 +180,12 @@ async fn view_catch_up(job: &Job<'_>, snap: &Snapshot, view: &ViewName, age: Dur
             true
         }
     }
+}
+
+/// How long after a verified pass the secondaries' catch-up is looked at
+/// ([`catch_up`]): the survey's lifetime, within the periodic check.
+fn catch_up_window(settings: &crate::controller::zonesync::Settings) -> Duration {
+    settings.survey_max_age.min(settings.verify_interval)
 }
 
 /// Whether [`servers`] would show a Ready secondary at another serial than
