@@ -160,8 +160,13 @@ pub(super) async fn renotify_view(
     for pod in lagging {
         let secondary = ctx.target(&pod.pod);
         let mut notify = vec![zone];
+        // A catalog it cannot be asked about gets the NOTIFY too: one
+        // secondary's failed read must not keep the others waiting.
         if let Some(s) = cat_serial
-            && behind([secondary.serial_of(catalog, key).await?], s)
+            && secondary
+                .serial_of(catalog, key)
+                .await
+                .map_or(true, |c| behind([c], s))
         {
             notify.push(catalog);
         }
