@@ -192,8 +192,9 @@ async fn setup_views(settings: Settings, views: Vec<View>) -> (Env, Named, Arc<W
 }
 
 /// [`LocalExec`], keeping a line per exec (its argv after the program's
-/// name: no key material is on an rndc command line) and per NOTIFY the
-/// operator sent itself (pod, zone, the signing key's name).
+/// name, up to a script's first line: no key material is on a command
+/// line) and per NOTIFY the operator sent itself (pod, zone, the signing
+/// key's name).
 pub(crate) struct Watched {
     inner: LocalExec,
     log: std::sync::Mutex<Vec<String>>,
@@ -225,11 +226,13 @@ impl PodExecutor for Watched {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        self.log.lock().unwrap().push(format!(
-            "exec {} {program} {}",
-            pod.name,
-            cmd.argv[1..].join(" ")
-        ));
+        // A script's first line names it; the rest would swamp a message.
+        let args = cmd.argv[1..].join(" ");
+        let args = args.lines().next().unwrap_or_default();
+        self.log
+            .lock()
+            .unwrap()
+            .push(format!("exec {} {program} {args}", pod.name));
         self.inner.exec(pod, cmd)
     }
 
@@ -612,11 +615,21 @@ async fn view_secondary_catches_up(settings: Settings) {
 /// through its NOTIFY, so none is left pending to the secondary (see
 /// `NotifySink`).
 async fn web_zone_on_the_secondary_with_rechecks() -> (Env, Named) {
-    let (env, named) = setup(Settings {
-        recheck_after_write: Duration::from_secs(1),
-        survey_max_age: Duration::from_secs(30),
-        ..test_settings()
-    })
+    let (env, named, _) = web_zone_watched().await;
+    (env, named)
+}
+
+/// [`web_zone_on_the_secondary_with_rechecks`], with what the operator ran
+/// and NOTIFYed.
+async fn web_zone_watched() -> (Env, Named, Arc<Watched>) {
+    let (env, named, watched) = setup_views(
+        Settings {
+            recheck_after_write: Duration::from_secs(1),
+            survey_max_age: Duration::from_secs(30),
+            ..test_settings()
+        },
+        vec![],
+    )
     .await;
     let s = named.secondary.dns.port;
     env.create(zone("web", "web.test")).await;
@@ -627,7 +640,61 @@ async fn web_zone_on_the_secondary_with_rechecks() -> (Env, Named) {
     env.create(record("ftp", "web", "ftp", RecordType::A, &["192.0.2.9"]))
         .await;
     follow(s, "ftp.web.test", "A", &["192.0.2.9"]);
-    (env, named)
+    (env, named, watched)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn new_zones_behind_on_a_secondary_share_one_catalog_notify() {
+    // Six new zones join the catalog while the primary's NOTIFYs go to a
+    // sink: each zone's recheck sees the secondary lacking it with its
+    // catalog behind. The catalog brings them all, so the secondary gets
+    // the catalog's NOTIFY (once per serial and recheck interval, shared
+    // by the six), and none of the zones' own (it would refuse them).
+    let (env, named, watched) = web_zone_watched().await;
+    let s = named.secondary.dns.port;
+    let sink = NotifySink::bind();
+    named.write_notify_list(&[sink.endpoint()]);
+    let from = watched.len();
+    const ZONES: usize = 6;
+    for i in 0..ZONES {
+        env.create(zone(&format!("z{i}"), &format!("z{i}.test")))
+            .await;
+        env.create(record(
+            &format!("r{i}"),
+            &format!("z{i}"),
+            "www",
+            RecordType::A,
+            &[&format!("192.0.2.{}", 10 + i)],
+        ))
+        .await;
+    }
+    for i in 0..ZONES {
+        follow(
+            s,
+            &format!("www.z{i}.test"),
+            "A",
+            &[&format!("192.0.2.{}", 10 + i)],
+        );
+    }
+    let seen = watched.since(from);
+    let to_secondary = |zone: &str| {
+        seen.iter()
+            .filter(|l| l.starts_with(&format!("notify {SECONDARY} {zone} ")))
+            .count()
+    };
+    let catalog = to_secondary(support::CATALOG);
+    assert!(
+        (1..=2).contains(&catalog),
+        "{catalog} catalog NOTIFYs for {ZONES} zones: {seen:?}"
+    );
+    for i in 0..ZONES {
+        assert_eq!(
+            to_secondary(&format!("z{i}.test")),
+            0,
+            "a zone the secondary lacks is brought by the catalog: {seen:?}"
+        );
+    }
+    env.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
