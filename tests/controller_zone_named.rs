@@ -613,15 +613,8 @@ async fn view_secondary_catches_up(settings: Settings) {
 /// within the test (600 s), rechecks every second after a write; zone
 /// `web.test` with `www` (Ready) and `ftp` answered by the secondary, `ftp`
 /// through its NOTIFY, so none is left pending to the secondary (see
-/// `NotifySink`).
-async fn web_zone_on_the_secondary_with_rechecks() -> (Env, Named) {
-    let (env, named, _) = web_zone_watched().await;
-    (env, named)
-}
-
-/// [`web_zone_on_the_secondary_with_rechecks`], with what the operator ran
-/// and NOTIFYed.
-async fn web_zone_watched() -> (Env, Named, Arc<Watched>) {
+/// `NotifySink`); with what the operator ran and NOTIFYed.
+async fn web_zone_on_the_secondary_with_rechecks() -> (Env, Named, Arc<Watched>) {
     let (env, named, watched) = setup_views(
         Settings {
             recheck_after_write: Duration::from_secs(1),
@@ -650,7 +643,7 @@ async fn new_zones_behind_on_a_secondary_share_one_catalog_notify() {
     // catalog behind. The catalog brings them all, so the secondary gets
     // the catalog's NOTIFY (once per serial and recheck interval, shared
     // by the six), and none of the zones' own (it would refuse them).
-    let (env, named, watched) = web_zone_watched().await;
+    let (env, named, watched) = web_zone_on_the_secondary_with_rechecks().await;
     let s = named.secondary.dns.port;
     let sink = NotifySink::bind();
     named.write_notify_list(&[sink.endpoint()]);
@@ -701,7 +694,7 @@ async fn new_zones_behind_on_a_secondary_share_one_catalog_notify() {
 async fn a_secondary_that_missed_the_catalogs_notify_gets_a_new_zone_on_the_recheck() {
     // As below, for a zone the secondary lacks: its NOTIFY would be
     // refused; the catalog's brings it.
-    let (env, named) = web_zone_on_the_secondary_with_rechecks().await;
+    let (env, named, _) = web_zone_on_the_secondary_with_rechecks().await;
     let (p, s) = (named.primary.dns.port, named.secondary.dns.port);
 
     // A new zone joins the catalog while the primary's NOTIFYs go to a
@@ -731,7 +724,7 @@ async fn a_secondary_that_missed_a_notify_catches_up_on_the_recheck_after_the_wr
     // retries at the zone's SOA retry timer, unless NOTIFYed again. The
     // operator NOTIFYs it itself, over DNS: the primary's NOTIFY list
     // never points at the secondary again.
-    let (env, named) = web_zone_on_the_secondary_with_rechecks().await;
+    let (env, named, _) = web_zone_on_the_secondary_with_rechecks().await;
     let (p, s) = (named.primary.dns.port, named.secondary.dns.port);
 
     // The change's NOTIFY goes to a sink: the secondary keeps the old record.
