@@ -191,6 +191,37 @@ async fn setup_views(settings: Settings, views: Vec<View>) -> (Env, Named, Arc<W
     (env, named, exec)
 }
 
+/// [`setup_views`] with views `internal` (the 10/8 clients) and `external`
+/// (everyone else), and the BindCluster given the same two. Unsigned
+/// queries from 127.0.0.1 land in `external`; only the internal view's key
+/// reaches `internal`.
+async fn setup_two_views(settings: Settings) -> (Env, Named, Arc<Watched>) {
+    let views = vec![
+        View {
+            name: ViewName::parse("internal").unwrap(),
+            match_clients: vec![AclElement::parse("10.0.0.0/8").unwrap()],
+            match_destinations: vec![],
+            recursion: None,
+        },
+        View {
+            name: ViewName::parse("external").unwrap(),
+            match_clients: vec![],
+            match_destinations: vec![],
+            recursion: None,
+        },
+    ];
+    let (env, named, watched) = setup_views(settings, views).await;
+    env.patch_spec::<BindCluster>(
+        support::CLUSTER,
+        json!({"views": [
+            {"name": "internal", "matchClients": ["10.0.0.0/8"]},
+            {"name": "external"},
+        ]}),
+    )
+    .await;
+    (env, named, watched)
+}
+
 /// [`LocalExec`], keeping a line per exec (its argv after the program's
 /// name, up to a script's first line: no key material is on a command
 /// line) and per NOTIFY the operator sent itself (pod, zone, the signing
@@ -515,31 +546,7 @@ async fn a_view_secondary_that_missed_a_notify_catches_up_on_the_recheck_after_t
 /// NOTIFY signed with the view's key (the primary's NOTIFY list stays on a
 /// sink), with no exec to read or NOTIFY.
 async fn view_secondary_catches_up(settings: Settings) {
-    // Unsigned queries from 127.0.0.1 land in `external`; only the
-    // internal view's key reaches `internal`.
-    let views = vec![
-        View {
-            name: ViewName::parse("internal").unwrap(),
-            match_clients: vec![AclElement::parse("10.0.0.0/8").unwrap()],
-            match_destinations: vec![],
-            recursion: None,
-        },
-        View {
-            name: ViewName::parse("external").unwrap(),
-            match_clients: vec![],
-            match_destinations: vec![],
-            recursion: None,
-        },
-    ];
-    let (env, named, watched) = setup_views(settings, views).await;
-    env.patch_spec::<BindCluster>(
-        support::CLUSTER,
-        json!({"views": [
-            {"name": "internal", "matchClients": ["10.0.0.0/8"]},
-            {"name": "external"},
-        ]}),
-    )
-    .await;
+    let (env, named, watched) = setup_two_views(settings).await;
     let (p, s) = (named.primary.dns.port, named.secondary.dns.port);
     let internal = named.view_key("internal");
     let mut z = zone("int", "example.com");
@@ -606,6 +613,93 @@ async fn view_secondary_catches_up(settings: Settings) {
         seen.iter().all(|l| !l.starts_with("exec ")),
         "a delete in a view runs nothing in a pod: {seen:?}"
     );
+    env.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_view_zone_re_created_on_an_empty_primary_starts_above_the_secondarys_serial() {
+    // Periodic checks every second: they notice the primary lost the zone.
+    let settings = Settings {
+        verify_interval: Duration::from_secs(1),
+        survey_max_age: Duration::from_millis(500),
+        ..test_settings()
+    };
+    let (env, mut named, _) = setup_two_views(settings).await;
+    let (p, s) = (named.primary.dns.port, named.secondary.dns.port);
+    let internal = named.view_key("internal");
+    let mut z = zone("int", "example.com");
+    z.spec.view = Some("internal".into());
+    env.create(z).await;
+    env.create(record("www", "int", "www", RecordType::A, &["10.0.0.1"]))
+        .await;
+    env.record_phase("www", Phase::Ready).await;
+    follow_signed(s, &internal, "www.example.com", &["10.0.0.1"]);
+
+    // Another client moves the zone's serial a million ahead (an UPDATE of
+    // the SOA in the internal view); the secondary's view follows it. A
+    // zone re-created at "now" would then sit below what the secondary
+    // holds, and the secondary would never transfer it again.
+    let soa = harness::dig(
+        p,
+        &[
+            "+short",
+            "+norecurse",
+            "-y",
+            &internal,
+            "example.com",
+            "SOA",
+        ],
+    );
+    let mut fields: Vec<String> = soa.split_whitespace().map(str::to_string).collect();
+    assert_eq!(fields.len(), 7, "SOA of example.com in internal: {soa:?}");
+    let ahead = fields[2].parse::<u32>().unwrap() + 1_000_000;
+    fields[2] = ahead.to_string();
+    crate::support_e2e::nsupdate(
+        p,
+        &internal,
+        &[&format!(
+            "update add example.com. 3600 SOA {}",
+            fields.join(" ")
+        )],
+    )
+    .expect("the SOA update is accepted");
+    let ok = wait_until(FOLLOW, || {
+        harness::dig_serial(s, Some(&internal), "example.com") == ahead
+    });
+    assert!(ok, "the secondary's view did not follow serial {ahead}");
+
+    // Kill named, empty its data directory, start it again: the primary
+    // comes back without the view's zone or catalog.
+    named.primary.stop();
+    let data = named.primary.layout.data_dir.clone();
+    for entry in std::fs::read_dir(&data).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() && !path.is_symlink() {
+            std::fs::remove_dir_all(&path).unwrap();
+        } else {
+            std::fs::remove_file(&path).unwrap();
+        }
+    }
+    named.primary.start();
+    assert!(
+        short_signed(p, &internal, "www.example.com").is_empty(),
+        "the volume was not empty"
+    );
+    env.set_pod(PRIMARY, true, 1).await;
+    follow_signed(p, &internal, "www.example.com", &["10.0.0.1"]);
+    // The re-created zone starts above the secondary's serial, read from
+    // the secondary's internal view with that view's key.
+    let recreated = harness::dig_serial(p, Some(&internal), "example.com");
+    assert!(
+        recreated > ahead,
+        "re-created at serial {recreated}, not above the secondary's {ahead}"
+    );
+    // So the secondary's view takes the re-created zone's changes.
+    named.write_notify_list(&[named.secondary.endpoint()]);
+    env.create(record("ftp", "int", "ftp", RecordType::A, &["10.0.0.9"]))
+        .await;
+    follow_signed(p, &internal, "ftp.example.com", &["10.0.0.9"]);
+    follow_signed(s, &internal, "ftp.example.com", &["10.0.0.9"]);
     env.stop().await;
 }
 
