@@ -703,6 +703,96 @@ async fn a_view_zone_re_created_on_an_empty_primary_starts_above_the_secondarys_
     env.stop().await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_record_says_ready_only_once_the_secondary_serves_it() {
+    // No recheck or periodic check within the test (600 s): nothing but
+    // the zone's own writes brings the secondary along. `www` and `ftp`
+    // are Ready and on the secondary, `ftp` through its NOTIFY, so none is
+    // left pending to the secondary (see `NotifySink`).
+    let (env, named, _) = setup_views(test_settings(), vec![]).await;
+    let (p, s) = (named.primary.dns.port, named.secondary.dns.port);
+    env.create(zone("web", "web.test")).await;
+    env.create(record("www", "web", "www", RecordType::A, &["192.0.2.1"]))
+        .await;
+    env.record_phase("www", Phase::Ready).await;
+    // Ready now means the secondary answers it, without waiting.
+    assert_eq!(short(s, "www.web.test", "A"), ["192.0.2.1"]);
+    env.create(record("ftp", "web", "ftp", RecordType::A, &["192.0.2.9"]))
+        .await;
+    env.record_phase("ftp", Phase::Ready).await;
+    assert_eq!(short(s, "ftp.web.test", "A"), ["192.0.2.9"]);
+
+    // The primary's NOTIFYs go to a sink: the secondary misses the next
+    // change. The primary serves the new record; the secondary, where
+    // resolvers are sent too, answers NXDOMAIN: the record is not Ready.
+    // After the wait for the servers it says Pending, NotServed, naming
+    // the secondary and the serials.
+    // `www` changes in the same write.
+    let sink = NotifySink::bind();
+    named.write_notify_list(&[sink.endpoint()]);
+    env.create(record("api", "web", "api", RecordType::A, &["192.0.2.7"]))
+        .await;
+    env.patch_spec::<DNSRecord>("www", serde_json::json!({"values": ["192.0.2.2"]}))
+        .await;
+    follow(p, "api.web.test", "A", &["192.0.2.7"]);
+    follow(p, "www.web.test", "A", &["192.0.2.2"]);
+    let serial = harness::dig_serial(p, None, "web.test");
+    sink.wait_for("web.test.", serial);
+    let pending = env
+        .wait::<DNSRecord, _>("api Pending, NotServed", "api", |r| {
+            let st = r?.status.as_ref()?;
+            (st.phase == Some(Phase::Pending)
+                && st.conditions.iter().any(|c| c.reason == "NotServed"))
+            .then(|| st.clone())
+        })
+        .await;
+    let message = &pending
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "Ready")
+        .expect("a Ready condition")
+        .message;
+    assert!(
+        message.contains(&format!("pod {SECONDARY} serves serial"))
+            && message.contains(&format!("at serial {serial} on the primary")),
+        "{message}"
+    );
+    assert!(
+        short(s, "api.web.test", "A").is_empty(),
+        "the secondary does not serve it"
+    );
+    // The changed record: not Ready at its new generation either.
+    env.wait::<DNSRecord, _>("www Pending, NotServed at generation 2", "www", |r| {
+        let st = r?.status.as_ref()?;
+        (st.phase == Some(Phase::Pending)
+            && st.observed_generation == Some(2)
+            && st.conditions.iter().any(|c| c.reason == "NotServed"))
+        .then_some(())
+    })
+    .await;
+    assert_eq!(short(s, "www.web.test", "A"), ["192.0.2.1"]);
+
+    // The NOTIFY list back: the next change reaches the secondary with
+    // both records, and both say Ready (the first one's wait went on past
+    // its Pending).
+    named.write_notify_list(&[named.secondary.endpoint()]);
+    env.create(record(
+        "mail",
+        "web",
+        "mail",
+        RecordType::A,
+        &["192.0.2.25"],
+    ))
+    .await;
+    env.record_phase("api", Phase::Ready).await;
+    env.record_phase("mail", Phase::Ready).await;
+    env.record_phase("www", Phase::Ready).await;
+    assert_eq!(short(s, "api.web.test", "A"), ["192.0.2.7"]);
+    assert_eq!(short(s, "www.web.test", "A"), ["192.0.2.2"]);
+    assert_eq!(short(s, "mail.web.test", "A"), ["192.0.2.25"]);
+    env.stop().await;
+}
+
 /// The start of the missed-NOTIFY tests outside views: no periodic check
 /// within the test (600 s), rechecks every second after a write; zone
 /// `web.test` with `www` (Ready) and `ftp` answered by the secondary, `ftp`

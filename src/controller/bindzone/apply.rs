@@ -31,6 +31,7 @@ use crate::controller::zonesync::writes::{
 use crate::render::validate::{PrimaryZoneConfig, ZoneConfig};
 
 use super::applied::Applied;
+use super::confirm::{self, Confirm};
 use super::primary::{Converged, Failure};
 use super::read::{self, Blocked, Inputs, ZoneRead};
 use super::{Error, dnssec, dnssec_keys, external_secondaries, primary, secondary};
@@ -123,6 +124,7 @@ async fn primary_zone(ctx: &ZoneContext, r: &ZoneRead) -> Result<Action, Error> 
                 records,
                 &out.desired,
                 None,
+                None,
             )
             .await?;
             // The records the plan accepted wait on the zone: when it
@@ -141,6 +143,22 @@ async fn primary_zone(ctx: &ZoneContext, r: &ZoneRead) -> Result<Action, Error> 
             return not_converged(ctx, zone, &r.cfg, f, &waiting).await;
         }
     };
+    let confirm = Confirm {
+        zone: r.cfg.clause.zone.clone(),
+        secondaries: r
+            .inputs
+            .pods
+            .iter()
+            .filter(|p| p.ready && p.pod.name != r.primary.pod.name)
+            .map(|p| p.pod.clone())
+            .collect(),
+        key: r
+            .inputs
+            .keys
+            .transfer_for(r.cfg.clause.view.as_ref())
+            .clone(),
+        serial: c.served.serial,
+    };
     settle_records(
         ctx,
         &zone_ns,
@@ -148,6 +166,7 @@ async fn primary_zone(ctx: &ZoneContext, r: &ZoneRead) -> Result<Action, Error> 
         records,
         &out.desired,
         Some(c.served.as_ref()),
+        Some(confirm),
     )
     .await?;
     let dnssec_state = match signing_state(ctx, r, &c).await {
@@ -477,6 +496,7 @@ pub(super) async fn settle_records(
     records: &[Arc<DNSRecord>],
     desired: &Desired,
     served: Option<&Served>,
+    confirm: Option<Confirm>,
 ) -> Result<(), Error> {
     let mut reports = Vec::new();
     let mut release = Vec::new();
@@ -520,7 +540,18 @@ pub(super) async fn settle_records(
         }
     }
     // Many are queued, not awaited: the zone's next flush does not wait.
-    queue_record_reports(ctx, reports).await?;
+    // Ready ones wait for every secondary to serve them, when the pass
+    // knows the secondaries ([`confirm`]); any other report ends a wait.
+    let (ready, rest): (Vec<_>, Vec<_>) = reports
+        .into_iter()
+        .partition(|(_, rep)| confirm.is_some() && matches!(rep, RecordReport::Ready(_)));
+    for (r, _) in &rest {
+        ctx.state.statuses.cancel_await(r);
+    }
+    queue_record_reports(ctx, rest).await?;
+    if let Some(confirm) = confirm {
+        confirm::ready_when_served(ctx, confirm, ready).await?;
+    }
     release_record_reports(ctx, release).await?;
     Ok(())
 }

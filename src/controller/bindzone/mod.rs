@@ -24,6 +24,7 @@ pub mod applied;
 pub mod apply;
 pub mod catalog;
 pub mod cleanup;
+pub mod confirm;
 pub mod dnssec;
 pub mod dnssec_keys;
 pub mod external;

@@ -15,6 +15,8 @@
 //! - [`server`]: zone operations on a BIND pod.
 //! - [`server::batch`]: group commit of those operations per pod: what the zones of
 //!   a cluster ask of a pod at about the same time runs as one exec per kind.
+//! - [`served`]: waiting for a pod to serve a zone at a serial, one watch
+//!   per pod for every zone waiting there.
 //! - [`state`]: in-memory snapshots, surveys, catalog epochs, backoff.
 //! - [`survey`]: one SOA read over DNS per pod for every zone of a
 //!   cluster, cached.
@@ -29,6 +31,7 @@ pub mod diff;
 pub mod keys;
 pub mod namespaces;
 pub mod plan;
+pub mod served;
 pub mod server;
 pub mod state;
 pub mod survey;
@@ -96,6 +99,13 @@ pub const SNAPSHOT_TRUST: Duration = Duration::from_secs(10);
 /// After a write, check again this soon so `status.servers` shows the
 /// secondaries catching up.
 pub const RECHECK_AFTER_WRITE: Duration = Duration::from_secs(5);
+/// How long a DNSRecord's Ready waits for every secondary to serve the
+/// primary's serial that holds it before it says Pending (`NotServed`)
+/// while the wait goes on (see `bindzone::confirm`). Long enough for a
+/// secondary taking in a first sync of 1,000 zones (2-3 s here) and for
+/// the recheck after a write that NOTIFYs a secondary that missed one (5
+/// s), so neither costs each record a Pending status write.
+pub const SERVED_WAIT: Duration = Duration::from_secs(10);
 
 /// Timing knobs; tests shorten them.
 #[derive(Debug, Clone)]
@@ -107,6 +117,7 @@ pub struct Settings {
     pub retry_max: Duration,
     pub recheck_after_write: Duration,
     pub snapshot_trust: Duration,
+    pub served_wait: Duration,
 }
 
 impl Default for Settings {
@@ -119,6 +130,7 @@ impl Default for Settings {
             retry_max: RETRY_MAX,
             recheck_after_write: RECHECK_AFTER_WRITE,
             snapshot_trust: SNAPSHOT_TRUST,
+            served_wait: SERVED_WAIT,
         }
     }
 }

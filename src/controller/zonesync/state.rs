@@ -253,6 +253,8 @@ pub struct ServerState {
     /// report is written whatever the cache shows), and the DNSRecord
     /// reports queued for the background writer.
     pub statuses: Arc<super::writes::StatusQueue>,
+    /// Waits for pods to serve a zone at a serial (DNSRecords' Ready).
+    pub served: Arc<super::served::ServedWatch>,
     clusters: Mutex<HashMap<ObjKey, Arc<ClusterMemory>>>,
     /// When the DNSRecord controller last put the finalizer on a record of
     /// a zone not applied yet (or of no zone yet): a first sync still

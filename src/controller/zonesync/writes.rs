@@ -274,8 +274,18 @@ pub async fn queue_record_reports(
     ctx: &super::ZoneContext,
     reports: Vec<(Arc<DNSRecord>, RecordReport)>,
 ) -> Result<usize, WriteError> {
-    let queue = &ctx.state.statuses;
-    let fresh = queue.fresh(reports, Some(ctx.settings.record_max_wait), false);
+    queue_reports(&ctx.state.statuses, &ctx.base, &ctx.settings, reports).await
+}
+
+/// [`queue_record_reports`] from the parts of the zone context it uses
+/// (for a task that outlives the zone's pass).
+pub async fn queue_reports(
+    queue: &Arc<StatusQueue>,
+    base: &Arc<Context>,
+    settings: &super::Settings,
+    reports: Vec<(Arc<DNSRecord>, RecordReport)>,
+) -> Result<usize, WriteError> {
+    let fresh = queue.fresh(reports, Some(settings.record_max_wait), false);
     if fresh.len() <= WRITE_NOW {
         let writing = queue.writing.lock().await;
         // Written meanwhile by the background writer (see `run`).
@@ -289,7 +299,7 @@ pub async fn queue_record_reports(
                 q.queued.remove(uid);
             }
         }
-        let (n, _, error) = queue.write(&ctx.base, fresh).await;
+        let (n, _, error) = queue.write(base, fresh).await;
         drop(writing);
         return error.map_or(Ok(n), Err);
     }
@@ -301,8 +311,8 @@ pub async fn queue_record_reports(
         !std::mem::replace(&mut q.worker, true)
     };
     if start {
-        let (queue, base) = (queue.clone(), ctx.base.clone());
-        let backoff = (ctx.settings.retry_base, ctx.settings.retry_max);
+        let (queue, base) = (queue.clone(), base.clone());
+        let backoff = (settings.retry_base, settings.retry_max);
         tokio::spawn(async move { queue.run(&base, backoff).await });
     }
     Ok(0)
@@ -408,6 +418,12 @@ struct QueueInner {
     queued: std::collections::HashMap<String, (u64, Arc<DNSRecord>, RecordReport)>,
     /// Whether the background writer runs.
     worker: bool,
+    /// DNSRecord uid -> the Ready report that waits for every secondary
+    /// to serve it (its fingerprint) and the wait's ticket
+    /// ([`StatusQueue::await_served`]).
+    awaiting: std::collections::HashMap<String, (u64, u64)>,
+    /// The ticket the next wait gets.
+    next_ticket: u64,
 }
 
 fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -419,12 +435,67 @@ impl StatusQueue {
     /// Forgets a released record (and drops its queued report).
     pub fn forget(&self, uid: &str) {
         self.memo.forget(uid);
-        lock(&self.inner).queued.remove(uid);
+        let mut q = lock(&self.inner);
+        q.queued.remove(uid);
+        q.awaiting.remove(uid);
     }
 
     /// Reports queued and not written yet.
     pub fn queued(&self) -> usize {
         lock(&self.inner).queued.len()
+    }
+
+    /// Whether `record` shows `report` (a Ready one) already: this process
+    /// wrote it last, or wrote nothing for it and the cached object is
+    /// Ready at its generation (an operator restart). Such a Ready does
+    /// not wait for the secondaries again.
+    pub fn confirmed(&self, record: &DNSRecord, report: &RecordReport) -> bool {
+        let uid = record.metadata.uid.as_deref().unwrap_or_default();
+        match self.memo.last(uid) {
+            Some(last) => last == fingerprint(record.metadata.generation, report),
+            None => record.status.as_ref().is_some_and(|s| {
+                s.phase == Some(crate::api::Phase::Ready)
+                    && s.observed_generation == record.metadata.generation
+            }),
+        }
+    }
+
+    /// Starts `record`'s wait for its Ready `report` to be served
+    /// everywhere: a ticket, or `None` when a wait for this very report
+    /// runs already (a zone's later pass derived it again: the wait that
+    /// runs still holds, so it is not restarted).
+    pub fn await_served(&self, record: &DNSRecord, report: &RecordReport) -> Option<u64> {
+        let uid = record.metadata.uid.clone().unwrap_or_default();
+        let f = fingerprint(record.metadata.generation, report);
+        let mut q = lock(&self.inner);
+        if q.awaiting.get(&uid).is_some_and(|(af, _)| *af == f) {
+            return None;
+        }
+        q.next_ticket += 1;
+        let ticket = q.next_ticket;
+        q.awaiting.insert(uid, (f, ticket));
+        Some(ticket)
+    }
+
+    /// Ends `record`'s wait, if any: a pass derived another report for it.
+    pub fn cancel_await(&self, record: &DNSRecord) {
+        let uid = record.metadata.uid.as_deref().unwrap_or_default();
+        lock(&self.inner).awaiting.remove(uid);
+    }
+
+    /// Whether the wait with `ticket` is still `uid`'s; `end`: and it ends.
+    pub fn holds_await(&self, uid: &str, ticket: u64, end: bool) -> bool {
+        let mut q = lock(&self.inner);
+        let holds = q.awaiting.get(uid).is_some_and(|(_, t)| *t == ticket);
+        if holds && end {
+            q.awaiting.remove(uid);
+        }
+        holds
+    }
+
+    /// Waits for the secondaries that run.
+    pub fn awaiting(&self) -> usize {
+        lock(&self.inner).awaiting.len()
     }
 
     /// The reports that need a write: not the one last written (unless a

@@ -61,6 +61,7 @@ pub fn test_settings() -> Settings {
         retry_max: Duration::from_millis(400),
         recheck_after_write: Duration::from_secs(600),
         snapshot_trust: Duration::from_secs(10),
+        served_wait: Duration::from_secs(2),
     }
 }
 

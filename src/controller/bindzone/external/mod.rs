@@ -372,6 +372,7 @@ pub async fn apply(
                 records,
                 &desired,
                 None,
+                None,
             )
             .await?;
             return failed(ctx, zone, e).await;
@@ -394,6 +395,7 @@ pub async fn apply(
         records,
         &desired,
         Some(&*served),
+        None,
     )
     .await?;
     let servers = serials(&at, zname, served.serial).await;

@@ -1,0 +1,266 @@
+//! Waiting for a pod to serve a zone at a serial: what a DNSRecord's Ready
+//! waits for on every secondary (see `bindzone::confirm`).
+//!
+//! One watch per pod, shared by every zone that waits on it: each look is
+//! one round of signed SOA queries for all zones waiting there (one
+//! pipelined exchange per signing key, through the pod's group commit), so
+//! a first sync of 1,000 zones costs a few exchanges, not one per zone.
+//! Looks follow the oldest wait: soon after a write (a lone change
+//! reaches a secondary in ~10 ms: NOTIFY, SOA query, IXFR), then further
+//! apart while it goes on (half its age: a secondary that takes seconds is
+//! asked a few times a second at most), never closer than the number of
+//! zones waiting allows (a secondary taking a first sync of 1,000 zones in
+//! is asked for all of them at most twice a second, so that costs a
+//! handful of exchanges). The first look comes one such pause after the
+//! first wait: a secondary needs that long at least (its NOTIFY, SOA query
+//! and transfer). A change that arrives while a long wait runs
+//! (a secondary that lags for good) is looked at within [`MAX_PAUSE`].
+//!
+//! A serial names the primary's content at that serial, so a pod serving
+//! serial S or later (RFC 1982 order) serves what the primary served at S.
+//!
+//! Touches the pods (SOA queries) only; never the API server.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio::sync::{Notify, oneshot};
+
+use crate::bind::{TsigKey, ZoneName};
+use crate::controller::exec::PodRef;
+
+use super::server::Target;
+use super::server::batch::Batcher;
+use super::server::port::ZoneServers;
+
+/// Closest two looks at a pod with one zone waiting.
+pub const MIN_PAUSE: Duration = Duration::from_millis(2);
+/// What each waiting zone adds to the closest two looks may be (1,000
+/// zones: half a second).
+pub const PAUSE_PER_ZONE: Duration = Duration::from_micros(500);
+/// Farthest two looks at a pod are apart.
+pub const MAX_PAUSE: Duration = Duration::from_secs(1);
+
+/// What a wait ends with when the pod does not serve the serial in time:
+/// the serial it served at the last look (`None`: it did not answer for
+/// the zone, or could not be asked).
+pub type Lag = Option<u32>;
+
+/// Every pod's watch (see the module docs).
+#[derive(Debug, Default)]
+pub struct ServedWatch {
+    pods: Mutex<HashMap<PodRef, Arc<PodWatch>>>,
+}
+
+#[derive(Debug, Default)]
+struct PodWatch {
+    inner: Mutex<PodInner>,
+    /// A new wait: the watch recomputes when it looks next.
+    arrived: Notify,
+}
+
+#[derive(Debug, Default)]
+struct PodInner {
+    waiters: Vec<Waiter>,
+    /// The id the next wait gets (ids tell which waits a look asked for).
+    next_id: u64,
+    /// Whether the pod's watch task runs.
+    running: bool,
+}
+
+#[derive(Debug)]
+struct Waiter {
+    id: u64,
+    zone: ZoneName,
+    key: TsigKey,
+    serial: u32,
+    since: Instant,
+    until: Instant,
+    last: Lag,
+    reply: oneshot::Sender<Result<(), Lag>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // Plain data behind the lock: a panic elsewhere leaves it usable.
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Whether `served` is `wanted` or later in serial number arithmetic
+/// (RFC 1982).
+pub fn serves(served: u32, wanted: u32) -> bool {
+    served.wrapping_sub(wanted) < (1 << 31)
+}
+
+/// How long the watch of a pod waits before its next look: half as long
+/// as the oldest wait has lasted (so a wait that just began is looked at
+/// within milliseconds, and one that has gone on for seconds about once a
+/// second), within [`MIN_PAUSE`] plus [`PAUSE_PER_ZONE`] per zone waiting
+/// and [`MAX_PAUSE`].
+pub fn pause(waiting: usize, oldest: Duration) -> Duration {
+    let floor = (MIN_PAUSE + PAUSE_PER_ZONE * waiting as u32).min(MAX_PAUSE);
+    (oldest / 2).clamp(floor, MAX_PAUSE)
+}
+
+impl ServedWatch {
+    /// Waits until `pod` serves `zone` at `serial` or later (asked with
+    /// SOA queries signed with `key`, which steers them into the zone's
+    /// view), or until `until`: then `Err` with the serial seen last.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn wait(
+        &self,
+        servers: &Arc<dyn ZoneServers>,
+        batcher: &Arc<Batcher>,
+        pod: &PodRef,
+        zone: &ZoneName,
+        key: &TsigKey,
+        serial: u32,
+        until: Instant,
+    ) -> Result<(), Lag> {
+        let watch = lock(&self.pods).entry(pod.clone()).or_default().clone();
+        let (reply, rx) = oneshot::channel();
+        let start = {
+            let mut w = lock(&watch.inner);
+            let id = w.next_id;
+            w.next_id += 1;
+            w.waiters.push(Waiter {
+                id,
+                zone: zone.clone(),
+                key: key.clone(),
+                serial,
+                since: Instant::now(),
+                until,
+                last: None,
+                reply,
+            });
+            !std::mem::replace(&mut w.running, true)
+        };
+        if start {
+            let (servers, batcher, pod) = (servers.clone(), batcher.clone(), pod.clone());
+            tokio::spawn(watch_pod(watch, servers, batcher, pod));
+        } else {
+            watch.arrived.notify_one();
+        }
+        rx.await.unwrap_or(Err(None))
+    }
+}
+
+/// One pod's watch: looks while any wait is left, then ends (a later wait
+/// starts it again).
+async fn watch_pod(
+    watch: Arc<PodWatch>,
+    servers: Arc<dyn ZoneServers>,
+    batcher: Arc<Batcher>,
+    pod: PodRef,
+) {
+    let target = Target::new(&servers, &batcher, &pod);
+    let first = {
+        let w = lock(&watch.inner);
+        Instant::now() + pause(w.waiters.len(), Duration::ZERO)
+    };
+    tokio::time::sleep_until(first.into()).await;
+    loop {
+        // What to ask: the waiting zones per signing key.
+        let (asked, asks): (u64, Vec<(TsigKey, Vec<ZoneName>)>) = {
+            let mut w = lock(&watch.inner);
+            w.waiters.retain(|x| !x.reply.is_closed());
+            if w.waiters.is_empty() {
+                w.running = false;
+                return;
+            }
+            let mut by_key: BTreeMap<String, (TsigKey, Vec<ZoneName>)> = BTreeMap::new();
+            for x in &w.waiters {
+                let e = by_key
+                    .entry(x.key.name.to_string())
+                    .or_insert_with(|| (x.key.clone(), Vec::new()));
+                if !e.1.contains(&x.zone) {
+                    e.1.push(x.zone.clone());
+                }
+            }
+            (w.next_id, by_key.into_values().collect())
+        };
+        let answers = futures::future::join_all(asks.iter().map(|(key, zones)| async {
+            let got = target.serials(zones, Some(key)).await;
+            if let Err(e) = &got {
+                tracing::debug!(pod = %pod, error = %e, "failed to read serials for the served watch");
+            }
+            (key.name.to_string(), got.ok())
+        }))
+        .await;
+        let served: HashMap<String, Option<BTreeMap<ZoneName, u32>>> =
+            answers.into_iter().collect();
+        let looked = Instant::now();
+        let next = {
+            let mut w = lock(&watch.inner);
+            let mut left = Vec::with_capacity(w.waiters.len());
+            for mut x in std::mem::take(&mut w.waiters) {
+                // A wait that arrived after this look's questions went out
+                // is not answered by them.
+                let answer = served.get(&x.key.name.to_string());
+                let Some(answer) = answer.filter(|_| x.id < asked) else {
+                    left.push(x);
+                    continue;
+                };
+                x.last = answer.as_ref().and_then(|m| m.get(&x.zone).copied());
+                match x.last {
+                    Some(s) if serves(s, x.serial) => {
+                        let _ = x.reply.send(Ok(()));
+                    }
+                    last if looked >= x.until => {
+                        let _ = x.reply.send(Err(last));
+                    }
+                    _ => left.push(x),
+                }
+            }
+            w.waiters = left;
+            next_look(&w.waiters, looked)
+        };
+        let Some(mut at) = next else { continue };
+        loop {
+            tokio::select! {
+                _ = tokio::time::sleep_until(at.into()) => break,
+                _ = watch.arrived.notified() => {
+                    let w = lock(&watch.inner);
+                    match next_look(&w.waiters, looked) {
+                        Some(sooner) => at = sooner.min(at),
+                        None => break,
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// When the next look is due after the one at `looked` (`None`: no wait
+/// is left, look now to end the watch).
+fn next_look(waiters: &[Waiter], looked: Instant) -> Option<Instant> {
+    let oldest = waiters.iter().map(|x| x.since).min()?;
+    let soonest_end = waiters.iter().map(|x| x.until).min()?;
+    let at = looked + pause(waiters.len(), looked.saturating_duration_since(oldest));
+    Some(at.min(soonest_end.max(looked)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn serial_order_wraps() {
+        assert!(serves(7, 7));
+        assert!(serves(8, 7));
+        assert!(!serves(6, 7));
+        assert!(serves(2, u32::MAX - 1));
+        assert!(!serves(u32::MAX - 1, 2));
+    }
+
+    #[test]
+    fn looks_follow_the_oldest_wait_within_bounds() {
+        let ms = Duration::from_millis;
+        assert_eq!(pause(1, Duration::ZERO), ms(2) + PAUSE_PER_ZONE);
+        assert_eq!(pause(1, ms(40)), ms(20));
+        assert_eq!(pause(1, ms(5_000)), MAX_PAUSE);
+        // A thousand zones waiting: no closer than ~half a second.
+        assert_eq!(pause(1_000, ms(3)), ms(502));
+        assert_eq!(pause(100_000, Duration::ZERO), MAX_PAUSE);
+    }
+}
