@@ -3,7 +3,11 @@
 //! created one after another (each only once the previous one answers
 //! everywhere), then deleted the same way; each change is timed from the
 //! API call returning until the primary and each secondary answer it (the
-//! A record for a create, NXDOMAIN for a delete).
+//! A record for a create, NXDOMAIN for a delete). A create is also timed
+//! until its DNSRecord says Ready at its generation, and at that moment
+//! every pod is asked once: what a user who waits for Ready and then asks
+//! any pod gets. A Ready seen while some pod does not answer yet counts as
+//! early (the rule: Ready means every server answers).
 //!
 //! Why its own UDP prober and not `dig`: a dig process costs ~5-10 ms to
 //! start, the size of what is measured. The prober asks each pod every
@@ -54,12 +58,31 @@ pub struct LatencyPhase {
     pub pods: Vec<PodLatency>,
 }
 
+/// When each create said Ready, and what the pods answered then.
+#[derive(Debug, Clone, Serialize)]
+pub struct ReadyLatency {
+    /// Per create, milliseconds from the API call returning to the
+    /// DNSRecord's Ready at its generation (None: not within
+    /// `CHANGE_DEADLINE`).
+    pub samples_ms: Vec<Option<f64>>,
+    pub p50_ms: Option<f64>,
+    pub p90_ms: Option<f64>,
+    pub p99_ms: Option<f64>,
+    pub max_ms: Option<f64>,
+    pub missed: usize,
+    /// Creates whose Ready was seen while some pod, asked once right
+    /// then, did not answer them.
+    pub early: usize,
+}
+
 /// What the scenario measured.
 #[derive(Debug, Clone, Serialize)]
 pub struct LatencyResult {
     /// Changes per phase.
     pub changes: usize,
     pub phases: Vec<LatencyPhase>,
+    /// The creates' Ready.
+    pub ready: ReadyLatency,
 }
 
 impl LatencyResult {
@@ -81,7 +104,16 @@ fn percentile(sorted: &[f64], q: f64) -> Option<f64> {
     Some(sorted[rank - 1])
 }
 
-fn summarise(pod: &PodTarget, samples: Vec<Option<f64>>) -> PodLatency {
+/// p50, p90, p99, max and how many are missing, of `samples`.
+struct Stats {
+    p50: Option<f64>,
+    p90: Option<f64>,
+    p99: Option<f64>,
+    max: Option<f64>,
+    missed: usize,
+}
+
+fn stats(samples: &[Option<f64>]) -> Stats {
     let mut got: Vec<f64> = samples.iter().flatten().copied().collect();
     got.sort_by(f64::total_cmp);
     // A missed change counts as the worst: percentiles only over answers
@@ -89,18 +121,29 @@ fn summarise(pod: &PodTarget, samples: Vec<Option<f64>>) -> PodLatency {
     let missed = samples.len() - got.len();
     let complete = missed == 0;
     let pct = |q| percentile(&got, q).filter(|_| complete);
+    Stats {
+        p50: pct(0.50),
+        p90: pct(0.90),
+        p99: pct(0.99),
+        max: got.last().copied().filter(|_| complete),
+        missed,
+    }
+}
+
+fn summarise(pod: &PodTarget, samples: Vec<Option<f64>>) -> PodLatency {
+    let st = stats(&samples);
     PodLatency {
         pod: pod.pod.name.clone(),
         role: match pod.role {
             PodRole::Primary => "primary".into(),
             PodRole::Secondary => "secondary".into(),
         },
-        p50_ms: pct(0.50),
-        p90_ms: pct(0.90),
-        p99_ms: pct(0.99),
-        max_ms: got.last().copied().filter(|_| complete),
+        p50_ms: st.p50,
+        p90_ms: st.p90,
+        p99_ms: st.p99,
+        max_ms: st.max,
         samples_ms: samples,
-        missed,
+        missed: st.missed,
     }
 }
 
@@ -133,13 +176,20 @@ pub async fn run(
     let api: Api<DNSRecord> = Api::namespaced(env.client.clone(), NAMESPACE);
     let name = |i: usize| format!("lat{i}.{}", zones[i % zones.len()]);
     let mut created: Vec<Vec<Option<f64>>> = vec![Vec::new(); pods.len()];
+    let (mut ready, mut early) = (Vec::new(), 0);
     for i in 0..changes {
         env.create(record(i, zones.len())).await?;
         let t = Instant::now();
-        let took = answered(pods, &name(i), Want::Address(ip(i)), t).await;
+        let (want, fqdn, obj) = (Want::Address(ip(i)), name(i), format!("lat-{i}"));
+        let (took, said) = tokio::join!(
+            answered(pods, &fqdn, want, t),
+            ready_then_asked(&api, &obj, pods, &fqdn, want, t)
+        );
         for (p, d) in took.into_iter().enumerate() {
             created[p].push(d);
         }
+        early += usize::from(said.is_some_and(|(_, all)| !all));
+        ready.push(said.map(|(ms, _)| ms));
     }
     let mut deleted: Vec<Vec<Option<f64>>> = vec![Vec::new(); pods.len()];
     for i in 0..changes {
@@ -164,10 +214,57 @@ pub async fn run(
             .map(|(p, s)| summarise(p, s))
             .collect(),
     };
+    let st = stats(&ready);
     Ok(LatencyResult {
         changes,
         phases: vec![phase("create", created), phase("delete", deleted)],
+        ready: ReadyLatency {
+            samples_ms: ready,
+            p50_ms: st.p50,
+            p90_ms: st.p90,
+            p99_ms: st.p99,
+            max_ms: st.max,
+            missed: st.missed,
+            early,
+        },
     })
+}
+
+/// Milliseconds from `t` until DNSRecord `obj` says Ready at its
+/// generation, and whether every pod, asked once right then, answered
+/// `name` as wanted.
+async fn ready_then_asked(
+    api: &Api<DNSRecord>,
+    obj: &str,
+    pods: &[PodTarget],
+    name: &str,
+    want: Want,
+    t: Instant,
+) -> Option<(f64, bool)> {
+    loop {
+        let ready = api.get_opt(obj).await.ok().flatten().is_some_and(|r| {
+            r.status.as_ref().is_some_and(|s| {
+                s.phase == Some(crate::api::Phase::Ready)
+                    && s.observed_generation == r.metadata.generation
+            })
+        });
+        if ready {
+            let ms = (t.elapsed().as_secs_f64() * 1e4).round() / 10.0;
+            let asked = futures::future::join_all(pods.iter().map(|p| async move {
+                let sock = tokio::net::UdpSocket::bind((Ipv4Addr::LOCALHOST, 0))
+                    .await
+                    .ok()?;
+                sock.connect(p.dns).await.ok()?;
+                Some(ask(&sock, name, want).await)
+            }))
+            .await;
+            return Some((ms, asked.into_iter().all(|a| a == Some(true))));
+        }
+        if t.elapsed() >= CHANGE_DEADLINE {
+            return None;
+        }
+        tokio::time::sleep(POLL).await;
+    }
 }
 
 #[derive(Clone, Copy)]

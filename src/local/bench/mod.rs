@@ -23,7 +23,8 @@
 //! - **latency**: [`BenchOptions::latency_records`] DNSRecords created one
 //!   after another into a converged cluster (each once the previous one
 //!   answers on every pod), then deleted the same way; time from the API
-//!   call returning to the answer on each pod ([`latency`]; issue 30).
+//!   call returning to the answer on each pod ([`latency`]; issue 30), and
+//!   each create until it says Ready, with every pod asked once then.
 //! - **converged**: like batched at [`BenchOptions::converged_records`];
 //!   once everything answers and is Ready and the operator has been quiet
 //!   for a moment, the cluster is held for [`BenchOptions::converged_hold`]

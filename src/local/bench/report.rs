@@ -531,6 +531,21 @@ fn verdicts(scenarios: &[ScenarioResult], comparison: Option<&Comparison>) -> Ve
                 );
             }
         }
+        let r = &l.ready;
+        push(
+            format!(
+                "latency, create of {}: Ready only once every pod answers (each pod asked once \
+                 when Ready is seen) = 0 early",
+                l.changes
+            ),
+            format!(
+                "{} early, {} never Ready; Ready p50 {}",
+                r.early,
+                r.missed,
+                r.p50_ms.map_or("-".into(), |v| format!("{v:.1} ms"))
+            ),
+            Some(r.early == 0 && r.missed == 0),
+        );
     }
     for s in scenarios
         .iter()
@@ -990,7 +1005,24 @@ impl BenchReport {
                         ]);
                     }
                 }
+                let r = &l.ready;
+                rows.push(vec![
+                    "create".into(),
+                    "(status)".into(),
+                    "Ready".into(),
+                    ms(r.p50_ms),
+                    ms(r.p90_ms),
+                    ms(r.p99_ms),
+                    ms(r.max_ms),
+                    r.missed.to_string(),
+                ]);
                 t.push_str(&columns(&rows));
+                let _ = writeln!(
+                    t,
+                    "Ready: {} of {} creates said Ready while some pod, asked once right then, \
+                     did not answer them",
+                    r.early, l.changes
+                );
             }
         }
         for s in &self.scenarios {
