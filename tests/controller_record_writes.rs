@@ -313,6 +313,7 @@ async fn a_report_is_written_when_the_cache_predates_our_last_write() {
             kube::runtime::reflector::store::<BindZone>().0,
             futures::channel::mpsc::unbounded().0,
         ),
+        wake: futures::channel::mpsc::unbounded().0,
     };
     let records: Api<DNSRecord> = Api::namespaced(client.clone(), support::NS);
     let zones: Api<BindZone> = Api::namespaced(client.clone(), support::NS);
@@ -496,6 +497,7 @@ async fn a_finalizer_patch_against_a_stale_copy_is_retried_soon_not_failed() {
             kube::runtime::reflector::store::<BindZone>().0,
             futures::channel::mpsc::unbounded().0,
         ),
+        wake: futures::channel::mpsc::unbounded().0,
     });
     let zones: Api<BindZone> = Api::namespaced(client.clone(), support::NS);
     // The copy a cache still holds: no finalizer yet.

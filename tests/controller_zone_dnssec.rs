@@ -19,6 +19,20 @@ use kube::ResourceExt as _;
 use serde_json::json;
 use support::{test_settings, zone};
 
+/// The settings of the tests that wait for a zone to be signed and Ready.
+/// named bumps a signed zone's serial as it signs, and under load a
+/// secondary can miss one of those NOTIFYs (seen: the secondary one serial
+/// behind for good, so the zone is not Ready: `NotServed`). In production
+/// the recheck after a write (5 s) sees it lagging and NOTIFYs it; here it
+/// runs every second after the write.
+fn signing_settings() -> bind_operator::controller::zonesync::Settings {
+    bind_operator::controller::zonesync::Settings {
+        recheck_after_write: std::time::Duration::from_secs(1),
+        survey_max_age: std::time::Duration::from_secs(30),
+        ..test_settings()
+    }
+}
+
 /// A zone with an in-zone nameserver and one record.
 fn web(name: &str, zone_name: &str, policy: Option<&str>) -> BindZone {
     let mut z = zone(name, zone_name);
@@ -106,7 +120,7 @@ async fn signed(env: &support::Env, name: &str) -> BindZone {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_policy_added_to_a_zone_signs_it_and_removing_it_unsigns_through_insecure() {
-    let (env, named) = setup(test_settings()).await;
+    let (env, named) = setup(signing_settings()).await;
     let (p, s) = (named.primary.dns.port, named.secondary.dns.port);
     env.create(web("sig", "sig.test", None)).await;
     let z = env.zone_phase("sig", Phase::Ready).await;
@@ -185,7 +199,7 @@ async fn a_policy_added_to_a_zone_signs_it_and_removing_it_unsigns_through_insec
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deleting_a_signed_zone_removes_its_files_and_a_new_one_gets_new_keys() {
-    let (env, named) = setup(test_settings()).await;
+    let (env, named) = setup(signing_settings()).await;
     let p = named.primary.dns.port;
     let data = named.primary.layout.data_dir.clone();
     env.create(web("gone", "gone.test", Some("default"))).await;
@@ -521,7 +535,7 @@ async fn kept_secret(env: &support::Env, tags: &[u16]) -> k8s_openapi::api::core
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_primary_rebuilt_on_an_empty_volume_signs_with_the_kept_keys_across_an_operator_restart()
 {
-    let settings = bind_operator::controller::zonesync::Settings { ..test_settings() };
+    let settings = signing_settings();
     let (mut env, mut named) = setup(settings.clone()).await;
     let p = named.primary.dns.port;
     env.create(web("keep", "keep.test", Some("default"))).await;

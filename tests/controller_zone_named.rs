@@ -793,6 +793,83 @@ async fn a_record_says_ready_only_once_the_secondary_serves_it() {
     env.stop().await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_zone_says_ready_only_once_the_secondary_serves_it() {
+    // As for records: a new zone and a changed one say Ready only once the
+    // secondary serves them. No recheck or periodic check within the test.
+    let (env, named, _) = setup_views(test_settings(), vec![]).await;
+    let (p, s) = (named.primary.dns.port, named.secondary.dns.port);
+    env.create(zone("web", "web.test")).await;
+    env.create(record("www", "web", "www", RecordType::A, &["192.0.2.1"]))
+        .await;
+    env.record_phase("www", Phase::Ready).await;
+    env.zone_phase("web", Phase::Ready).await;
+    // A second record through its NOTIFY, so none is left pending to the
+    // secondary (see `NotifySink`).
+    env.create(record("ftp", "web", "ftp", RecordType::A, &["192.0.2.9"]))
+        .await;
+    env.record_phase("ftp", Phase::Ready).await;
+    follow(s, "ftp.web.test", "A", &["192.0.2.9"]);
+
+    // The secondary misses the catalog's NOTIFY of a new zone and the
+    // zone's NOTIFY of a changed one.
+    let sink = NotifySink::bind();
+    named.write_notify_list(&[sink.endpoint()]);
+    env.create(zone("late", "late.test")).await;
+    env.patch_spec::<BindZone>(
+        "web",
+        serde_json::json!({"records": [{"name": "mx", "type": "A", "values": ["192.0.2.25"]}]}),
+    )
+    .await;
+    follow(p, "mx.web.test", "A", &["192.0.2.25"]);
+    harness::wait_until(Duration::from_secs(10), || {
+        !harness::dig_short(p, "late.test", "SOA").is_empty()
+    });
+    let not_served = |name: &'static str, generation: i64, says: &'static str| {
+        let env = &env;
+        async move {
+            let st = env
+                .wait::<BindZone, _>(&format!("{name} Pending, NotServed"), name, |z| {
+                    let st = z?.status.as_ref()?;
+                    (st.phase == Some(Phase::Pending)
+                        && st.observed_generation == Some(generation)
+                        && st.conditions.iter().any(|c| c.reason == "NotServed"))
+                    .then(|| st.clone())
+                })
+                .await;
+            let message = &st
+                .conditions
+                .iter()
+                .find(|c| c.type_ == "Ready")
+                .expect("a Ready condition")
+                .message;
+            assert!(message.contains(says), "{name}: {message}");
+        }
+    };
+    not_served("late", 1, "pod c-1 does not answer for the zone").await;
+    not_served("web", 2, "pod c-1 serves serial").await;
+    assert!(harness::dig_short(s, "late.test", "SOA").is_empty());
+    assert!(harness::dig_short(s, "mx.web.test", "A").is_empty());
+
+    // The NOTIFY list back; the next changes (a record in web, a new zone
+    // in the catalog) bring the secondary along, and both zones say Ready.
+    named.write_notify_list(&[named.secondary.endpoint()]);
+    env.create(record("api", "web", "api", RecordType::A, &["192.0.2.7"]))
+        .await;
+    env.create(zone("later", "later.test")).await;
+    for z in ["web", "late", "later"] {
+        env.zone_phase(z, Phase::Ready).await;
+    }
+    assert_eq!(harness::dig_short(s, "mx.web.test", "A"), ["192.0.2.25"]);
+    for z in ["late.test", "later.test"] {
+        assert!(
+            !harness::dig_short(s, z, "SOA").is_empty(),
+            "{z} on the secondary"
+        );
+    }
+    env.stop().await;
+}
+
 /// The start of the missed-NOTIFY tests outside views: no periodic check
 /// within the test (600 s), rechecks every second after a write; zone
 /// `web.test` with `www` (Ready) and `ftp` answered by the secondary, `ftp`

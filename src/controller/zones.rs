@@ -323,6 +323,7 @@ pub async fn run_on(
         servers,
         batcher,
         namespaces,
+        wake: wake_tx.clone(),
     });
 
     let controllers = {

@@ -31,7 +31,7 @@ use crate::controller::zonesync::writes::{
 use crate::render::validate::{PrimaryZoneConfig, ZoneConfig};
 
 use super::applied::Applied;
-use super::confirm::{self, Confirm};
+use super::confirm::{self, Confirm, ZoneServed};
 use super::primary::{Converged, Failure};
 use super::read::{self, Blocked, Inputs, ZoneRead};
 use super::{Error, dnssec, dnssec_keys, external_secondaries, primary, secondary};
@@ -166,7 +166,7 @@ async fn primary_zone(ctx: &ZoneContext, r: &ZoneRead) -> Result<Action, Error> 
         records,
         &out.desired,
         Some(c.served.as_ref()),
-        Some(confirm),
+        Some(confirm.clone()),
     )
     .await?;
     let dnssec_state = match signing_state(ctx, r, &c).await {
@@ -213,7 +213,24 @@ async fn primary_zone(ctx: &ZoneContext, r: &ZoneRead) -> Result<Action, Error> 
         }
     }
     report.external_secondaries = Some(observed);
-    finish(ctx, zone, &report, &r.applied, &out.applied).await?;
+    // Ready at a new generation once every Ready secondary serves it.
+    let mut write = true;
+    if report.phase == Phase::Ready {
+        match confirm::zone_served(ctx, zone, &confirm) {
+            ZoneServed::Yes => {}
+            ZoneServed::Waiting => write = false,
+            ZoneServed::Lagging(message) => {
+                report.phase = Phase::Pending;
+                report.reason = crate::api::REASON_NOT_SERVED;
+                report.message = message;
+            }
+        }
+    }
+    if write {
+        finish(ctx, zone, &report, &r.applied, &out.applied).await?;
+    } else {
+        settled(ctx, zone, &r.applied, &out.applied).await?;
+    }
     let next_check = if lagging {
         external_secondaries::LAGGING_RECHECK.min(c.next_check)
     } else {
@@ -398,6 +415,17 @@ pub(super) async fn finish(
     want: &Applied,
 ) -> Result<(), Error> {
     write_zone_report(ctx, zone, report).await?;
+    settled(ctx, zone, applied, want).await
+}
+
+/// [`finish`] without the status: its applied annotation when it changed,
+/// and its failure count reset.
+async fn settled(
+    ctx: &ZoneContext,
+    zone: &BindZone,
+    applied: &Applied,
+    want: &Applied,
+) -> Result<(), Error> {
     if applied != want {
         record_applied(ctx, zone, want).await?;
     }

@@ -118,6 +118,7 @@ pub async fn cleanup(zone: &Arc<BindZone>, ctx: &ZoneContext) -> Result<Action, 
         .forget(&(zone.namespace().unwrap_or_default(), zone.name_any()));
     if let Some(uid) = &zone.metadata.uid {
         ctx.state.statuses.memo.forget(uid);
+        ctx.state.served.forget_zone(uid, None);
     }
     Ok(Action::await_change())
 }

@@ -24,6 +24,17 @@
 //! at its generation after a restart) is not waited for again: a record
 //! stays Ready while a later change of its zone travels.
 //!
+//! A BindZone's Ready follows the same rule for what the zone itself asks
+//! for (its SOA, nameservers and `spec.records`): once a generation of the
+//! zone is first served by the primary, the zone says Ready at that
+//! generation only when every Ready secondary serves that serial or later
+//! ([`zone_served`]). Meanwhile its status is left as it was (a new zone
+//! shows nothing yet, a changed one its last Ready at the older
+//! generation), so a record change never makes a zone's Ready flap; a
+//! secondary that has not caught up within [`Settings::served_wait`]
+//! makes it Pending, `NotServed`, naming the pod. The wait wakes the zone
+//! when it ends.
+//!
 //! Touches the secondaries (SOA queries) and DNSRecord statuses.
 //!
 //! [`zonesync::served`]: crate::controller::zonesync::served
@@ -32,11 +43,13 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::api::{DNSRecord, REASON_NOT_SERVED};
+use kube::runtime::reflector::ObjectRef;
+
+use crate::api::{BindZone, DNSRecord, Phase, REASON_NOT_SERVED};
 use crate::bind::{TsigKey, ZoneName};
 use crate::controller::exec::PodRef;
 use crate::controller::zonesync::ZoneContext;
-use crate::controller::zonesync::served::Lag;
+use crate::controller::zonesync::served::{Lag, ZoneWait};
 use crate::controller::zonesync::writes::{
     RecordReport, WriteError, queue_record_reports, queue_reports,
 };
@@ -45,6 +58,7 @@ use crate::controller::zonesync::writes::{
 pub const GIVE_UP: Duration = Duration::from_secs(60);
 
 /// What the Ready reports of a zone's pass wait for.
+#[derive(Debug, Clone)]
 pub struct Confirm {
     pub zone: ZoneName,
     /// Every Ready pod but the primary.
@@ -152,15 +166,123 @@ pub async fn ready_when_served(
     Ok(())
 }
 
+/// Whether a zone's Ready may be written (see the module docs).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ZoneServed {
+    /// Every Ready secondary serves this generation of the zone.
+    Yes,
+    /// A wait runs: write nothing new yet (the wait wakes the zone).
+    Waiting,
+    /// A secondary did not catch up within the wait: Pending, this message.
+    Lagging(String),
+}
+
+/// Whether every Ready secondary serves the generation of `zone` that the
+/// primary serves at `confirm.serial` (or serves since): a zone Ready at
+/// its generation already, or without secondaries, is; else a wait starts
+/// on the pods' watches (once per generation), and wakes the zone when it
+/// ends.
+pub fn zone_served(ctx: &ZoneContext, zone: &BindZone, confirm: &Confirm) -> ZoneServed {
+    let watch = &ctx.state.served;
+    let uid = zone.metadata.uid.clone().unwrap_or_default();
+    let generation = zone.metadata.generation;
+    match watch.zone_wait(&uid) {
+        Some(w) if w.generation() == generation => {
+            return match w {
+                ZoneWait::Served { .. } => ZoneServed::Yes,
+                ZoneWait::Waiting { .. } => ZoneServed::Waiting,
+                ZoneWait::Lagging { serial, lag, .. } => {
+                    ZoneServed::Lagging(zone_not_served(&lag, serial))
+                }
+            };
+        }
+        _ => {}
+    }
+    let shown = zone
+        .status
+        .as_ref()
+        .is_some_and(|s| s.phase == Some(Phase::Ready) && s.observed_generation == generation);
+    if shown || confirm.secondaries.is_empty() {
+        watch.set_zone_wait(&uid, ZoneWait::Served { generation }, None);
+        return ZoneServed::Yes;
+    }
+    let serial = confirm.serial;
+    watch.set_zone_wait(&uid, ZoneWait::Waiting { generation, serial }, None);
+    let (servers, batcher, watch) = (
+        ctx.servers.clone(),
+        ctx.batcher.clone(),
+        ctx.state.served.clone(),
+    );
+    let (wake, first_wait) = (ctx.wake.clone(), ctx.settings.served_wait);
+    let (zone_name, key, pods) = (
+        confirm.zone.clone(),
+        confirm.key.clone(),
+        confirm.secondaries.clone(),
+    );
+    let obj = ObjectRef::from_obj(zone);
+    tokio::spawn(async move {
+        let started = Instant::now();
+        let wait_all = |pods: Vec<PodRef>, until: Instant| {
+            let (servers, batcher, watch, zone_name, key) =
+                (&servers, &batcher, &watch, &zone_name, &key);
+            async move {
+                let lags =
+                    futures::future::join_all(pods.iter().map(|pod| {
+                        watch.wait(servers, batcher, pod, zone_name, key, serial, until)
+                    }))
+                    .await;
+                pods.into_iter()
+                    .zip(lags)
+                    .filter_map(|(pod, r)| r.err().map(|lag| (pod, lag)))
+                    .collect::<Vec<(PodRef, Lag)>>()
+            }
+        };
+        let only = Some(generation);
+        let mut lag = wait_all(pods, started + first_wait).await;
+        if !lag.is_empty() {
+            let lagging = ZoneWait::Lagging {
+                generation,
+                serial,
+                lag: lag.clone(),
+            };
+            if !watch.set_zone_wait(&uid, lagging, only) {
+                return;
+            }
+            let _ = wake.unbounded_send(obj.clone());
+            let pods = lag.into_iter().map(|(pod, _)| pod).collect();
+            lag = wait_all(pods, started + GIVE_UP).await;
+        }
+        if lag.is_empty() {
+            if watch.set_zone_wait(&uid, ZoneWait::Served { generation }, only) {
+                let _ = wake.unbounded_send(obj);
+            }
+        } else {
+            // The zone's next pass waits again.
+            watch.forget_zone(&uid, only);
+        }
+    });
+    ZoneServed::Waiting
+}
+
+/// The message of a zone a secondary does not serve yet.
+fn zone_not_served(lagging: &[(PodRef, Lag)], serial: u32) -> String {
+    let pods: Vec<String> = lagging.iter().map(|(pod, s)| lag_text(pod, *s)).collect();
+    format!(
+        "{}; the zone is at serial {serial} on the primary, and resolvers asking the other pods do not get it yet",
+        pods.join(", ")
+    )
+}
+
+fn lag_text(pod: &PodRef, served: Lag) -> String {
+    match served {
+        Some(s) => format!("pod {} serves serial {s}", pod.name),
+        None => format!("pod {} does not answer for the zone", pod.name),
+    }
+}
+
 /// The message of records a secondary does not serve yet.
 fn not_served(lagging: &[(PodRef, Lag)], serial: u32) -> String {
-    let pods: Vec<String> = lagging
-        .iter()
-        .map(|(pod, s)| match s {
-            Some(s) => format!("pod {} serves serial {s}", pod.name),
-            None => format!("pod {} does not answer for the zone", pod.name),
-        })
-        .collect();
+    let pods: Vec<String> = lagging.iter().map(|(pod, s)| lag_text(pod, *s)).collect();
     format!(
         "{}; the record set is at serial {serial} on the primary, and resolvers asking the other pods do not get it yet",
         pods.join(", ")

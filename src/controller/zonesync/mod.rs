@@ -149,6 +149,9 @@ pub struct ZoneContext {
     pub batcher: Arc<server::batch::Batcher>,
     /// Namespace labels for `spec.recordsFrom` selectors (started on use).
     pub namespaces: namespaces::NamespaceWatch,
+    /// Wakes a zone's reconcile (e.g. once its secondaries serve it).
+    pub wake:
+        futures::channel::mpsc::UnboundedSender<kube::runtime::reflector::ObjectRef<BindZone>>,
 }
 
 impl ZoneContext {

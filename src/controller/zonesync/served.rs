@@ -21,7 +21,7 @@
 //!
 //! Touches the pods (SOA queries) only; never the API server.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -47,10 +47,42 @@ pub const MAX_PAUSE: Duration = Duration::from_secs(1);
 /// the zone, or could not be asked).
 pub type Lag = Option<u32>;
 
-/// Every pod's watch (see the module docs).
+/// Every pod's watch (see the module docs), and each BindZone's own wait
+/// for its generation to be served (by zone uid).
 #[derive(Debug, Default)]
 pub struct ServedWatch {
     pods: Mutex<HashMap<PodRef, Arc<PodWatch>>>,
+    zones: Mutex<HashMap<String, ZoneWait>>,
+}
+
+/// Where a BindZone's wait for its secondaries stands, for one generation
+/// of the zone.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ZoneWait {
+    /// Started at `serial`, the first serial that served the generation.
+    Waiting {
+        generation: Option<i64>,
+        serial: u32,
+    },
+    /// Every secondary served the generation.
+    Served { generation: Option<i64> },
+    /// Some did not within the first wait (each with the serial it served
+    /// last); the wait goes on.
+    Lagging {
+        generation: Option<i64>,
+        serial: u32,
+        lag: Vec<(PodRef, Lag)>,
+    },
+}
+
+impl ZoneWait {
+    pub fn generation(&self) -> Option<i64> {
+        match self {
+            ZoneWait::Waiting { generation, .. }
+            | ZoneWait::Served { generation }
+            | ZoneWait::Lagging { generation, .. } => *generation,
+        }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -103,6 +135,34 @@ pub fn pause(waiting: usize, oldest: Duration) -> Duration {
 }
 
 impl ServedWatch {
+    /// The zone's wait, if one was made.
+    pub fn zone_wait(&self, uid: &str) -> Option<ZoneWait> {
+        lock(&self.zones).get(uid).cloned()
+    }
+
+    /// Sets the zone's wait; `only_for`: only while the zone's entry is
+    /// still for that generation (a wait of an older generation must not
+    /// overwrite a newer one's). Returns whether it was set.
+    pub fn set_zone_wait(&self, uid: &str, wait: ZoneWait, only_for: Option<Option<i64>>) -> bool {
+        let mut zones = lock(&self.zones);
+        if let Some(generation) = only_for
+            && zones.get(uid).map(ZoneWait::generation) != Some(generation)
+        {
+            return false;
+        }
+        zones.insert(uid.to_string(), wait);
+        true
+    }
+
+    /// Drops the zone's wait (the zone is gone, or a wait gave up while
+    /// still for `generation`).
+    pub fn forget_zone(&self, uid: &str, generation: Option<Option<i64>>) {
+        let mut zones = lock(&self.zones);
+        if generation.is_none_or(|g| zones.get(uid).map(ZoneWait::generation) == Some(g)) {
+            zones.remove(uid);
+        }
+    }
+
     /// Waits until `pod` serves `zone` at `serial` or later (asked with
     /// SOA queries signed with `key`, which steers them into the zone's
     /// view), or until `until`: then `Err` with the serial seen last.
@@ -168,16 +228,19 @@ async fn watch_pod(
                 w.running = false;
                 return;
             }
-            let mut by_key: BTreeMap<String, (TsigKey, Vec<ZoneName>)> = BTreeMap::new();
+            let mut by_key: BTreeMap<String, (TsigKey, BTreeSet<ZoneName>)> = BTreeMap::new();
             for x in &w.waiters {
-                let e = by_key
+                by_key
                     .entry(x.key.name.to_string())
-                    .or_insert_with(|| (x.key.clone(), Vec::new()));
-                if !e.1.contains(&x.zone) {
-                    e.1.push(x.zone.clone());
-                }
+                    .or_insert_with(|| (x.key.clone(), BTreeSet::new()))
+                    .1
+                    .insert(x.zone.clone());
             }
-            (w.next_id, by_key.into_values().collect())
+            let asks = by_key
+                .into_values()
+                .map(|(key, zones)| (key, zones.into_iter().collect()))
+                .collect();
+            (w.next_id, asks)
         };
         let answers = futures::future::join_all(asks.iter().map(|(key, zones)| async {
             let got = target.serials(zones, Some(key)).await;
