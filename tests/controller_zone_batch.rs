@@ -646,11 +646,12 @@ async fn a_first_sync_of_200_zones_costs_a_few_execs_per_pod() {
     // for the whole first sync and go as one wave: one dig, one zone-list
     // run with every record in the files, one nsupdate of catalog joins
     // (a busy machine may split it into a few waves). The secondary: no
-    // exec at all. Before the records say Ready it is asked over DNS
-    // whether it serves their serials: one exchange per look for every
-    // zone waiting (the served watch), looks ~22 ms apart at first for 200
-    // zones and doubling while the secondary takes them in (0.5-2 s here),
-    // so a dozen or so, never one per zone.
+    // exec at all. Before the records and zones say Ready it is asked over
+    // DNS whether it serves their serials: one exchange per look for every
+    // zone waiting (the served watch), looks ~0.1 s apart at first and up
+    // to a second apart while the secondary takes the zones in (2.3 s
+    // here on 9.18, 7 s on 9.20, where Ready used to say 2.7 s; 9-23
+    // exchanges seen), never one per zone.
     assert!(primary <= 12, "{primary} execs on the primary");
     let calls = counting.by_verb();
     let on_secondary = |dns: bool| -> usize {
@@ -662,7 +663,7 @@ async fn a_first_sync_of_200_zones_costs_a_few_execs_per_pod() {
     };
     assert_eq!(on_secondary(false), 0, "execs on the secondary: {calls:?}");
     assert!(
-        on_secondary(true) <= 20,
+        on_secondary(true) <= ZONES / 5,
         "{} DNS exchanges with the secondary for {ZONES} zones: {calls:?}",
         on_secondary(true)
     );

@@ -118,6 +118,7 @@ pub async fn ready_when_served(
                         &confirm.zone,
                         &confirm.key,
                         confirm.serial,
+                        started,
                         until,
                     )
                 }))
@@ -226,11 +227,12 @@ pub fn zone_served(ctx: &ZoneContext, zone: &BindZone, confirm: &Confirm) -> Zon
             let (servers, batcher, watch, zone_name, key) =
                 (&servers, &batcher, &watch, &zone_name, &key);
             async move {
-                let lags =
-                    futures::future::join_all(pods.iter().map(|pod| {
-                        watch.wait(servers, batcher, pod, zone_name, key, serial, until)
-                    }))
-                    .await;
+                let lags = futures::future::join_all(pods.iter().map(|pod| {
+                    watch.wait(
+                        servers, batcher, pod, zone_name, key, serial, started, until,
+                    )
+                }))
+                .await;
                 pods.into_iter()
                     .zip(lags)
                     .filter_map(|(pod, r)| r.err().map(|lag| (pod, lag)))

@@ -166,6 +166,9 @@ impl ServedWatch {
     /// Waits until `pod` serves `zone` at `serial` or later (asked with
     /// SOA queries signed with `key`, which steers them into the zone's
     /// view), or until `until`: then `Err` with the serial seen last.
+    /// `since`: when the caller began to wait for this serial (a wait that
+    /// goes on after an earlier one ended keeps the looks as far apart as
+    /// its age wants).
     #[allow(clippy::too_many_arguments)]
     pub async fn wait(
         &self,
@@ -175,6 +178,7 @@ impl ServedWatch {
         zone: &ZoneName,
         key: &TsigKey,
         serial: u32,
+        since: Instant,
         until: Instant,
     ) -> Result<(), Lag> {
         let watch = lock(&self.pods).entry(pod.clone()).or_default().clone();
@@ -188,7 +192,7 @@ impl ServedWatch {
                 zone: zone.clone(),
                 key: key.clone(),
                 serial,
-                since: Instant::now(),
+                since,
                 until,
                 last: None,
                 reply,
@@ -214,20 +218,35 @@ async fn watch_pod(
     pod: PodRef,
 ) {
     let target = Target::new(&servers, &batcher, &pod);
-    let first = {
+    let mut look_at = {
         let w = lock(&watch.inner);
         Instant::now() + pause(w.waiters.len(), Duration::ZERO)
     };
-    tokio::time::sleep_until(first.into()).await;
     loop {
+        // Until the next look: waits that reach their end meanwhile end
+        // with what the last look saw (an end never brings a look of its
+        // own: the ends of a first sync's waits are spread out).
+        loop {
+            let end = {
+                let mut w = lock(&watch.inner);
+                expire(&mut w.waiters, Instant::now());
+                let Some(end) = w.waiters.iter().map(|x| x.until).min() else {
+                    w.running = false;
+                    return;
+                };
+                end
+            };
+            if Instant::now() >= look_at {
+                break;
+            }
+            tokio::select! {
+                _ = tokio::time::sleep_until(look_at.min(end).into()) => {}
+                _ = watch.arrived.notified() => {}
+            }
+        }
         // What to ask: the waiting zones per signing key.
         let (asked, asks): (u64, Vec<(TsigKey, Vec<ZoneName>)>) = {
-            let mut w = lock(&watch.inner);
-            w.waiters.retain(|x| !x.reply.is_closed());
-            if w.waiters.is_empty() {
-                w.running = false;
-                return;
-            }
+            let w = lock(&watch.inner);
             let mut by_key: BTreeMap<String, (TsigKey, BTreeSet<ZoneName>)> = BTreeMap::new();
             for x in &w.waiters {
                 by_key
@@ -253,54 +272,45 @@ async fn watch_pod(
         let served: HashMap<String, Option<BTreeMap<ZoneName, u32>>> =
             answers.into_iter().collect();
         let looked = Instant::now();
-        let next = {
-            let mut w = lock(&watch.inner);
-            let mut left = Vec::with_capacity(w.waiters.len());
-            for mut x in std::mem::take(&mut w.waiters) {
-                // A wait that arrived after this look's questions went out
-                // is not answered by them.
-                let answer = served.get(&x.key.name.to_string());
-                let Some(answer) = answer.filter(|_| x.id < asked) else {
-                    left.push(x);
-                    continue;
-                };
-                x.last = answer.as_ref().and_then(|m| m.get(&x.zone).copied());
-                match x.last {
-                    Some(s) if serves(s, x.serial) => {
-                        let _ = x.reply.send(Ok(()));
-                    }
-                    last if looked >= x.until => {
-                        let _ = x.reply.send(Err(last));
-                    }
-                    _ => left.push(x),
+        let mut w = lock(&watch.inner);
+        let mut left = Vec::with_capacity(w.waiters.len());
+        for mut x in std::mem::take(&mut w.waiters) {
+            // A wait that arrived after this look's questions went out is
+            // not answered by them.
+            let answer = served.get(&x.key.name.to_string());
+            let Some(answer) = answer.filter(|_| x.id < asked) else {
+                left.push(x);
+                continue;
+            };
+            x.last = answer.as_ref().and_then(|m| m.get(&x.zone).copied());
+            match x.last {
+                Some(s) if serves(s, x.serial) => {
+                    let _ = x.reply.send(Ok(()));
                 }
-            }
-            w.waiters = left;
-            next_look(&w.waiters, looked)
-        };
-        let Some(mut at) = next else { continue };
-        loop {
-            tokio::select! {
-                _ = tokio::time::sleep_until(at.into()) => break,
-                _ = watch.arrived.notified() => {
-                    let w = lock(&watch.inner);
-                    match next_look(&w.waiters, looked) {
-                        Some(sooner) => at = sooner.min(at),
-                        None => break,
-                    }
-                }
+                _ => left.push(x),
             }
         }
+        w.waiters = left;
+        let oldest = w.waiters.iter().map(|x| x.since).min().unwrap_or(looked);
+        look_at = looked + pause(w.waiters.len(), looked.saturating_duration_since(oldest));
     }
 }
 
-/// When the next look is due after the one at `looked` (`None`: no wait
-/// is left, look now to end the watch).
-fn next_look(waiters: &[Waiter], looked: Instant) -> Option<Instant> {
-    let oldest = waiters.iter().map(|x| x.since).min()?;
-    let soonest_end = waiters.iter().map(|x| x.until).min()?;
-    let at = looked + pause(waiters.len(), looked.saturating_duration_since(oldest));
-    Some(at.min(soonest_end.max(looked)))
+/// Ends the waits that reached their end by `now` (with the serial seen
+/// last) and drops those nobody waits for any more.
+fn expire(waiters: &mut Vec<Waiter>, now: Instant) {
+    let mut left = Vec::with_capacity(waiters.len());
+    for x in std::mem::take(waiters) {
+        if x.reply.is_closed() {
+            continue;
+        }
+        if now >= x.until {
+            let _ = x.reply.send(Err(x.last));
+            continue;
+        }
+        left.push(x);
+    }
+    *waiters = left;
 }
 
 #[cfg(test)]
