@@ -120,6 +120,10 @@ const FIRST_SYNC_SETTLE: std::time::Duration = std::time::Duration::from_secs(1)
 /// How soon a waiting zone looks again (a finalizer added also wakes it).
 const FIRST_SYNC_RECHECK: std::time::Duration = std::time::Duration::from_millis(500);
 
+/// How far past the end of a settle or a quiet a waiting zone looks again,
+/// so the look finds it over.
+const FIRST_SYNC_PAST: std::time::Duration = std::time::Duration::from_millis(10);
+
 /// How long the DNSRecord controller must have taken in no record of a
 /// zone not applied yet before a new zone is created: while a first sync
 /// still arrives (a GitOps apply of many zones and their records), every
@@ -158,10 +162,22 @@ pub(super) fn awaiting_records(
         read.zone.namespace().unwrap_or_default(),
         read.zone.name_any(),
     );
-    let settling = ctx.state.seen_for(&zkey) < FIRST_SYNC_SETTLE;
+    let settle_left = FIRST_SYNC_SETTLE
+        .checked_sub(ctx.state.seen_for(&zkey))
+        .filter(|left| !left.is_zero());
+    let settling = settle_left.is_some();
     if (waiting || settling) && age < FIRST_SYNC_WAIT {
         tracing::debug!(namespace = %zkey.0, zone = %zkey.1, waiting, settling, "first sync: zone waits for its records");
-        return Some(Failure::Deferred(FIRST_SYNC_RECHECK));
+        // A zone that settles looks again right when its settle ends (a
+        // little past it, so the look finds it over), not a whole recheck
+        // later: a zone whose look came just before its settle's end used
+        // to wait up to 1.5 s, and a first sync reached the primary as a
+        // handful of zones and then the rest half a second later.
+        let recheck = match settle_left {
+            Some(left) => (left + FIRST_SYNC_PAST).min(FIRST_SYNC_RECHECK),
+            None => FIRST_SYNC_RECHECK,
+        };
+        return Some(Failure::Deferred(recheck));
     }
     let arriving = ctx
         .state
@@ -172,7 +188,7 @@ pub(super) fn awaiting_records(
         // Never past the zone's own bound; a little past the quiet's end,
         // so the wake finds it over.
         Some(left) if age < FIRST_SYNC_WAIT => {
-            let wait = left.min(FIRST_SYNC_WAIT - age) + std::time::Duration::from_millis(10);
+            let wait = left.min(FIRST_SYNC_WAIT - age) + FIRST_SYNC_PAST;
             tracing::debug!(namespace = %zkey.0, zone = %zkey.1, wait_ms = wait.as_millis() as u64, "first sync: records still arriving");
             Some(Failure::Deferred(wait))
         }
