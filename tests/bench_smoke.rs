@@ -12,8 +12,11 @@ use std::time::Duration;
 use bind_operator::local::bench::{BenchOptions, ScenarioKind, run};
 
 /// Ports away from the local (20000-39999) and e2e (40000-54999) tests' ranges, spread by pid.
+/// This process's block of bench ports: each test below takes its own 20
+/// per scenario (`PORTS_PER_SCENARIO`) from it, none overlapping another's
+/// (two tests that shared ports saw each other's rndc refuse them).
 fn base_port() -> u16 {
-    55_000 + (std::process::id() % 100) as u16 * 40
+    55_000 + (std::process::id() % 50) as u16 * 120
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -171,7 +174,7 @@ async fn a_tiny_bench_applies_at_once_and_holds_a_converged_cluster() {
         converged_hold: hold,
         zones: 2,
         state_dir: Some(state.path().to_path_buf()),
-        base_port: base_port() + 20,
+        base_port: base_port() + 40,
         timeout: Duration::from_secs(90),
         samples: 4,
         verbose: false,
@@ -260,7 +263,7 @@ async fn a_tiny_latency_run_times_each_change_on_every_pod() {
         latency_records: 30,
         zones: 2,
         state_dir: Some(state.path().to_path_buf()),
-        base_port: base_port() + 60,
+        base_port: base_port() + 80,
         timeout: Duration::from_secs(90),
         verbose: false,
         ..Default::default()
@@ -316,7 +319,7 @@ async fn a_tiny_primary_restart_is_measured_and_writes_no_record_status() {
         primary_restart_zones: 3,
         primary_restart_records: 2,
         state_dir: Some(state.path().to_path_buf()),
-        base_port: base_port() + 40,
+        base_port: base_port() + 100,
         timeout: Duration::from_secs(90),
         samples: 4,
         verbose: false,

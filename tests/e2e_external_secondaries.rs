@@ -17,7 +17,7 @@ use kube::Api;
 use crate::support_bind::{PortLease, reserve_port};
 use crate::support_e2e as support;
 
-use support::{Fixture, blocking, dig, wait_answer};
+use support::{Diagnose, Fixture, blocking, dig, wait_answer};
 
 const KEY_A: &str = "c2VjcmV0LWZvci1wcm92aWRlci1hLTAxMjM0NTY3ODk=";
 const KEY_B: &str = "c2VjcmV0LWZvci1wcm92aWRlci1iLTAxMjM0NTY3ODk=";
@@ -118,6 +118,28 @@ impl Drop for Provider {
     }
 }
 
+/// The local pods' named logs and the providers' own.
+struct Logs {
+    state: PathBuf,
+    providers: Vec<PathBuf>,
+}
+
+impl Diagnose for Logs {
+    fn diagnostics(&self) -> String {
+        let mut out = self.state.diagnostics();
+        for dir in &self.providers {
+            let log = std::fs::read_to_string(dir.join("named.log")).unwrap_or_default();
+            let tail: Vec<&str> = log.lines().rev().take(40).collect();
+            out.push_str(&format!("--- {}/named.log (tail)\n", dir.display()));
+            for line in tail.into_iter().rev() {
+                out.push_str(line);
+                out.push('\n');
+            }
+        }
+        out
+    }
+}
+
 fn record(values: &[&str]) -> String {
     let values: String = values.iter().map(|v| format!("    - '{v}'\n")).collect();
     format!(
@@ -201,15 +223,20 @@ async fn external_secondaries_get_every_zone_and_change_and_a_stopped_one_shows_
     a.start();
     b.start();
     let (pa, pb) = (a.port(), b.port());
-    let st = f.state.clone();
+    let (state, providers) = (f.state.clone(), vec![a.dir.clone(), b.dir.clone()]);
+    let logs = || Logs {
+        state: state.clone(),
+        providers: providers.clone(),
+    };
+    let st = logs();
     blocking(move || {
         let www = ["192.0.2.1".to_string()];
         for port in [pa, pb, internal] {
-            wait_answer(port, "www.example.com.", "A", &www, st.as_path());
+            wait_answer(port, "www.example.com.", "A", &www, &st);
         }
         // other.com lists only provider-a: b may not transfer it.
-        wait_answer(pa, "www.other.com.", "A", &www, st.as_path());
-        wait_answer(internal, "www.other.com.", "A", &www, st.as_path());
+        wait_answer(pa, "www.other.com.", "A", &www, &st);
+        wait_answer(internal, "www.other.com.", "A", &www, &st);
         assert!(dig(pb, "other.com.", "SOA").is_empty());
     })
     .await;
@@ -226,16 +253,10 @@ async fn external_secondaries_get_every_zone_and_change_and_a_stopped_one_shows_
 
     // A change reaches both.
     f.write("api.yaml", &record(&["192.0.2.20"]));
-    let st = f.state.clone();
+    let st = logs();
     blocking(move || {
         for port in [pa, pb, internal] {
-            wait_answer(
-                port,
-                "api.example.com.",
-                "A",
-                &["192.0.2.20".into()],
-                st.as_path(),
-            );
+            wait_answer(port, "api.example.com.", "A", &["192.0.2.20".into()], &st);
         }
     })
     .await;
@@ -243,15 +264,9 @@ async fn external_secondaries_get_every_zone_and_change_and_a_stopped_one_shows_
     // b stops: the next change leaves it behind, and the status says so.
     b.stop();
     f.write("api.yaml", &record(&["192.0.2.21"]));
-    let st = f.state.clone();
+    let st = logs();
     blocking(move || {
-        wait_answer(
-            pa,
-            "api.example.com.",
-            "A",
-            &["192.0.2.21".into()],
-            st.as_path(),
-        );
+        wait_answer(pa, "api.example.com.", "A", &["192.0.2.21".into()], &st);
     })
     .await;
     let server_b = format!("127.0.0.1:{pb}");
@@ -269,15 +284,9 @@ async fn external_secondaries_get_every_zone_and_change_and_a_stopped_one_shows_
 
     // Started again, it catches up and the status follows.
     b.start();
-    let st = f.state.clone();
+    let st = logs();
     blocking(move || {
-        wait_answer(
-            pb,
-            "api.example.com.",
-            "A",
-            &["192.0.2.21".into()],
-            st.as_path(),
-        );
+        wait_answer(pb, "api.example.com.", "A", &["192.0.2.21".into()], &st);
     })
     .await;
     let back = wait_zone(&zones, "example-com", "provider-b caught up", |z| {

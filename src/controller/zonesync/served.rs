@@ -273,24 +273,17 @@ async fn watch_pod(
             answers.into_iter().collect();
         let looked = Instant::now();
         let mut w = lock(&watch.inner);
-        let mut left = Vec::with_capacity(w.waiters.len());
-        for mut x in std::mem::take(&mut w.waiters) {
-            // A wait that arrived after this look's questions went out is
-            // not answered by them.
-            let answer = served.get(&x.key.name.to_string());
-            let Some(answer) = answer.filter(|_| x.id < asked) else {
-                left.push(x);
-                continue;
-            };
-            x.last = answer.as_ref().and_then(|m| m.get(&x.zone).copied());
-            match x.last {
-                Some(s) if serves(s, x.serial) => {
-                    let _ = x.reply.send(Ok(()));
-                }
-                _ => left.push(x),
+        // A wait that arrived after this look's questions went out is not
+        // answered by them.
+        for x in w.waiters.iter_mut().filter(|x| x.id < asked) {
+            if let Some(answer) = served.get(x.key.name.as_str()) {
+                x.last = answer.as_ref().and_then(|m| m.get(&x.zone).copied());
             }
         }
-        w.waiters = left;
+        let answered = |x: &mut Waiter| x.id < asked && x.last.is_some_and(|s| serves(s, x.serial));
+        for x in w.waiters.extract_if(.., answered) {
+            let _ = x.reply.send(Ok(()));
+        }
         let oldest = w.waiters.iter().map(|x| x.since).min().unwrap_or(looked);
         look_at = looked + pause(w.waiters.len(), looked.saturating_duration_since(oldest));
     }
@@ -299,18 +292,10 @@ async fn watch_pod(
 /// Ends the waits that reached their end by `now` (with the serial seen
 /// last) and drops those nobody waits for any more.
 fn expire(waiters: &mut Vec<Waiter>, now: Instant) {
-    let mut left = Vec::with_capacity(waiters.len());
-    for x in std::mem::take(waiters) {
-        if x.reply.is_closed() {
-            continue;
-        }
-        if now >= x.until {
-            let _ = x.reply.send(Err(x.last));
-            continue;
-        }
-        left.push(x);
+    waiters.retain(|x| !x.reply.is_closed());
+    for x in waiters.extract_if(.., |x| now >= x.until) {
+        let _ = x.reply.send(Err(x.last));
     }
-    *waiters = left;
 }
 
 #[cfg(test)]

@@ -37,16 +37,38 @@ impl Drop for PortLease {
     }
 }
 
-/// Reserves a port free on 127.0.0.1 for both UDP and TCP. The kernel picks
-/// it (bind to 0); a lock file created with `create_new` keeps other test
-/// processes from taking the same port between our probe and named's bind.
+/// Reserves a port free on 127.0.0.1 for both UDP and TCP, above the
+/// kernel's ephemeral range where there is room (61000-65535 on Linux's
+/// default): no client socket, `bind(0)` or runtime allocator (their bases
+/// sit below 61000) lands there, so a port stays ours even while the test
+/// has its named stopped. A lock file created with `create_new` keeps
+/// other test processes from taking the same port between our probe and
+/// named's bind. Where the ephemeral range leaves no room, the kernel
+/// picks (bind to 0).
 pub fn reserve_port() -> PortLease {
     let dir = std::env::temp_dir().join("bind-operator-test-ports");
     fs::create_dir_all(&dir).expect("create port lock dir");
-    for _ in 0..200 {
-        let udp = UdpSocket::bind("127.0.0.1:0").expect("bind udp probe");
-        let port = udp.local_addr().expect("udp addr").port();
-        if TcpListener::bind(("127.0.0.1", port)).is_err() {
+    let above = ephemeral_top()
+        .filter(|top| *top < 63_000)
+        .map(|top| top + 1);
+    let mut next = above.map(|from| {
+        let span = u32::from(u16::MAX - from);
+        from + ((std::process::id().wrapping_mul(2_654_435_761) >> 8) % span) as u16
+    });
+    for _ in 0..2_000 {
+        let port = match (above, next) {
+            (Some(from), Some(p)) => {
+                next = Some(if p == u16::MAX { from } else { p + 1 });
+                p
+            }
+            _ => {
+                let udp = UdpSocket::bind("127.0.0.1:0").expect("bind udp probe");
+                udp.local_addr().expect("udp addr").port()
+            }
+        };
+        if UdpSocket::bind(("127.0.0.1", port)).is_err()
+            || TcpListener::bind(("127.0.0.1", port)).is_err()
+        {
             continue;
         }
         let lock = dir.join(format!("{port}.lock"));
@@ -70,6 +92,12 @@ pub fn reserve_port() -> PortLease {
         }
     }
     panic!("failed to reserve a free port");
+}
+
+/// The top of the kernel's ephemeral port range.
+fn ephemeral_top() -> Option<u16> {
+    let range = fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range").ok()?;
+    range.split_whitespace().nth(1)?.parse().ok()
 }
 
 /// Output of a command run locally.
