@@ -48,20 +48,16 @@ impl Drop for PortLease {
 pub fn reserve_port() -> PortLease {
     let dir = std::env::temp_dir().join("bind-operator-test-ports");
     fs::create_dir_all(&dir).expect("create port lock dir");
+    // Where to start in the room above: spread by pid, so parallel test
+    // processes rarely probe the same ports.
     let above = ephemeral_top()
         .filter(|top| *top < 63_000)
         .map(|top| top + 1);
-    let mut next = above.map(|from| {
-        let span = u32::from(u16::MAX - from);
-        from + ((std::process::id().wrapping_mul(2_654_435_761) >> 8) % span) as u16
-    });
-    for _ in 0..2_000 {
-        let port = match (above, next) {
-            (Some(from), Some(p)) => {
-                next = Some(if p == u16::MAX { from } else { p + 1 });
-                p
-            }
-            _ => {
+    let start = std::process::id().wrapping_mul(2_654_435_761) >> 8;
+    for i in 0..2_000u32 {
+        let port = match above {
+            Some(from) => from + (start.wrapping_add(i) % u32::from(u16::MAX - from)) as u16,
+            None => {
                 let udp = UdpSocket::bind("127.0.0.1:0").expect("bind udp probe");
                 udp.local_addr().expect("udp addr").port()
             }
