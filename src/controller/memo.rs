@@ -1,7 +1,7 @@
 //! What the controllers remember about BIND pods between reconciles, in
 //! memory only (after an operator restart each is learned again): the
-//! primary's NOTIFY list ([`NotifyMemo`]) and recently failed reconfigs
-//! ([`ReconfigMemo`]). One of each per process, held by the
+//! primary's NOTIFY list ([`NotifyMemo`]) and each pod's reconfigs
+//! ([`ReconfigMemo`]: the last that succeeded, the last that failed). One of each per process, held by the
 //! [`super::Context`] and used by `bindcluster`'s reconfig step.
 //!
 //! A leaf of `controller` (it uses only `exec`'s pod reference), so the
@@ -15,12 +15,17 @@ use std::time::{Duration, Instant};
 
 use super::exec::PodRef;
 
-/// Failed reconfigs by pod: the config hash that failed, the reported
-/// failure (checkconf detail, never key material) and when. Memory only:
-/// after an operator restart a failing config is tried once more.
+/// Reconfigs by pod. Failed: the config hash that failed, the reported
+/// failure (checkconf detail, never key material) and when. Done: the hash
+/// the pod's current container last loaded by this process's reconfig, so a
+/// reconcile that reads the cluster from a cache not yet holding the
+/// status that recorded it does not run the same reconfig again. Memory
+/// only: after an operator restart a failing config is tried once more,
+/// and what is done is read from status again.
 #[derive(Default)]
 pub struct ReconfigMemo {
     failed: Mutex<HashMap<PodRef, (String, String, Instant)>>,
+    done: Mutex<HashMap<PodRef, (String, String)>>,
 }
 
 impl ReconfigMemo {
@@ -39,9 +44,20 @@ impl ReconfigMemo {
             .map(|(_, message, _)| message.clone())
     }
 
-    /// Records the outcome of reconfiguring `pod` with `hash`: a failure
-    /// message, or `None` for success (which forgets any failure).
-    pub fn record(&self, pod: &PodRef, hash: &str, outcome: Option<&str>) {
+    /// The hash this process last reconfigured `pod` with, if the pod's
+    /// container is still the one (`identity`: pod uid and restart count).
+    pub fn done(&self, pod: &PodRef, identity: &str) -> Option<String> {
+        let done = self.done.lock().unwrap_or_else(|p| p.into_inner());
+        done.get(pod)
+            .filter(|(id, _)| id == identity)
+            .map(|(_, hash)| hash.clone())
+    }
+
+    /// Records the outcome of reconfiguring `pod` (its container
+    /// `identity`) with `hash`: a failure message, or `None` for success
+    /// (which forgets any failure). named keeps the config it ran when a
+    /// reconfig fails, so a failure leaves what is done as it was.
+    pub fn record(&self, pod: &PodRef, identity: &str, hash: &str, outcome: Option<&str>) {
         let mut failed = self.failed.lock().unwrap_or_else(|p| p.into_inner());
         match outcome {
             Some(message) => {
@@ -52,6 +68,8 @@ impl ReconfigMemo {
             }
             None => {
                 failed.remove(pod);
+                let mut done = self.done.lock().unwrap_or_else(|p| p.into_inner());
+                done.insert(pod.clone(), (identity.to_string(), hash.to_string()));
             }
         }
     }

@@ -43,6 +43,9 @@ pub struct PodView {
     pub ready: bool,
     /// StatefulSet ordinal 0.
     pub primary: bool,
+    /// The pod's current container (uid and restart count): what a
+    /// remembered reconfig holds for.
+    pub identity: String,
 }
 
 /// The wanted files (the same text the ConfigMap and keys Secret hold).
@@ -140,8 +143,11 @@ impl Outcome {
 pub const RECONFIG_RETRY_AFTER: Duration = REQUEUE_LONG.saturating_sub(Duration::from_secs(10));
 
 /// Runs the reconfig step over `pods` (sorted by the caller), starting from
-/// the recorded `previous` hashes. Pods not in `pods` drop out. A config
-/// that failed on a pod recently is reported from `memo`, not run again.
+/// the recorded `previous` hashes, or what `memo` says this process loaded
+/// into the pod's current container since (the cluster read may predate
+/// the status write that recorded it). Pods not in `pods` drop out. A
+/// config that failed on a pod recently is reported from `memo`, not run
+/// again.
 pub async fn reconfig_pods(
     executor: &dyn PodExecutor,
     memo: &ReconfigMemo,
@@ -153,8 +159,11 @@ pub async fn reconfig_pods(
     for p in pods {
         let name = &p.pod.name;
         let want = wanted.hash_for(p.primary);
-        if let Some(have) = previous.get(name) {
-            out.applied.insert(name.clone(), have.clone());
+        if let Some(have) = memo
+            .done(&p.pod, &p.identity)
+            .or_else(|| previous.get(name).cloned())
+        {
+            out.applied.insert(name.clone(), have);
         }
         if out.applied.get(name) == Some(&want) {
             continue;
@@ -228,7 +237,7 @@ pub async fn reconfig_pods(
                     }
                 };
                 let failure = format!("{name}: {e}; {detail}");
-                memo.record(&p.pod, &want, Some(&failure));
+                memo.record(&p.pod, &p.identity, &want, Some(&failure));
                 out.failed.push(failure);
                 continue;
             }
@@ -246,7 +255,7 @@ pub async fn reconfig_pods(
                 continue;
             }
         }
-        memo.record(&p.pod, &want, None);
+        memo.record(&p.pod, &p.identity, &want, None);
         out.applied.insert(name.clone(), want.clone());
         out.reconfigured.push((name.clone(), want));
     }

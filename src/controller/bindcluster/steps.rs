@@ -163,6 +163,7 @@ pub async fn reconfigure(
             pod: PodRef::new(&ns, p.name_any()),
             ready: pods::containers_ready(p),
             primary: pod_ordinal(&name, &p.name_any()) == Some(0),
+            identity: container_identity(p),
         })
         .collect();
     let previous = cluster
@@ -198,8 +199,8 @@ pub async fn reconfigure(
     outcome
 }
 
-/// What a remembered NOTIFY list is valid for: this Pod object's current
-/// container. A restarted container can come back on an emptied data
+/// What a remembered NOTIFY list or reconfig is valid for: this Pod
+/// object's current container. A restarted container can come back on an emptied data
 /// volume (a memory-backed emptyDir after a node reboot, the local
 /// runtime's empty-volume restarts) where the list written before is gone.
 fn container_identity(pod: &Pod) -> String {
