@@ -11,24 +11,24 @@ use std::time::Duration;
 
 use bind_operator::local::bench::{BenchOptions, ScenarioKind, run};
 
-/// Ports away from the local (20000-39999) and e2e (40000-54999) tests' ranges, spread by pid.
-/// This process's block of bench ports: each test below takes its own 20
-/// per scenario (`PORTS_PER_SCENARIO`) from it, none overlapping another's
-/// (two tests that shared ports saw each other's rndc refuse them).
-fn base_port() -> u16 {
-    55_000 + (std::process::id() % 50) as u16 * 120
+/// Each test's ports: 20 per scenario (the bench's `PORTS_PER_SCENARIO`),
+/// this test's own until it ends (two tests that shared ports saw each
+/// other's rndc refuse them).
+fn ports(scenarios: u16) -> crate::support_bind::PortBlock {
+    crate::support_bind::port_block(20 * scenarios)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tiny_bench_measures_both_paths() {
     let state = tempfile::tempdir().unwrap();
+    let ports = ports(2);
     let opts = BenchOptions {
         scenarios: vec![ScenarioKind::Batched, ScenarioKind::Baseline],
         records: vec![20],
         zones: 2,
         baseline_records: 20,
         state_dir: Some(state.path().to_path_buf()),
-        base_port: base_port(),
+        base_port: ports.base,
         timeout: Duration::from_secs(60),
         samples: 10,
         verbose: false,
@@ -165,6 +165,7 @@ async fn a_tiny_bench_measures_both_paths() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tiny_bench_applies_at_once_and_holds_a_converged_cluster() {
     let state = tempfile::tempdir().unwrap();
+    let ports = ports(2);
     let hold = Duration::from_secs(3);
     let opts = BenchOptions {
         scenarios: vec![ScenarioKind::AtOnce, ScenarioKind::Converged],
@@ -174,7 +175,7 @@ async fn a_tiny_bench_applies_at_once_and_holds_a_converged_cluster() {
         converged_hold: hold,
         zones: 2,
         state_dir: Some(state.path().to_path_buf()),
-        base_port: base_port() + 40,
+        base_port: ports.base,
         timeout: Duration::from_secs(90),
         samples: 4,
         verbose: false,
@@ -258,12 +259,13 @@ async fn a_tiny_bench_applies_at_once_and_holds_a_converged_cluster() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tiny_latency_run_times_each_change_on_every_pod() {
     let state = tempfile::tempdir().unwrap();
+    let ports = ports(1);
     let opts = BenchOptions {
         scenarios: vec![ScenarioKind::Latency],
         latency_records: 30,
         zones: 2,
         state_dir: Some(state.path().to_path_buf()),
-        base_port: base_port() + 80,
+        base_port: ports.base,
         timeout: Duration::from_secs(90),
         verbose: false,
         ..Default::default()
@@ -314,12 +316,13 @@ async fn a_tiny_latency_run_times_each_change_on_every_pod() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tiny_primary_restart_is_measured_and_writes_no_record_status() {
     let state = tempfile::tempdir().unwrap();
+    let ports = ports(1);
     let opts = BenchOptions {
         scenarios: vec![ScenarioKind::PrimaryRestart],
         primary_restart_zones: 3,
         primary_restart_records: 2,
         state_dir: Some(state.path().to_path_buf()),
-        base_port: base_port() + 100,
+        base_port: ports.base,
         timeout: Duration::from_secs(90),
         samples: 4,
         verbose: false,

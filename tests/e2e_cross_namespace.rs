@@ -71,9 +71,11 @@ fn once_on_a_platform_and_teams_tree_serves_the_granted_and_fails_on_the_refused
     std::fs::create_dir_all(dir.join("teams")).unwrap();
     std::fs::write(dir.join("platform.yaml"), PLATFORM).unwrap();
     std::fs::write(dir.join("teams/records.yaml"), TEAMS).unwrap();
+    let ports = crate::support_bind::port_block(support::PORTS);
     let local = support::Local::start(
         &dir,
         &tmp.path().join("state"),
+        &ports,
         &["--once", "--timeout", "60"],
     );
     let (status, stdout) = local.wait_exit(STARTUP + Duration::from_secs(40));

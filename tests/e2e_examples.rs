@@ -8,6 +8,7 @@ use crate::support_e2e as support;
 
 use std::time::Duration;
 
+use crate::support_bind::port_block;
 use support::{
     Fixture, Local, STARTUP, assert_serves_all, examples_dir, named_starts, named_under, record,
 };
@@ -16,7 +17,8 @@ use support::{
 fn examples_are_served_by_primary_and_secondary_and_sigterm_stops_every_named() {
     let tmp = tempfile::tempdir().unwrap();
     let state = tmp.path().join("state");
-    let local = Local::start(&examples_dir(), &state, &[]);
+    let ports = port_block(support::PORTS);
+    let local = Local::start(&examples_dir(), &state, &ports, &[]);
     let snapshot = local.wait_all_ready();
     assert_eq!(snapshot.pods.len(), 2, "{snapshot:?}");
     assert_serves_all(&local, &snapshot, "example", &examples_dir());
@@ -47,7 +49,13 @@ fn examples_are_served_by_primary_and_secondary_and_sigterm_stops_every_named() 
 fn once_on_examples_exits_zero() {
     let tmp = tempfile::tempdir().unwrap();
     let state = tmp.path().join("state");
-    let local = Local::start(&examples_dir(), &state, &["--once", "--timeout", "40"]);
+    let ports = port_block(support::PORTS);
+    let local = Local::start(
+        &examples_dir(),
+        &state,
+        &ports,
+        &["--once", "--timeout", "40"],
+    );
     let (status, stdout) = local.wait_exit(STARTUP + Duration::from_secs(20));
     assert_eq!(status.code(), Some(0), "{stdout}");
     assert!(stdout.contains("all 6 objects are Ready"), "{stdout}");

@@ -105,7 +105,7 @@ pub const DEFAULT_ZONES: usize = 10;
 pub const DEFAULT_BASELINE_RECORDS: usize = 1_000;
 /// Default first port; each scenario's runtime gets its own block.
 pub const DEFAULT_BASE_PORT: u16 = 27_000;
-/// Ports reserved per scenario (a pod takes two).
+/// Ports reserved per scenario (a pod takes three: DNS, rndc, statistics).
 const PORTS_PER_SCENARIO: u16 = 20;
 /// nsupdate runs listed per scenario in the report (the baseline has one
 /// per record).

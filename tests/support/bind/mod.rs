@@ -25,16 +25,55 @@ const START_TIMEOUT: Duration = Duration::from_secs(15);
 /// Lock files older than this belong to a dead test run.
 const STALE_LOCK: Duration = Duration::from_secs(30 * 60);
 
+/// A lock file held until dropped: while it exists, no other test process
+/// takes what it names.
+struct Lock(PathBuf);
+
+impl Drop for Lock {
+    fn drop(&mut self) {
+        let _ = fs::remove_file(&self.0);
+    }
+}
+
+/// Takes the lock `name` in the shared lock directory, unless another
+/// live test process holds it (a lock older than [`STALE_LOCK`] belongs to
+/// a dead run and is taken over).
+fn lock(name: &str) -> Option<Lock> {
+    let dir = std::env::temp_dir().join("bind-operator-test-ports");
+    fs::create_dir_all(&dir).expect("create port lock dir");
+    let path = dir.join(name);
+    if let Ok(meta) = fs::metadata(&path) {
+        let age = meta
+            .modified()
+            .ok()
+            .and_then(|m| SystemTime::now().duration_since(m).ok())
+            .unwrap_or_default();
+        if age > STALE_LOCK {
+            let _ = fs::remove_file(&path);
+        }
+    }
+    fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&path)
+        .ok()
+        .map(|_| Lock(path))
+}
+
+fn port_free(port: u16) -> bool {
+    UdpSocket::bind(("127.0.0.1", port)).is_ok() && TcpListener::bind(("127.0.0.1", port)).is_ok()
+}
+
+/// Where a process's search for ports starts: spread by pid, so parallel
+/// test processes rarely probe the same ones.
+fn pid_spread() -> u32 {
+    std::process::id().wrapping_mul(2_654_435_761) >> 8
+}
+
 /// A port reserved for this test process until dropped.
 pub struct PortLease {
     pub port: u16,
-    lock: PathBuf,
-}
-
-impl Drop for PortLease {
-    fn drop(&mut self) {
-        let _ = fs::remove_file(&self.lock);
-    }
+    _lock: Lock,
 }
 
 /// Reserves a port free on 127.0.0.1 for both UDP and TCP, above the
@@ -46,14 +85,11 @@ impl Drop for PortLease {
 /// named's bind. Where the ephemeral range leaves no room, the kernel
 /// picks (bind to 0).
 pub fn reserve_port() -> PortLease {
-    let dir = std::env::temp_dir().join("bind-operator-test-ports");
-    fs::create_dir_all(&dir).expect("create port lock dir");
-    // Where to start in the room above: spread by pid, so parallel test
-    // processes rarely probe the same ports.
-    let above = ephemeral_top()
+    let above = ephemeral_range()
+        .map(|(_, top)| top)
         .filter(|top| *top < 63_000)
         .map(|top| top + 1);
-    let start = std::process::id().wrapping_mul(2_654_435_761) >> 8;
+    let start = pid_spread();
     for i in 0..2_000u32 {
         let port = match above {
             Some(from) => from + (start.wrapping_add(i) % u32::from(u16::MAX - from)) as u16,
@@ -62,38 +98,69 @@ pub fn reserve_port() -> PortLease {
                 udp.local_addr().expect("udp addr").port()
             }
         };
-        if UdpSocket::bind(("127.0.0.1", port)).is_err()
-            || TcpListener::bind(("127.0.0.1", port)).is_err()
-        {
+        if !port_free(port) {
             continue;
         }
-        let lock = dir.join(format!("{port}.lock"));
-        if let Ok(meta) = fs::metadata(&lock) {
-            let age = meta
-                .modified()
-                .ok()
-                .and_then(|m| SystemTime::now().duration_since(m).ok())
-                .unwrap_or_default();
-            if age > STALE_LOCK {
-                let _ = fs::remove_file(&lock);
-            }
-        }
-        if fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&lock)
-            .is_ok()
-        {
-            return PortLease { port, lock };
+        if let Some(lock) = lock(&format!("{port}.lock")) {
+            return PortLease { port, _lock: lock };
         }
     }
     panic!("failed to reserve a free port");
 }
 
-/// The top of the kernel's ephemeral port range.
-fn ephemeral_top() -> Option<u16> {
+/// Ports a local runtime of one test allocates its pods' from (3 per pod,
+/// upward from `base`), held by this test process until dropped.
+pub struct PortBlock {
+    pub base: u16,
+    _locks: Vec<Lock>,
+}
+
+/// The unit blocks are leased in.
+const CHUNK: u16 = 20;
+/// Where blocks come from: below the kernel's ephemeral range (32768 on
+/// Linux's default), so no client socket takes a pod's port while its
+/// named is stopped, and apart from [`reserve_port`]'s ports above it.
+const BLOCKS_FROM: u16 = 20_000;
+
+/// Leases `len` consecutive ports (rounded up to whole chunks of
+/// [`CHUNK`]), every one of them free now, for a local runtime's pods:
+/// one lock file per chunk keeps other test processes, and the other tests
+/// of this one, out of them until the block drops. The runtime's own
+/// allocator still skips a port taken by something else, so a test that
+/// runs more pods than its block holds spills over rather than fails.
+pub fn port_block(len: u16) -> PortBlock {
+    let below = ephemeral_range()
+        .map(|(low, _)| low)
+        .filter(|low| *low > BLOCKS_FROM + 1_000)
+        .unwrap_or(32_768);
+    let per = len.div_ceil(CHUNK);
+    let chunks = u32::from((below - BLOCKS_FROM) / CHUNK - per + 1);
+    let start = pid_spread();
+    'search: for i in 0..chunks {
+        let first = (start.wrapping_add(i) % chunks) as u16;
+        let base = BLOCKS_FROM + first * CHUNK;
+        let mut locks = Vec::new();
+        for c in first..first + per {
+            match lock(&format!("block-{c}.lock")) {
+                Some(l) => locks.push(l),
+                None => continue 'search,
+            }
+        }
+        if (base..base + per * CHUNK).all(port_free) {
+            return PortBlock {
+                base,
+                _locks: locks,
+            };
+        }
+    }
+    panic!("no free block of {len} ports from {BLOCKS_FROM} to {below}");
+}
+
+/// The kernel's ephemeral port range.
+fn ephemeral_range() -> Option<(u16, u16)> {
     let range = fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range").ok()?;
-    range.split_whitespace().nth(1)?.parse().ok()
+    let mut it = range.split_whitespace();
+    Some((it.next()?.parse().ok()?, it.next()?.parse().ok()?))
 }
 
 /// Output of a command run locally.

@@ -15,7 +15,6 @@ pub use process::Local;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicU16, Ordering};
 use std::time::{Duration, Instant};
 
 use bind_operator::local::report::{PodEndpoint, PodRole, Snapshot};
@@ -27,15 +26,9 @@ pub const WAIT: Duration = Duration::from_secs(20);
 pub const STARTUP: Duration = Duration::from_secs(40);
 const POLL: Duration = Duration::from_millis(200);
 
-/// A base port per test: distinct within this test binary, spread by pid
-/// so parallel binaries (and other worktrees) rarely meet. The runtime
-/// skips taken ports anyway and tests read the real ones from status.json.
-pub fn base_port() -> u16 {
-    static NEXT: AtomicU16 = AtomicU16::new(0);
-    let slot = NEXT.fetch_add(1, Ordering::Relaxed) % 8;
-    let block = (std::process::id() % 150) as u16;
-    40_000 + block * 100 + slot * 12
-}
+/// Ports for one test's local mode: 20 pods' worth (see
+/// [`crate::support_bind::port_block`]).
+pub const PORTS: u16 = 60;
 
 /// The repository's examples/ directory.
 pub fn examples_dir() -> PathBuf {
@@ -49,6 +42,9 @@ pub struct Fixture {
     pub dir: PathBuf,
     /// The state directory (`--state-dir`).
     pub state: PathBuf,
+    /// The pods' ports: this test's while the fixture lives, the same for
+    /// every start of local mode on it.
+    pub ports: crate::support_bind::PortBlock,
 }
 
 impl Fixture {
@@ -61,6 +57,7 @@ impl Fixture {
             state: tmp.path().join("state"),
             dir,
             tmp,
+            ports: crate::support_bind::port_block(PORTS),
         }
     }
 
@@ -92,7 +89,7 @@ impl Fixture {
 
     /// Starts `bind-operator local` on this fixture.
     pub fn start(&self, extra: &[&str]) -> Local {
-        Local::start(&self.dir, &self.state, extra)
+        Local::start(&self.dir, &self.state, &self.ports, extra)
     }
 }
 
@@ -107,7 +104,7 @@ pub async fn local_in_process(
         bind_operator::local::command::LocalConfig {
             dir: f.dir.clone(),
             state_dir: f.state.clone(),
-            base_port: base_port(),
+            base_port: f.ports.base,
         },
         backend,
         |c| c.stop_grace = Duration::from_secs(3),

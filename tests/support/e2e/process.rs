@@ -8,9 +8,7 @@ use std::time::{Duration, Instant};
 
 use bind_operator::local::report::Snapshot;
 
-use super::{
-    STARTUP, WAIT, all_ready, base_port, named_under, read_status, state_diagnostics, tail,
-};
+use super::{STARTUP, WAIT, all_ready, named_under, read_status, state_diagnostics, tail};
 
 /// How long a stopped `local` may take to exit.
 const EXIT_WAIT: Duration = Duration::from_secs(15);
@@ -27,9 +25,14 @@ pub struct Local {
 }
 
 impl Local {
-    /// Runs the binary with `-f dir --state-dir state --base-port P` and
-    /// `extra`; stdout and stderr go to files.
-    pub fn start(dir: &Path, state: &Path, extra: &[&str]) -> Local {
+    /// Runs the binary with `-f dir --state-dir state --base-port P` (the
+    /// first of `ports`) and `extra`; stdout and stderr go to files.
+    pub fn start(
+        dir: &Path,
+        state: &Path,
+        ports: &crate::support_bind::PortBlock,
+        extra: &[&str],
+    ) -> Local {
         let logs = tempfile::tempdir().unwrap();
         let stdout = logs.path().join("stdout");
         let stderr = logs.path().join("stderr");
@@ -40,7 +43,7 @@ impl Local {
             .arg("--state-dir")
             .arg(state)
             .arg("--base-port")
-            .arg(base_port().to_string())
+            .arg(ports.base.to_string())
             .args(extra)
             .env("RUST_LOG", "bind_operator=info,kube=warn")
             .stdin(Stdio::null())

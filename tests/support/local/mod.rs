@@ -7,7 +7,6 @@
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::path::Path;
-use std::sync::atomic::{AtomicU16, Ordering};
 use std::time::Duration;
 
 use bind_operator::bind::entrypoint::render_rndc_key;
@@ -28,15 +27,9 @@ pub const STS: &str = "dns";
 pub const TRANSFER_KEY: &str = "xfer";
 pub const CATALOG: &str = "catalog.dns.invalid";
 
-/// Ports for one test: distinct per test in this process, and spread by
-/// pid so parallel test binaries (and other worktrees) rarely meet; the
-/// runtime's allocator also skips ports that are taken.
-pub fn base_port() -> u16 {
-    static NEXT: AtomicU16 = AtomicU16::new(0);
-    let slot = NEXT.fetch_add(1, Ordering::Relaxed);
-    let pid_block = (std::process::id() % 100) as u16;
-    20_000 + pid_block * 200 + slot * 20
-}
+/// Ports for one test's runtime: 20 pods' worth (see
+/// [`crate::support_bind::port_block`]).
+pub const PORTS: u16 = 60;
 
 /// A runtime on a fresh in-memory API.
 pub struct Harness {
@@ -44,6 +37,8 @@ pub struct Harness {
     pub client: kube::Client,
     pub runtime: LocalRuntime,
     pub state: tempfile::TempDir,
+    /// The runtime's ports, this test's until the harness drops.
+    pub ports: crate::support_bind::PortBlock,
 }
 
 impl Harness {
@@ -56,7 +51,8 @@ impl Harness {
         let api = MemApi::new();
         let client = api.client();
         let state = tempfile::tempdir().unwrap();
-        let mut config = RuntimeConfig::new(state.path().join("state"), base_port());
+        let ports = crate::support_bind::port_block(PORTS);
+        let mut config = RuntimeConfig::new(state.path().join("state"), ports.base);
         config.stop_grace = Duration::from_secs(3);
         tweak(&mut config);
         let runtime = LocalRuntime::start(client.clone(), config).await.unwrap();
@@ -65,6 +61,7 @@ impl Harness {
             client,
             runtime,
             state,
+            ports,
         }
     }
 
