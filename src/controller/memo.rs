@@ -1,8 +1,9 @@
 //! What the controllers remember about BIND pods between reconciles, in
 //! memory only (after an operator restart each is learned again): the
 //! primary's NOTIFY list ([`NotifyMemo`]) and each pod's reconfigs
-//! ([`ReconfigMemo`]: the last that succeeded, the last that failed). One of each per process, held by the
-//! [`super::Context`] and used by `bindcluster`'s reconfig step.
+//! ([`ReconfigMemo`]: the last that succeeded, the last that failed). One
+//! of each per process, held by the [`super::Context`] and used by
+//! `bindcluster`'s reconfig step.
 //!
 //! A leaf of `controller` (it uses only `exec`'s pod reference), so the
 //! context can hold these without depending on `bindcluster`. Touches

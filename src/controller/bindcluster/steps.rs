@@ -200,9 +200,10 @@ pub async fn reconfigure(
 }
 
 /// What a remembered NOTIFY list or reconfig is valid for: this Pod
-/// object's current container. A restarted container can come back on an emptied data
-/// volume (a memory-backed emptyDir after a node reboot, the local
-/// runtime's empty-volume restarts) where the list written before is gone.
+/// object's current container. A restarted container can come back on an
+/// emptied data volume (a memory-backed emptyDir after a node reboot, the
+/// local runtime's empty-volume restarts) where the list written before is
+/// gone.
 fn container_identity(pod: &Pod) -> String {
     let restarts = pod
         .status

@@ -115,6 +115,10 @@ pub struct PortBlock {
     _locks: Vec<Lock>,
 }
 
+/// The block one test's local runtime (or local mode) gets: 20 pods'
+/// worth, 3 ports each.
+pub const RUNTIME_PORTS: u16 = 60;
+
 /// The unit blocks are leased in.
 const CHUNK: u16 = 20;
 /// Where blocks come from: below the kernel's ephemeral range (32768 on

@@ -26,9 +26,7 @@ pub const WAIT: Duration = Duration::from_secs(20);
 pub const STARTUP: Duration = Duration::from_secs(40);
 const POLL: Duration = Duration::from_millis(200);
 
-/// Ports for one test's local mode: 20 pods' worth (see
-/// [`crate::support_bind::port_block`]).
-pub const PORTS: u16 = 60;
+pub use crate::support_bind::RUNTIME_PORTS as PORTS;
 
 /// The repository's examples/ directory.
 pub fn examples_dir() -> PathBuf {

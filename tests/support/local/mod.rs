@@ -27,9 +27,7 @@ pub const STS: &str = "dns";
 pub const TRANSFER_KEY: &str = "xfer";
 pub const CATALOG: &str = "catalog.dns.invalid";
 
-/// Ports for one test's runtime: 20 pods' worth (see
-/// [`crate::support_bind::port_block`]).
-pub const PORTS: u16 = 60;
+pub use crate::support_bind::RUNTIME_PORTS as PORTS;
 
 /// A runtime on a fresh in-memory API.
 pub struct Harness {
